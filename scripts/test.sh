@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# The whole test suite on a fresh machine: system packages, the venv, lint, layering, tests.
+#   scripts/test.sh [pytest args...]
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+
+# System packages the tests drive for real: the OpenSSH sftp client (SFTP suite).
+need=()
+command -v sftp >/dev/null 2>&1 || need+=(openssh-client)
+if ((${#need[@]})); then
+  echo "test: installing system packages: ${need[*]}" >&2
+  SUDO=""; [[ $(id -u) -ne 0 ]] && SUDO="sudo"
+  $SUDO apt-get update -qq >&2
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" >&2
+fi
+
+scripts/bootstrap.sh --dev
+export PATH="$root/.venv/bin:$PATH"
+echo "== ruff" >&2
+ruff check src tests bench
+echo "== import-linter (layering, ARCHITECTURE §3)" >&2
+lint-imports
+echo "== pytest" >&2
+exec pytest "$@"

@@ -1,0 +1,92 @@
+"""The FastAPI application: routers plus one mapping from error types to HTTP.
+
+Handlers never build error responses themselves; services raise ``errors.py``
+types and this module turns them into ``{"detail": {"code", "message",
+"errors"?}}``. Unexpected exceptions become a 500 without a traceback.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from argus import __version__
+from argus.api.context import AppContext
+from argus.api.routers import health, tasks, users
+from argus.errors import (
+    ArgusError,
+    ClientError,
+    Conflict,
+    Forbidden,
+    NotFound,
+    QuotaExceeded,
+    Unauthorized,
+)
+
+log = logging.getLogger(__name__)
+
+_STATUS = [
+    (Unauthorized, 401),
+    (Forbidden, 403),
+    (NotFound, 404),
+    (Conflict, 409),
+    (QuotaExceeded, 413),
+    (ClientError, 400),
+]
+
+
+def create_app(ctx: AppContext, extra_routers: tuple = ()) -> FastAPI:
+    app = FastAPI(
+        title="Argus",
+        version=__version__,
+        description="Multi-tenant control plane for verl post-training on Ray. Authenticate with "
+        "`Authorization: Bearer <token>`.",
+        docs_url="/docs",
+        openapi_url="/openapi.json",
+    )
+    app.state.ctx = ctx
+    for r in (health.router, tasks.router, users.router, *extra_routers):
+        app.include_router(r)
+    _install_error_handlers(app)
+    return app
+
+
+def error_body(code: str, message: str, errors: list[dict] | None = None) -> dict:
+    detail: dict = {"code": code, "message": message}
+    if errors is not None:
+        detail["errors"] = errors
+    return {"detail": detail}
+
+
+def _install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(ArgusError)
+    async def _argus(_request: Request, exc: ArgusError) -> JSONResponse:
+        status = next((code for typ, code in _STATUS if isinstance(exc, typ)), 500)
+        errors = [e.as_dict() for e in exc.errors] if exc.errors else None
+        headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+        return JSONResponse(error_body(exc.code, exc.message, errors), status_code=status, headers=headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation(_request: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = []
+        for err in exc.errors():
+            loc = [str(p) for p in err.get("loc", ()) if p not in ("body", "query", "path")]
+            value = err.get("input")
+            if not isinstance(value, str | int | float | bool | type(None)):
+                value = None
+            errors.append({"field": ".".join(loc) or "(body)", "value": value, "message": err.get("msg", "invalid")})
+        return JSONResponse(error_body("invalid_request", "request is invalid", errors), status_code=400)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+        return JSONResponse(error_body(code, str(exc.detail)), status_code=exc.status_code)
+
+    @app.exception_handler(Exception)
+    async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+        log.exception("unhandled error on %s %s", request.method, request.url.path)
+        return JSONResponse(error_body("server_error", "internal error; see the server log"), status_code=500)

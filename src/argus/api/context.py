@@ -1,0 +1,38 @@
+"""Everything a request handler needs, built once by the composition root (argus.server)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from argus.core.admission import AdmissionPolicy, SpecCheck
+from argus.core.paths import DataLayout
+from argus.db.session import Database
+from argus.settings import Settings
+
+
+@dataclass
+class AppContext:
+    settings: Settings
+    db: Database
+    checks: tuple[SpecCheck, ...] = ()
+    # Called after a write that the scheduler should act on (submit, cancel): wakes its loops.
+    wake: Callable[[], None] = lambda: None
+    # Read-only cluster view for /nodes (set when a cluster adapter is available).
+    nodes: Callable[[], dict[str, Any]] | None = None
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def layout(self) -> DataLayout:
+        return DataLayout.at(self.settings.root)
+
+    @property
+    def policy(self) -> AdmissionPolicy:
+        s = self.settings
+        return AdmissionPolicy(
+            layout=self.layout,
+            entry_allowlist=tuple(s.entry_allowlist),
+            max_nnodes=s.max_nnodes,
+            max_gpus_per_node=s.max_gpus_per_node,
+        )

@@ -1,0 +1,97 @@
+"""Admin commands: `argus user ...`, `argus token ...`; and `argus login`, `argus me`."""
+
+from __future__ import annotations
+
+import typer
+
+from argus.cli.client import CliConfig
+from argus.cli.common import client, console, handle_errors, table
+
+user_app = typer.Typer(help="Manage users (admin).", no_args_is_help=True)
+token_app = typer.Typer(help="Manage API tokens (admin).", no_args_is_help=True)
+
+
+@user_app.command("create")
+@handle_errors
+def user_create(name: str, admin: bool = typer.Option(False, "--admin", help="make an administrator"),
+                token: bool = typer.Option(True, "--token/--no-token", help="also create a first API token")) -> None:
+    """Create a user (and their home), and print a first token for them."""
+    c = client()
+    u = c.post("/api/v2/users", json={"name": name, "is_admin": admin})
+    console.print(f"created user {u['name']}")
+    if token:
+        t = c.post(f"/api/v2/users/{name}/tokens", json={"name": "initial"})
+        console.print(f"token: {t['token']}")
+
+
+@user_app.command("list")
+@handle_errors
+def user_list() -> None:
+    table(["USER", "ADMIN", "DISABLED", "CREATED"],
+          ((u["name"], u["is_admin"], u["disabled"], u["created_at"][:19]) for u in client().get("/api/v2/users")))
+
+
+@user_app.command("disable")
+@handle_errors
+def user_disable(name: str) -> None:
+    """Disable a user: their tokens, passwords and keys stop working."""
+    client().post(f"/api/v2/users/{name}/disable")
+    console.print(f"disabled {name}")
+
+
+@user_app.command("enable")
+@handle_errors
+def user_enable(name: str) -> None:
+    client().post(f"/api/v2/users/{name}/enable")
+    console.print(f"enabled {name}")
+
+
+@token_app.command("create")
+@handle_errors
+def token_create(user: str, name: str | None = typer.Option(None, "--name")) -> None:
+    """Create an API token for a user; it is shown only once."""
+    t = client().post(f"/api/v2/users/{user}/tokens", json={"name": name})
+    console.print(f"token: {t['token']}")
+
+
+@token_app.command("list")
+@handle_errors
+def token_list(user: str) -> None:
+    table(["ID", "PREFIX", "NAME", "CREATED", "REVOKED"],
+          ((t["id"], t["prefix"] + "…", t["name"], t["created_at"][:19], (t["revoked_at"] or "")[:19])
+           for t in client().get(f"/api/v2/users/{user}/tokens")))
+
+
+@token_app.command("revoke")
+@handle_errors
+def token_revoke(user: str, token_id: int) -> None:
+    client().delete(f"/api/v2/users/{user}/tokens/{token_id}")
+    console.print(f"revoked token {token_id} of {user}")
+
+
+@handle_errors
+def me() -> None:
+    """Show who you are and where your home is."""
+    m = client().get("/api/v2/me")
+    console.print(f"{m['name']}{' (admin)' if m['is_admin'] else ''}  home: {m['home']}")
+    if m.get("sftp"):
+        console.print(f"files: {m['sftp']}")
+
+
+@handle_errors
+def login(url: str = typer.Option(..., "--url", prompt=True), token: str = typer.Option(..., "--token", prompt=True,
+                                                                                         hide_input=True)) -> None:
+    """Save the server URL and your token to ~/.config/argus/cli.yaml (mode 600)."""
+    cfg = CliConfig(url=url.rstrip("/"), token=token)
+    from argus.cli.client import ArgusClient
+
+    who = ArgusClient(cfg.url, cfg.token).get("/api/v2/me")
+    path = cfg.save()
+    console.print(f"logged in as {who['name']}; saved {path}")
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(user_app, name="user")
+    app.add_typer(token_app, name="token")
+    app.command("me")(me)
+    app.command("login")(login)

@@ -1,0 +1,331 @@
+"""Admission: pure checks that turn a parsed spec into an accepted plan or every error.
+
+Strong checks reject (HTTP 400) and are all reported at once; weak checks are
+warnings returned with the accepted task (seed 000 §2.4, §3.3, §8.2). The
+checks are lexical and best-effort by design: the file service enforces
+confinement on the real filesystem (symlinks, races); admission stops a task
+from *naming* another user's files before it ever reaches the queue.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from argus.core.command import ParsedCommand, module_allowed, parse_command, split_list_value
+from argus.core.paths import DataLayout, is_under, normalize
+from argus.core.taskspec import AdvancedTaskSpec, BasicTaskSpec, TaskSpec
+from argus.errors import FieldError
+
+_TILDE_USER = re.compile(r"(?:^|(?<=[\s=,'\"\[(:]))~([A-Za-z_][\w.\-]*)")
+_HF_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*(/[A-Za-z0-9][\w.\-]*)?$")
+_OVERRIDE_KEY = re.compile(r"^(\+\+|\+|~)?[A-Za-z_][\w.\-/@]*=")
+# Path-like pieces of a word: split on the characters that separate values in Hydra/env syntax.
+_PIECES = re.compile(r"[^=,\[\]:\s'\"{}()]+")
+_GLOB_OR_VAR = re.compile(r"[*?\[\]$\\{}]")
+_VERL_TRAINER = "verl.trainer."
+TRAIN_KEYS = ("data.train_files", "data.val_files")
+REWARD_KEYS = ("custom_reward_function.path", "reward.custom_reward_function.path")
+RAY_ADDRESS_KEY = "ray_kwargs.ray_init.address"
+
+
+@dataclass(frozen=True)
+class AdmissionPolicy:
+    layout: DataLayout
+    entry_allowlist: tuple[str, ...]
+    max_nnodes: int = 1024
+    max_gpus_per_node: int = 64
+
+
+@dataclass
+class Admitted:
+    """An accepted spec: what to run (before the task id is known) and what to tell the user."""
+
+    spec: TaskSpec
+    warnings: list[str] = field(default_factory=list)
+    command_expanded: str | None = None
+    entry_module: str | None = None
+    overrides: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Rejected:
+    errors: list[FieldError]
+
+
+def admit(spec: TaskSpec, user: str, policy: AdmissionPolicy) -> Admitted | Rejected:
+    """Run every strong and weak check for ``user``'s spec."""
+    errors: list[FieldError] = []
+    warnings: list[str] = []
+    _check_resources(spec, policy, errors)
+    if isinstance(spec, AdvancedTaskSpec):
+        admitted = _admit_advanced(spec, user, policy, errors, warnings)
+    else:
+        admitted = _admit_basic(spec, user, policy, errors)
+    if admitted is not None and admitted.entry_module is not None:
+        if spec.n_gpus_per_node == 0 and not admitted.entry_module.startswith("argus.jobs."):
+            errors.append(
+                FieldError(
+                    "n_gpus_per_node", 0,
+                    "verl training needs GPUs: set n_gpus_per_node ≥ 1 (0 is only for CPU jobs such as argus.jobs.doctor)",
+                )
+            )
+    if errors or admitted is None:
+        return Rejected(errors)
+    admitted.warnings = warnings + admitted.warnings
+    return admitted
+
+
+def _check_resources(spec: TaskSpec, policy: AdmissionPolicy, errors: list[FieldError]) -> None:
+    if spec.nnodes > policy.max_nnodes:
+        errors.append(FieldError("nnodes", spec.nnodes, f"must be ≤ {policy.max_nnodes} (the platform limit)"))
+    if spec.n_gpus_per_node > policy.max_gpus_per_node:
+        errors.append(
+            FieldError("n_gpus_per_node", spec.n_gpus_per_node, f"must be ≤ {policy.max_gpus_per_node} (the platform limit)")
+        )
+
+
+# ---------------------------------------------------------------- advanced
+
+
+def _admit_advanced(
+    spec: AdvancedTaskSpec, user: str, policy: AdmissionPolicy, errors: list[FieldError], warnings: list[str]
+) -> Admitted | None:
+    layout = policy.layout
+    for m in _TILDE_USER.finditer(spec.command):
+        errors.append(
+            FieldError("command", f"~{m.group(1)}",
+                       "'~name' is another account's home; write your own paths as $HOME/...")
+        )
+    expanded = layout.expand(spec.command, user)
+    parsed = parse_command(expanded)
+    if isinstance(parsed, list):
+        errors.extend(parsed)
+        return None
+    _check_entry(parsed, policy, errors)
+    for tok in parsed.tokens:
+        check_foreign_paths(tok, user, layout, errors, fld="command")
+    overrides = {k: v for k, (_p, v) in parsed.overrides.items()}
+    for key in TRAIN_KEYS:
+        if key in overrides:
+            check_data_paths(overrides[key], user, layout, errors, fld=f"command: {key}")
+    for key in REWARD_KEYS:
+        if key in overrides:
+            check_reward_path(overrides[key], user, layout, errors, fld=f"command: {key}")
+    if parsed.module and parsed.module.startswith(_VERL_TRAINER):
+        _weak_checks(spec, parsed, warnings)
+    return Admitted(spec=spec, command_expanded=expanded, entry_module=parsed.module, overrides=overrides)
+
+
+def _check_entry(parsed: ParsedCommand, policy: AdmissionPolicy, errors: list[FieldError]) -> None:
+    allowed = ", ".join(policy.entry_allowlist)
+    if parsed.interpreter != "python3":
+        hint = (
+            " (Argus points python3 at the training environment; do not name an interpreter by path)"
+            if parsed.interpreter and parsed.interpreter.endswith("python3")
+            else ""
+        )
+        errors.append(
+            FieldError("command", parsed.interpreter,
+                       f"must run 'python3 -m <module>' with a module from the allowlist ({allowed}){hint}")
+        )
+        return
+    if parsed.module is None:
+        errors.append(
+            FieldError("command", " ".join(parsed.tokens[:3]),
+                       f"python3 must be run with '-m <module>' where module is one of: {allowed}")
+        )
+    elif not module_allowed(parsed.module, policy.entry_allowlist):
+        errors.append(
+            FieldError("command", parsed.module, f"module is not on the allowlist; allowed: {allowed}")
+        )
+
+
+def _weak_checks(spec: AdvancedTaskSpec, parsed: ParsedCommand, warnings: list[str]) -> None:
+    ov = parsed.overrides
+    for key in TRAIN_KEYS:
+        if key not in ov:
+            warnings.append(
+                f"command does not set {key}=...; verl will use its config default (set it explicitly, "
+                "e.g. $HOME/common/datasets/...)"
+            )
+    if RAY_ADDRESS_KEY in ov:
+        warnings.append(
+            f"command overrides {RAY_ADDRESS_KEY}={ov[RAY_ADDRESS_KEY][1]}: Argus already points the driver at its "
+            "cluster (RAY_ADDRESS); remove the override unless you mean to attach elsewhere"
+        )
+    for spec_field, key in (("nnodes", "trainer.nnodes"), ("n_gpus_per_node", "trainer.n_gpus_per_node")):
+        want = getattr(spec, spec_field)
+        if key not in ov:
+            warnings.append(
+                f"command does not set {key}; verl will use its default, while Argus reserves {spec_field}={want}: "
+                f"add {key}={want}"
+            )
+        elif ov[key][1].strip() != str(want):
+            warnings.append(
+                f"spec {spec_field}={want} but command sets {key}={ov[key][1]}: Argus schedules by the spec "
+                f"({spec_field}={want}) and verl runs with the command's value; make them agree"
+            )
+
+
+# ---------------------------------------------------------------- basic
+
+
+def _admit_basic(
+    spec: BasicTaskSpec, user: str, policy: AdmissionPolicy, errors: list[FieldError]
+) -> Admitted | None:
+    layout = policy.layout
+    _check_model_id(spec.model_id, user, layout, errors)
+    check_data_paths(layout.expand(spec.train_file, user), user, layout, errors, fld="train_file")
+    if spec.val_file:
+        check_data_paths(layout.expand(spec.val_file, user), user, layout, errors, fld="val_file")
+    elif spec.workload != "sft":
+        errors.append(FieldError("val_file", None, "required for ppo/grpo; add 'val_file: $HOME/datasets/.../test.parquet'"))
+    if spec.reward_path:
+        check_reward_path(layout.expand(spec.reward_path, user), user, layout, errors, fld="reward_path")
+    elif spec.reward_name:
+        errors.append(FieldError("reward_name", spec.reward_name, "set reward_path too (a file under $HOME/code/)"))
+    if spec.workload == "sft" and spec.nnodes > 1:
+        errors.append(
+            FieldError("nnodes", spec.nnodes, "a basic sft task runs on one node (torchrun); set nnodes: 1 "
+                       "or write an advanced spec for multi-node SFT")
+        )
+    if spec.workload == "sft" and spec.rollout_n is not None:
+        errors.append(FieldError("rollout_n", spec.rollout_n, "only applies to ppo/grpo; remove it for sft"))
+    overrides: dict[str, str] = {}
+    for i, item in enumerate(spec.overrides):
+        fld = f"overrides[{i}]"
+        if not _OVERRIDE_KEY.match(item):
+            errors.append(FieldError(fld, item, "must be a Hydra override 'key=value', e.g. 'trainer.val_before_train=False'"))
+            continue
+        expanded = layout.expand(item, user)
+        check_foreign_paths(expanded, user, layout, errors, fld=fld)
+        key, _, value = expanded.lstrip("+~").partition("=")
+        if key in TRAIN_KEYS:
+            check_data_paths(value, user, layout, errors, fld=fld)
+        if key in REWARD_KEYS:
+            check_reward_path(value, user, layout, errors, fld=fld)
+        overrides[key] = value
+    entry = "verl.trainer.sft_trainer" if spec.workload == "sft" else "verl.trainer.main_ppo"
+    return Admitted(spec=spec, entry_module=entry, overrides=overrides)
+
+
+def _check_model_id(model_id: str, user: str, layout: DataLayout, errors: list[FieldError]) -> None:
+    if model_id.startswith(("/", "$", "~", ".")):
+        real = normalize(layout.expand(model_id, user))
+        allowed = (layout.home(user), layout.hf_dir)
+        check_foreign_paths(str(real), user, layout, errors, fld="model_id")
+        if not any(is_under(real, base) for base in allowed) and not _has_error(errors, "model_id"):
+            errors.append(
+                FieldError("model_id", model_id,
+                           "a model path must be under $HOME/models (your uploads) or $HOME/common/hf (shared cache)")
+            )
+    elif not _HF_ID.match(model_id):
+        errors.append(
+            FieldError("model_id", model_id,
+                       "is neither a Hugging Face id like 'Qwen/Qwen2.5-0.5B-Instruct' nor a path like $HOME/models/<name>")
+        )
+
+
+# ---------------------------------------------------------------- shared path rules
+
+
+def check_foreign_paths(text: str, user: str, layout: DataLayout, errors: list[FieldError], *, fld: str) -> None:
+    """Reject any path in ``text`` that lands in another user's home after normalisation."""
+    users = str(layout.users_dir)
+    for piece in _PIECES.findall(text):
+        if "/" not in piece and piece != "..":
+            continue
+        cwd = layout.home(user) / "jobs" / "_"
+        if piece.startswith("/"):
+            real = normalize(piece)
+        elif ".." in piece.split("/"):
+            real = normalize(piece, cwd)
+        else:
+            continue
+        if not is_under(real, layout.users_dir) or real == layout.users_dir:
+            if real == layout.users_dir:
+                errors.append(FieldError(fld, piece, f"must not name the users directory {users} itself; use $HOME/..."))
+            continue
+        owner = real.relative_to(layout.users_dir).parts[0]
+        if owner != user:
+            errors.append(
+                FieldError(fld, piece,
+                           f"refers to another user's home ({users}/{owner}); you may only use your own files "
+                           "($HOME/...) and the shared $HOME/common/datasets and $HOME/common/hf")
+            )
+    # Quotes or variables can hide the owner from the lexical view: /private/users/"bo"b, $U, b*b.
+    for m in re.finditer(re.escape(users) + r"/+([^/\s]*)", text.replace("'", "").replace('"', "")):
+        owner = m.group(1)
+        if _GLOB_OR_VAR.search(owner) and owner != user:
+            errors.append(
+                FieldError(fld, m.group(0),
+                           "a path under the users directory must name your own home literally (no variables or globs)")
+            )
+
+
+def check_data_paths(value: str, user: str, layout: DataLayout, errors: list[FieldError], *, fld: str) -> None:
+    allowed = (layout.home(user), layout.datasets_dir, layout.legacy_datasets_dir)
+    for item in split_list_value(value):
+        if not item.startswith("/"):
+            errors.append(
+                FieldError(fld, item, "must be an absolute path such as $HOME/datasets/<file>.parquet or "
+                           "$HOME/common/datasets/<file>.parquet")
+            )
+            continue
+        real = normalize(item)
+        if not any(is_under(real, base) for base in allowed):
+            errors.append(
+                FieldError(fld, item,
+                           "training data must be under your home ($HOME/datasets/...) or the shared datasets "
+                           "($HOME/common/datasets/...)")
+            )
+
+
+def check_reward_path(value: str, user: str, layout: DataLayout, errors: list[FieldError], *, fld: str) -> None:
+    item = value.strip().strip("'\"")
+    real = normalize(item)
+    code = layout.code_dir(user)
+    if not item.startswith("/") or not is_under(real, code) or real == code:
+        errors.append(
+            FieldError(fld, item, "the reward function file must be under $HOME/code/ (upload it there, "
+                       "e.g. $HOME/code/reward.py)")
+        )
+
+
+def _has_error(errors: list[FieldError], fld: str) -> bool:
+    return any(e.field == fld for e in errors)
+
+
+def resolved_view(admitted: Admitted, user: str, layout: DataLayout) -> dict[str, Any]:
+    """The spec with defaults filled and macros expanded, as shown by GET /tasks/{id}/spec."""
+    data = admitted.spec.model_dump()
+    if isinstance(admitted.spec, BasicTaskSpec):
+        for key in ("model_id", "train_file", "val_file", "reward_path"):
+            if isinstance(data.get(key), str):
+                data[key] = layout.expand(data[key], user)
+        data["overrides"] = [layout.expand(o, user) for o in data["overrides"]]
+    else:
+        data["command"] = admitted.command_expanded
+    data["entry_module"] = admitted.entry_module
+    return data
+
+
+@dataclass
+class CheckOutcome:
+    """What an extra admission check (e.g. verl's own validation) found.
+
+    ``command_expanded`` replaces the advanced command when the check rewrote it
+    (legacy keys); ``info`` is returned with the accepted task (e.g. row counts).
+    """
+
+    errors: list[FieldError] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    command_expanded: str | None = None
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+# An extra check run after the pure ones: (admitted spec, user name, template overrides) -> outcome.
+SpecCheck = Callable[[Admitted, str, list[str]], CheckOutcome]

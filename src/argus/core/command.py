@@ -1,0 +1,136 @@
+"""Lexical analysis of an advanced command: one simple command, no shell tricks.
+
+Argus runs an advanced command as ``bash -lc <command>``. To make the entry
+module allowlist mean something, the command must be a *single* simple
+command: optional ``VAR=value`` assignments, ``python3``, interpreter flags,
+``-m <module>``, then arguments. Shell control operators, redirections,
+command substitution and several commands are rejected — Argus already
+captures stdout/stderr into the task log, so ``| tee`` is never needed.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass, field
+
+from argus.errors import FieldError
+
+_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+_OVERRIDE = re.compile(r"^(?P<prefix>\+\+|\+|~)?(?P<key>[A-Za-z_][\w.\-/@]*)=(?P<value>.*)$", re.S)
+_INTERPRETER_FLAGS_WITH_ARG = {"-X", "-W", "-Q"}
+_INTERPRETER_FLAGS = {"-u", "-O", "-OO", "-B", "-E", "-s", "-S", "-b", "-bb", "-I", "-P", "-q", "-v"}
+_OPERATOR_CHARS = set(";&|<>()")
+
+
+@dataclass
+class ParsedCommand:
+    """The parts of a command that admission checks."""
+
+    tokens: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+    interpreter: str | None = None
+    module: str | None = None
+    args: list[str] = field(default_factory=list)
+    # key (without +/++/~ prefix) -> (prefix, value); the last occurrence wins, as in Hydra
+    overrides: dict[str, tuple[str, str]] = field(default_factory=dict)
+
+
+def join_continuations(command: str) -> str:
+    return re.sub(r"\\\r?\n", " ", command)
+
+
+def parse_command(command: str, fld: str = "command") -> ParsedCommand | list[FieldError]:
+    """Split a command into tokens and find its interpreter, module and overrides."""
+    errors: list[FieldError] = []
+    joined = join_continuations(command)
+    lines = [ln for ln in joined.splitlines() if ln.strip() and not ln.strip().startswith("#")]
+    if len(lines) > 1:
+        errors.append(
+            FieldError(
+                fld,
+                lines[1].strip()[:200],
+                "must be a single command: end each continued line with '\\' "
+                "(found a second command on its own line)",
+            )
+        )
+    if "`" in joined or "$(" in joined:
+        errors.append(
+            FieldError(fld, _snippet(joined, "`" if "`" in joined else "$("),
+                       "command substitution (`...` or $(...)) is not allowed; write the value itself")
+        )
+    try:
+        lexer = shlex.shlex(" ".join(lines), posix=True, punctuation_chars=";&|<>()")
+        lexer.whitespace_split = True
+        lexer.commenters = ""
+        tokens = list(lexer)
+    except ValueError as exc:
+        errors.append(FieldError(fld, None, f"cannot be split into words ({exc}); check that every quote is closed"))
+        return errors
+    ops = [t for t in tokens if t and set(t) <= _OPERATOR_CHARS]
+    if ops:
+        errors.append(
+            FieldError(
+                fld,
+                ops[0],
+                f"shell operator '{ops[0]}' is not allowed: submit one python3 command; Argus already "
+                "writes stdout/stderr to the task log (jobs/<task>/logs), so pipes and redirections are not needed",
+            )
+        )
+    if errors:
+        return errors
+    return _structure(tokens, fld)
+
+
+def _structure(tokens: list[str], fld: str) -> ParsedCommand | list[FieldError]:
+    parsed = ParsedCommand(tokens=tokens)
+    i = 0
+    while i < len(tokens) and _ASSIGN.match(tokens[i]):
+        name, _, value = tokens[i].partition("=")
+        parsed.env[name] = value
+        i += 1
+    if i < len(tokens) and tokens[i] == "env":
+        return [FieldError(fld, "env", "write VAR=value before python3 directly instead of using 'env'")]
+    if i >= len(tokens):
+        return [FieldError(fld, "", "has no program to run; expected 'python3 -m verl.trainer.main_ppo ...'")]
+    parsed.interpreter = tokens[i]
+    i += 1
+    while i < len(tokens) and tokens[i] != "-m":
+        if tokens[i] in _INTERPRETER_FLAGS:
+            i += 1
+        elif tokens[i] in _INTERPRETER_FLAGS_WITH_ARG:
+            i += 2
+        else:
+            break
+    if i < len(tokens) and tokens[i] == "-m" and i + 1 < len(tokens):
+        parsed.module = tokens[i + 1]
+        i += 2
+    parsed.args = tokens[i:]
+    for arg in parsed.args:
+        m = _OVERRIDE.match(arg)
+        if m:
+            parsed.overrides[m.group("key")] = (m.group("prefix") or "", m.group("value"))
+    return parsed
+
+
+def module_allowed(module: str, allowlist: list[str] | tuple[str, ...]) -> bool:
+    for entry in allowlist:
+        if entry.endswith("."):
+            if module.startswith(entry) and len(module) > len(entry):
+                return True
+        elif module == entry or module.startswith(entry + "."):
+            return True
+    return False
+
+
+def split_list_value(value: str) -> list[str]:
+    """``[a,b]``, ``a,b`` or ``'a'`` → ``['a', 'b']`` (Hydra list syntax, quotes removed)."""
+    v = value.strip()
+    if v.startswith("[") and v.endswith("]"):
+        v = v[1:-1]
+    return [p.strip().strip("'\"") for p in v.split(",") if p.strip().strip("'\"")]
+
+
+def _snippet(text: str, needle: str) -> str:
+    at = text.find(needle)
+    return text[max(0, at - 20) : at + 40]

@@ -1,0 +1,163 @@
+"""SQLAlchemy 2 ORM models. The database row is the truth about every task.
+
+Timestamps are timezone-aware UTC. Column names mirror the API so the mapping
+in ``api/schemas.py`` stays trivial. Any change here needs an Alembic revision
+in ``db/migrations/versions``; ``tests/db`` checks the two agree.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import JSON, BigInteger, Boolean, DateTime, ForeignKey, Index, Integer, String, Text
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+from sqlalchemy.types import TypeDecorator
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """Stores UTC and always hands back aware datetimes (SQLite forgets the zone)."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Any) -> datetime | None:
+        if value is not None and value.tzinfo is None:
+            raise ValueError("naive datetime")
+        return value.astimezone(UTC) if value is not None else None
+
+    def process_result_value(self, value: datetime | None, dialect: Any) -> datetime | None:
+        if value is not None and value.tzinfo is None:
+            return value.replace(tzinfo=UTC)
+        return value
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class UserModel(Base):
+    __tablename__ = "users"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(32), unique=True, nullable=False)
+    is_admin: Mapped[bool] = mapped_column(Boolean, default=False, nullable=False)
+    disabled: Mapped[bool] = mapped_column(Boolean, default=False, nullable=False)
+    password_hash: Mapped[str | None] = mapped_column(String(255))
+    quota_bytes: Mapped[int | None] = mapped_column(BigInteger)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, nullable=False)
+
+
+class ApiTokenModel(Base):
+    __tablename__ = "api_tokens"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), nullable=False, index=True)
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True, nullable=False)
+    prefix: Mapped[str] = mapped_column(String(16), nullable=False)
+    name: Mapped[str | None] = mapped_column(String(128))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, nullable=False)
+    last_used_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+    user: Mapped[UserModel] = relationship()
+
+
+class SshKeyModel(Base):
+    __tablename__ = "ssh_keys"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), nullable=False, index=True)
+    public_key: Mapped[str] = mapped_column(Text, nullable=False)
+    fingerprint: Mapped[str] = mapped_column(String(128), nullable=False)
+    comment: Mapped[str | None] = mapped_column(String(256))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, nullable=False)
+
+
+class TaskModel(Base):
+    __tablename__ = "tasks"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id"), nullable=False)
+    name: Mapped[str | None] = mapped_column(String(128))
+    kind: Mapped[str] = mapped_column(String(16), nullable=False)
+    workload: Mapped[str] = mapped_column(String(16), nullable=False)
+    status: Mapped[str] = mapped_column(String(16), nullable=False)
+    priority: Mapped[int] = mapped_column(Integer, default=0, nullable=False)
+    nnodes: Mapped[int] = mapped_column(Integer, nullable=False)
+    n_gpus_per_node: Mapped[int] = mapped_column(Integer, nullable=False)
+    spec_raw: Mapped[str] = mapped_column(Text, nullable=False)
+    spec_resolved: Mapped[dict[str, Any]] = mapped_column(JSON, nullable=False)
+    command_raw: Mapped[str] = mapped_column(Text, nullable=False)
+    command_expanded: Mapped[str] = mapped_column(Text, nullable=False)
+    argv: Mapped[list[str]] = mapped_column(JSON, nullable=False)
+    entry_module: Mapped[str | None] = mapped_column(String(256))
+    warnings: Mapped[list[str]] = mapped_column(JSON, nullable=False, default=list)
+    attempts: Mapped[int] = mapped_column(Integer, default=0, nullable=False)
+    submission_id: Mapped[str | None] = mapped_column(String(255))
+    termination_reason: Mapped[str | None] = mapped_column(String(32))
+    status_message: Mapped[str | None] = mapped_column(Text)
+    pending_reason: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, nullable=False)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, nullable=False)
+    submitted_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    started_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+    user: Mapped[UserModel] = relationship()
+
+    __table_args__ = (
+        Index("ix_tasks_status_priority", "status", "priority", "created_at"),
+        Index("ix_tasks_user_created", "user_id", "created_at"),
+    )
+
+
+class TaskAttemptModel(Base):
+    """One Ray job per attempt; the submission id is stored before Ray is called."""
+
+    __tablename__ = "task_attempts"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    task_id: Mapped[str] = mapped_column(ForeignKey("tasks.id", ondelete="CASCADE"), nullable=False)
+    attempt: Mapped[int] = mapped_column(Integer, nullable=False)
+    submission_id: Mapped[str] = mapped_column(String(255), unique=True, nullable=False)
+    status: Mapped[str] = mapped_column(String(16), nullable=False)
+    node_id: Mapped[str | None] = mapped_column(String(128))
+    hostname: Mapped[str | None] = mapped_column(String(256))
+    gpus: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    exit_code: Mapped[int | None] = mapped_column(Integer)
+    termination_reason: Mapped[str | None] = mapped_column(String(32))
+    message: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, nullable=False)
+    started_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+    __table_args__ = (Index("ix_task_attempts_task", "task_id", "attempt", unique=True),)
+
+
+class TaskEventModel(Base):
+    """The timeline: every status change with time, reason and actor."""
+
+    __tablename__ = "task_events"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    task_id: Mapped[str] = mapped_column(ForeignKey("tasks.id", ondelete="CASCADE"), nullable=False, index=True)
+    at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, nullable=False)
+    from_status: Mapped[str | None] = mapped_column(String(16))
+    to_status: Mapped[str] = mapped_column(String(16), nullable=False)
+    reason: Mapped[str | None] = mapped_column(String(32))
+    message: Mapped[str | None] = mapped_column(Text)
+    actor: Mapped[str] = mapped_column(String(64), nullable=False)
+
+
+class IdCounterModel(Base):
+    """Per-day sequence for readable task ids such as grpo-20261121-0007."""
+
+    __tablename__ = "id_counters"
+
+    day: Mapped[str] = mapped_column(String(8), primary_key=True)
+    next_value: Mapped[int] = mapped_column(Integer, nullable=False)

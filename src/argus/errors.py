@@ -1,0 +1,59 @@
+"""Error types raised by services; adapters map them to transport errors.
+
+Services never raise ``HTTPException``: the API maps these types to status codes
+(ClientError→400, Forbidden→403, NotFound→404, Conflict→409) with the body
+``{"detail": {"code", "message", "errors"?}}``, and the CLI/SFTP map them to
+their own vocabulary. ``errors`` carries field-level problems so a user sees
+every problem at once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class FieldError:
+    """One problem with user input: which field, what value, and how to fix it."""
+
+    field: str
+    value: Any
+    message: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"field": self.field, "value": self.value, "message": self.message}
+
+
+@dataclass
+class ArgusError(Exception):
+    message: str
+    code: str = "error"
+    errors: list[FieldError] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class ClientError(ArgusError):
+    """The request is invalid (HTTP 400)."""
+
+
+class Unauthorized(ArgusError):
+    """No or bad credentials (HTTP 401)."""
+
+
+class Forbidden(ArgusError):
+    """Authenticated but not allowed (HTTP 403)."""
+
+
+class NotFound(ArgusError):
+    """The thing does not exist, or belongs to someone else (HTTP 404, no existence leak)."""
+
+
+class Conflict(ArgusError):
+    """The request conflicts with the current state (HTTP 409)."""
+
+
+class QuotaExceeded(ArgusError):
+    """A write would exceed the user's storage quota (HTTP 413)."""

@@ -1,0 +1,270 @@
+"""Task use cases: submit (admission), read, list, cancel, and the one status writer.
+
+The API records intent here and wakes the scheduler; nothing in this module
+talks to Ray. ``switch_task_status`` is the only code that writes
+``tasks.status``: it checks the transition table, fences with
+``WHERE status = <expected>`` so two actors never both win, stamps times and
+writes the timeline event in the same transaction.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import func, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+from sqlalchemy.orm.attributes import set_committed_value
+
+from argus.core.admission import AdmissionPolicy, Admitted, CheckOutcome, SpecCheck, admit, resolved_view
+from argus.core.builders import (
+    PathView,
+    basic_overrides,
+    build_advanced_argv,
+    build_basic_argv,
+    display_command,
+)
+from argus.core.states import TERMINAL, TaskStatus, TerminationReason, can_transition
+from argus.core.taskspec import AdvancedTaskSpec, BasicTaskSpec, load_spec_document, parse_taskspec
+from argus.db.models import IdCounterModel, TaskAttemptModel, TaskEventModel, TaskModel, UserModel, utcnow
+from argus.errors import ClientError, Conflict, FieldError, NotFound
+from argus.services.principal import Principal
+
+VALIDATION_TASK_ID = "validation"
+
+
+class StaleTask(Conflict):
+    """Another actor changed the task first; reload and decide again."""
+
+
+@dataclass
+class Submitted:
+    task: TaskModel
+    warnings: list[str]
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+def submit_task(
+    session: Session,
+    principal: Principal,
+    body: str,
+    *,
+    policy: AdmissionPolicy,
+    content_type: str | None = None,
+    max_bytes: int = 256 * 1024,
+    checks: tuple[SpecCheck, ...] = (),
+) -> Submitted:
+    """Admit a spec and queue it, or raise ClientError listing every problem."""
+    if len(body.encode()) > max_bytes:
+        raise ClientError("task spec too large", code="invalid_spec",
+                          errors=[FieldError("(body)", None, f"must be at most {max_bytes} bytes")])
+    doc = load_spec_document(body, content_type)
+    if isinstance(doc, list):
+        raise ClientError("task spec is not valid YAML/JSON", code="invalid_spec", errors=doc)
+    spec = parse_taskspec(doc)
+    if isinstance(spec, list):
+        raise _rejected(spec)
+    verdict = admit(spec, principal.name, policy)
+    if not isinstance(verdict, Admitted):
+        raise _rejected(verdict.errors)
+    warnings = list(verdict.warnings)
+    info: dict[str, Any] = {}
+    errors: list[FieldError] = []
+    template = (
+        basic_overrides(spec, PathView.real(policy.layout, principal.name, VALIDATION_TASK_ID), VALIDATION_TASK_ID)
+        if isinstance(spec, BasicTaskSpec)
+        else []
+    )
+    for check in checks:
+        outcome: CheckOutcome = check(verdict, principal.name, template)
+        errors.extend(outcome.errors)
+        warnings.extend(outcome.warnings)
+        info.update(outcome.info)
+        if outcome.command_expanded is not None:
+            verdict.command_expanded = outcome.command_expanded
+    if errors:
+        raise _rejected(errors)
+
+    task_id = _allocate_task_id(session, spec.workload)
+    if isinstance(spec, AdvancedTaskSpec):
+        assert verdict.command_expanded is not None
+        argv = build_advanced_argv(verdict.command_expanded)
+        command_raw = spec.command
+    else:
+        argv = build_basic_argv(spec, PathView.real(policy.layout, principal.name, task_id), task_id)
+        command_raw = display_command(build_basic_argv(spec, PathView.as_written(task_id), task_id))
+    now = utcnow()
+    task = TaskModel(
+        id=task_id,
+        user_id=principal.id,
+        name=spec.name,
+        kind=spec.kind,
+        workload=spec.workload,
+        status=TaskStatus.QUEUED.value,
+        priority=spec.priority,
+        nnodes=spec.nnodes,
+        n_gpus_per_node=spec.n_gpus_per_node,
+        spec_raw=body,
+        spec_resolved=resolved_view(verdict, principal.name, policy.layout),
+        command_raw=command_raw,
+        command_expanded=display_command(argv),
+        argv=argv,
+        entry_module=verdict.entry_module,
+        warnings=warnings,
+        attempts=0,
+        created_at=now,
+        updated_at=now,
+    )
+    session.add(task)
+    session.flush()
+    session.add(TaskEventModel(task_id=task_id, at=now, from_status=None, to_status=TaskStatus.QUEUED.value,
+                               reason=None, message="accepted", actor=principal.name))
+    session.flush()
+    return Submitted(task=task, warnings=warnings, info=info)
+
+
+def _rejected(errors: list[FieldError]) -> ClientError:
+    n = len(errors)
+    return ClientError(f"task spec rejected: {n} problem{'s' if n != 1 else ''}", code="invalid_spec", errors=errors)
+
+
+def _allocate_task_id(session: Session, workload: str) -> str:
+    """Readable ids ``<workload>-<yyyymmdd>-<nnnn>`` from a per-day counter row."""
+    day = datetime.now(UTC).strftime("%Y%m%d")
+    for _ in range(5):
+        value = session.execute(
+            update(IdCounterModel)
+            .where(IdCounterModel.day == day)
+            .values(next_value=IdCounterModel.next_value + 1)
+            .returning(IdCounterModel.next_value)
+        ).scalar()
+        if value is not None:
+            return f"{workload}-{day}-{value - 1:04d}"
+        try:
+            with session.begin_nested():
+                session.add(IdCounterModel(day=day, next_value=2))
+            return f"{workload}-{day}-0001"
+        except IntegrityError:
+            continue
+    raise Conflict("could not allocate a task id; retry", code="id_conflict")
+
+
+# ---------------------------------------------------------------- reads
+
+
+def get_task(session: Session, principal: Principal, task_id: str) -> TaskModel:
+    """Another user's task is NotFound (404), never Forbidden: no existence leak."""
+    task = session.get(TaskModel, task_id)
+    if task is None or (task.user_id != principal.id and not principal.is_admin):
+        raise NotFound(f"no task {task_id!r}", code="task_not_found")
+    return task
+
+
+def list_tasks(
+    session: Session,
+    principal: Principal,
+    *,
+    status: list[str] | None = None,
+    workload: str | None = None,
+    user: str | None = None,
+    limit: int = 50,
+    offset: int = 0,
+) -> tuple[list[tuple[TaskModel, str]], int]:
+    q = select(TaskModel, UserModel.name).join(UserModel, UserModel.id == TaskModel.user_id)
+    cq = select(func.count()).select_from(TaskModel)
+    conds = []
+    if not principal.is_admin:
+        conds.append(TaskModel.user_id == principal.id)
+    elif user:
+        conds.append(TaskModel.user_id == select(UserModel.id).where(UserModel.name == user).scalar_subquery())
+    if status:
+        bad = [s for s in status if s not in TaskStatus.__members__]
+        if bad:
+            raise ClientError("bad filter", code="invalid_filter",
+                              errors=[FieldError("status", bad[0], f"must be one of {', '.join(TaskStatus)}")])
+        conds.append(TaskModel.status.in_(status))
+    if workload:
+        conds.append(TaskModel.workload == workload)
+    for c in conds:
+        q = q.where(c)
+        cq = cq.where(c)
+    rows = session.execute(
+        q.order_by(TaskModel.created_at.desc(), TaskModel.id.desc()).limit(limit).offset(offset)
+    ).all()
+    total = session.scalar(cq) or 0
+    return [(r[0], r[1]) for r in rows], total
+
+
+def list_task_events(session: Session, principal: Principal, task_id: str) -> list[TaskEventModel]:
+    get_task(session, principal, task_id)
+    return list(session.scalars(select(TaskEventModel).where(TaskEventModel.task_id == task_id).order_by(TaskEventModel.id)))
+
+
+def list_task_attempts(session: Session, task_id: str) -> list[TaskAttemptModel]:
+    return list(
+        session.scalars(select(TaskAttemptModel).where(TaskAttemptModel.task_id == task_id).order_by(TaskAttemptModel.attempt))
+    )
+
+
+def user_name_of(session: Session, task: TaskModel) -> str:
+    name = session.scalar(select(UserModel.name).where(UserModel.id == task.user_id))
+    assert name is not None
+    return name
+
+
+# ---------------------------------------------------------------- writes
+
+
+def cancel_task(session: Session, principal: Principal, task_id: str) -> TaskModel:
+    """QUEUED → CANCELED now; SUBMITTED/RUNNING → CANCELING (the cancel loop stops Ray). Idempotent."""
+    task = get_task(session, principal, task_id)
+    status = TaskStatus(task.status)
+    if status in (TaskStatus.CANCELING, TaskStatus.CANCELED):
+        return task
+    if status in TERMINAL:
+        raise Conflict(f"task {task_id} already ended with {status}", code="task_finished")
+    new = TaskStatus.CANCELED if status == TaskStatus.QUEUED else TaskStatus.CANCELING
+    switch_task_status(session, task, new, reason=TerminationReason.USER_CANCELED,
+                       message=f"canceled by {principal.name}", actor=principal.name)
+    return task
+
+
+def switch_task_status(
+    session: Session,
+    task: TaskModel,
+    new: TaskStatus,
+    *,
+    actor: str,
+    reason: TerminationReason | None = None,
+    message: str | None = None,
+    **fields: Any,
+) -> None:
+    """The only writer of ``tasks.status`` (ARCHITECTURE §5.1)."""
+    old = TaskStatus(task.status)
+    if not can_transition(old, new):
+        raise Conflict(f"task {task.id}: illegal status change {old} → {new}", code="illegal_transition")
+    now = utcnow()
+    values: dict[str, Any] = {"status": new.value, "updated_at": now, **fields}
+    if reason is not None:
+        values["termination_reason"] = reason.value
+    if message is not None:
+        values["status_message"] = message
+    if new != TaskStatus.QUEUED:
+        values["pending_reason"] = None
+    if new == TaskStatus.SUBMITTED:
+        values.setdefault("submitted_at", now)
+    elif new == TaskStatus.RUNNING:
+        values.setdefault("started_at", now)
+    elif new in TERMINAL:
+        values.setdefault("finished_at", now)
+    result = session.execute(
+        update(TaskModel).where(TaskModel.id == task.id, TaskModel.status == old.value).values(**values)
+    )
+    if result.rowcount != 1:
+        raise StaleTask(f"task {task.id} changed concurrently (expected {old})", code="stale_task")
+    for key, value in values.items():
+        set_committed_value(task, key, value)
+    session.add(TaskEventModel(task_id=task.id, at=now, from_status=old.value, to_status=new.value,
+                               reason=reason.value if reason else None, message=message, actor=actor))

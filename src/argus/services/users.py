@@ -1,0 +1,216 @@
+"""Users, API tokens, passwords and SSH keys.
+
+Tokens are 32 random bytes shown once and stored as SHA-256 (a token is not a
+password: it has full entropy, so a fast hash is safe and lets every request
+authenticate in microseconds). Passwords use Argon2id. Creating a user also
+creates their home skeleton on the shared filesystem.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from datetime import UTC, datetime
+from pathlib import Path
+
+from argon2 import PasswordHasher
+from argon2.exceptions import InvalidHashError, VerificationError
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from argus.core.paths import HOME_DIRS, USER_NAME_RE
+from argus.db.models import ApiTokenModel, SshKeyModel, UserModel
+from argus.errors import ClientError, Conflict, FieldError, NotFound, Unauthorized
+from argus.services.principal import Principal
+
+TOKEN_PREFIX = "argus_"
+_hasher = PasswordHasher()
+MIN_PASSWORD_LEN = 8
+
+
+def hash_token(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def new_token() -> str:
+    return TOKEN_PREFIX + secrets.token_urlsafe(32)
+
+
+def ensure_layout(root: Path) -> None:
+    """Create the shared folders every installation has."""
+    for sub in ("users", "datasets", "hf"):
+        (root / sub).mkdir(parents=True, exist_ok=True)
+
+
+def ensure_home(root: Path, name: str) -> Path:
+    home = root / "users" / name
+    for sub in HOME_DIRS:
+        (home / sub).mkdir(parents=True, exist_ok=True)
+    return home
+
+
+def validate_user_name(name: object) -> str:
+    if not isinstance(name, str) or not USER_NAME_RE.match(name):
+        raise ClientError(
+            "invalid user name",
+            code="invalid_user",
+            errors=[FieldError("name", name, "must match ^[a-z][a-z0-9_-]{1,31}$ (lowercase letter first, 2–32 chars)")],
+        )
+    return name
+
+
+def get_user(session: Session, name: str) -> UserModel:
+    user = session.scalar(select(UserModel).where(UserModel.name == name))
+    if user is None:
+        raise NotFound(f"no user named {name!r}", code="user_not_found")
+    return user
+
+
+def create_user(session: Session, root: Path, name: str, *, is_admin: bool = False) -> UserModel:
+    validate_user_name(name)
+    if session.scalar(select(UserModel.id).where(UserModel.name == name)) is not None:
+        raise Conflict(f"user {name!r} already exists", code="user_exists")
+    user = UserModel(name=name, is_admin=is_admin)
+    session.add(user)
+    session.flush()
+    ensure_home(root, name)
+    return user
+
+
+def list_users(session: Session) -> list[UserModel]:
+    return list(session.scalars(select(UserModel).order_by(UserModel.name)))
+
+
+def set_user_disabled(session: Session, name: str, disabled: bool) -> UserModel:
+    user = get_user(session, name)
+    user.disabled = disabled
+    return user
+
+
+def create_token(
+    session: Session, user: UserModel, name: str | None = None, token: str | None = None
+) -> tuple[ApiTokenModel, str]:
+    """Create a token; its plaintext is returned now and never again."""
+    plaintext = token or new_token()
+    row = ApiTokenModel(user_id=user.id, token_hash=hash_token(plaintext), prefix=plaintext[:12], name=name)
+    session.add(row)
+    session.flush()
+    return row, plaintext
+
+
+def list_tokens(session: Session, user: UserModel) -> list[ApiTokenModel]:
+    return list(session.scalars(select(ApiTokenModel).where(ApiTokenModel.user_id == user.id).order_by(ApiTokenModel.id)))
+
+
+def revoke_token(session: Session, user: UserModel, token_id: int) -> ApiTokenModel:
+    tok = session.get(ApiTokenModel, token_id)
+    if tok is None or tok.user_id != user.id:
+        raise NotFound(f"user {user.name!r} has no token {token_id}", code="token_not_found")
+    if tok.revoked_at is None:
+        tok.revoked_at = datetime.now(UTC)
+    return tok
+
+
+def authenticate_token(session: Session, token: str) -> Principal:
+    row = session.execute(
+        select(ApiTokenModel, UserModel)
+        .join(UserModel, UserModel.id == ApiTokenModel.user_id)
+        .where(ApiTokenModel.token_hash == hash_token(token))
+    ).first()
+    if row is None or row[0].revoked_at is not None:
+        raise Unauthorized("invalid or revoked token", code="unauthorized")
+    tok, user = row
+    if user.disabled:
+        raise Unauthorized(f"user {user.name!r} is disabled", code="user_disabled")
+    return Principal(id=user.id, name=user.name, is_admin=user.is_admin)
+
+
+def ensure_admin(session: Session, root: Path, admin_name: str, fixed_token: str | None) -> str | None:
+    """Create the admin and a first token on first start; return that token once.
+
+    With ``ARGUS_ADMIN_TOKEN`` set, that exact token is made valid (and returned only
+    when newly registered), so automation can start a fresh server with a known token.
+    """
+    ensure_layout(root)
+    admin = session.scalar(select(UserModel).where(UserModel.name == admin_name))
+    created = None
+    if admin is None:
+        admin = create_user(session, root, admin_name, is_admin=True)
+        if fixed_token is None:
+            created = create_token(session, admin, name="initial")[1]
+    else:
+        ensure_home(root, admin_name)
+    if fixed_token is not None:
+        existing = session.scalar(select(ApiTokenModel).where(ApiTokenModel.token_hash == hash_token(fixed_token)))
+        if existing is None:
+            created = create_token(session, admin, name="ARGUS_ADMIN_TOKEN", token=fixed_token)[1]
+        elif existing.user_id != admin.id:
+            raise Conflict("ARGUS_ADMIN_TOKEN belongs to a non-admin user", code="admin_token_conflict")
+    return created
+
+
+# ---------------------------------------------------------------- passwords and keys (SFTP logins)
+
+
+def set_password(session: Session, user_id: int, password: object) -> None:
+    if not isinstance(password, str) or len(password) < MIN_PASSWORD_LEN:
+        raise ClientError(
+            "password too short",
+            code="invalid_password",
+            errors=[FieldError("password", None, f"must be a string of at least {MIN_PASSWORD_LEN} characters")],
+        )
+    user = session.get(UserModel, user_id)
+    assert user is not None
+    user.password_hash = _hasher.hash(password)
+
+
+def verify_password(user: UserModel, password: str) -> bool:
+    if not user.password_hash or user.disabled:
+        return False
+    try:
+        return _hasher.verify(user.password_hash, password)
+    except (VerificationError, InvalidHashError):
+        return False
+
+
+def add_ssh_key(session: Session, user_id: int, public_key: object) -> SshKeyModel:
+    import asyncssh  # local: only key handling needs it
+
+    if not isinstance(public_key, str) or not public_key.strip():
+        raise ClientError("missing key", code="invalid_key",
+                          errors=[FieldError("public_key", public_key, "paste one OpenSSH public key line")])
+    try:
+        key = asyncssh.import_public_key(public_key.strip())
+    except (asyncssh.KeyImportError, ValueError) as exc:
+        raise ClientError(
+            "invalid public key", code="invalid_key",
+            errors=[FieldError("public_key", public_key[:80], f"not an OpenSSH public key ({exc}); paste e.g. the "
+                               "contents of ~/.ssh/id_ed25519.pub")],
+        ) from None
+    fingerprint = key.get_fingerprint("sha256")
+    for existing in session.scalars(select(SshKeyModel).where(SshKeyModel.user_id == user_id)):
+        if existing.fingerprint == fingerprint:
+            raise Conflict("key already added", code="key_exists")
+    parts = public_key.strip().split(None, 2)
+    row = SshKeyModel(
+        user_id=user_id,
+        public_key=key.export_public_key("openssh").decode().strip(),
+        fingerprint=fingerprint,
+        comment=parts[2] if len(parts) > 2 else None,
+    )
+    session.add(row)
+    session.flush()
+    return row
+
+
+def list_ssh_keys(session: Session, user_id: int) -> list[SshKeyModel]:
+    return list(session.scalars(select(SshKeyModel).where(SshKeyModel.user_id == user_id).order_by(SshKeyModel.id)))
+
+
+def remove_ssh_key(session: Session, user_id: int, key_id: int) -> None:
+    row = session.get(SshKeyModel, key_id)
+    if row is None or row.user_id != user_id:
+        raise NotFound(f"no key {key_id}", code="key_not_found")
+    session.delete(row)
+
+

@@ -1,0 +1,14 @@
+"""Shared fixtures: a Settings rooted in a temp dir, a migrated real SQLite database."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from argus.settings import Settings
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    return Settings(state_dir=tmp_path / "state", sftp_enabled=False, verl_validation="off")
