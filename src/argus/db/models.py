@@ -111,8 +111,13 @@ class TaskModel(Base):
     user: Mapped[UserModel] = relationship()
 
     __table_args__ = (
+        # scheduler: QUEUED tasks by priority then age
         Index("ix_tasks_status_priority", "status", "priority", "created_at"),
-        Index("ix_tasks_user_created", "user_id", "created_at"),
+        # list endpoint: newest first, alone or with one filter, without a sort step
+        Index("ix_tasks_created", "created_at", "id"),
+        Index("ix_tasks_user_created", "user_id", "created_at", "id"),
+        Index("ix_tasks_status_created", "status", "created_at", "id"),
+        Index("ix_tasks_workload_created", "workload", "created_at", "id"),
     )
 
 

@@ -101,7 +101,10 @@ def upgrade() -> None:
     )
     with op.batch_alter_table("tasks", schema=None) as batch_op:
         batch_op.create_index("ix_tasks_status_priority", ["status", "priority", "created_at"], unique=False)
-        batch_op.create_index("ix_tasks_user_created", ["user_id", "created_at"], unique=False)
+        batch_op.create_index("ix_tasks_created", ["created_at", "id"], unique=False)
+        batch_op.create_index("ix_tasks_user_created", ["user_id", "created_at", "id"], unique=False)
+        batch_op.create_index("ix_tasks_status_created", ["status", "created_at", "id"], unique=False)
+        batch_op.create_index("ix_tasks_workload_created", ["workload", "created_at", "id"], unique=False)
 
     op.create_table(
         "task_attempts",
@@ -154,7 +157,10 @@ def downgrade() -> None:
 
     op.drop_table("task_attempts")
     with op.batch_alter_table("tasks", schema=None) as batch_op:
+        batch_op.drop_index("ix_tasks_workload_created")
+        batch_op.drop_index("ix_tasks_status_created")
         batch_op.drop_index("ix_tasks_user_created")
+        batch_op.drop_index("ix_tasks_created")
         batch_op.drop_index("ix_tasks_status_priority")
 
     op.drop_table("tasks")
