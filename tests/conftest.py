@@ -12,3 +12,12 @@ from argus.settings import Settings
 @pytest.fixture
 def settings(tmp_path: Path) -> Settings:
     return Settings(state_dir=tmp_path / "state", sftp_enabled=False, verl_validation="off")
+
+
+@pytest.fixture
+def live(settings):
+    """A real uvicorn server on a free port over a real SQLite file (no scheduler, no Ray)."""
+    from tests.helpers import live_server
+
+    with live_server(settings) as srv:
+        yield srv
