@@ -9,6 +9,7 @@ every problem at once.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,7 +23,20 @@ class FieldError:
     message: str
 
     def as_dict(self) -> dict[str, Any]:
-        return {"field": self.field, "value": self.value, "message": self.message}
+        return {"field": self.field, "value": _jsonable(self.value), "message": self.message}
+
+
+def _jsonable(value: Any) -> Any:
+    """Echo the offending value back in a form strict JSON accepts (NaN/inf, bytes, objects → text)."""
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value[:20]]
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in list(value.items())[:20]}
+    return str(value)[:200]
 
 
 @dataclass

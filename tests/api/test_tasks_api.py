@@ -82,6 +82,8 @@ def test_hostile_bodies_never_500(live):
         ("a: &a [*a]", "application/yaml"),
         ("kind: advanced\ncommand: 5\nnnodes: 1e99\nworkload: [1]", "application/yaml"),
         ("x" * 300_000, "text/plain"),
+        ("nnodes: .nan\nn_gpus_per_node: .inf\nworkload: grpo", "application/yaml"),
+        ('{"nnodes": NaN, "workload": "ppo"}', "application/json"),
     ]:
         r = submit(alice, body, ctype)
         assert r.status_code == 400, (body[:30], r.status_code, r.text[:300])
