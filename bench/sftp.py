@@ -1,0 +1,106 @@
+"""Upload/download throughput of a 1 GB file over loopback: Argus's SFTP server vs OpenSSH's sftp-server.
+
+    .venv/bin/python bench/sftp.py [--size-mb 1024]
+
+Both sides use the same client (OpenSSH `sftp` in batch mode). OpenSSH's server
+runs as `sftp -D /usr/lib/openssh/sftp-server` (no sshd, no SSH transport), so
+the ratio also includes Argus's SSH encryption cost: it is an upper bound on
+the gap a user sees against a real sshd. The Argus server runs as `argus server`
+in a subprocess through ``argus.server.run_server`` with only the SFTP component.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+SFTP_SERVER = "/usr/lib/openssh/sftp-server"
+TOKEN = "argus_bench_admin_token_0123456789"
+# `argus server` with only the API and SFTP parts (no scheduler/Ray: not what is measured).
+SERVE = """
+import sys
+from argus.server import _sftp_components, run_server
+from argus.settings import Settings
+run_server(Settings(state_dir=sys.argv[1], api_port=int(sys.argv[2]), sftp_port=int(sys.argv[3])),
+           components_factory=_sftp_components)
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def timed(cmd: list[str], script: str, cwd: Path) -> float:
+    t0 = time.perf_counter()
+    p = subprocess.run(cmd, input=script, text=True, capture_output=True, cwd=cwd)
+    if p.returncode != 0:
+        sys.exit(f"failed: {' '.join(cmd)}\n{p.stderr}")
+    return time.perf_counter() - t0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--size-mb", type=int, default=1024)
+    args = ap.parse_args()
+    if not Path(SFTP_SERVER).exists():
+        sys.exit(f"{SFTP_SERVER} missing: apt-get install -y openssh-sftp-server")
+    size = args.size_mb * 1024 * 1024
+    with tempfile.TemporaryDirectory() as tmpd:
+        tmp = Path(tmpd)
+        data = tmp / "data.bin"
+        with data.open("wb") as f:  # random data: nothing compresses or skips holes
+            block = os.urandom(1 << 20)
+            for _ in range(args.size_mb):
+                f.write(block)
+        api, sftp_port = free_port(), free_port()
+        env = {**os.environ, "ARGUS_ADMIN_TOKEN": TOKEN, "ARGUS_VERL_VALIDATION": "off"}
+        server = subprocess.Popen([sys.executable, "-c", SERVE, str(tmp / "state"), str(api), str(sftp_port)],
+                                  env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            url = f"http://127.0.0.1:{api}"
+            for _ in range(300):
+                try:
+                    if httpx.get(f"{url}/api/v2/health").status_code == 200:
+                        break
+                except httpx.TransportError:
+                    time.sleep(0.1)
+            subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(tmp / "key")], check=True)
+            with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {TOKEN}"}) as a:
+                a.post("/api/v2/users", json={"name": "bench"}).raise_for_status()
+                t = a.post("/api/v2/users/bench/tokens", json={}).json()["token"]
+                httpx.post(f"{url}/api/v2/me/keys", headers={"Authorization": f"Bearer {t}"},
+                           json={"public_key": (tmp / "key.pub").read_text()}).raise_for_status()
+            argus = ["sftp", "-b", "-", "-P", str(sftp_port), "-o", "StrictHostKeyChecking=no",
+                     "-o", f"UserKnownHostsFile={tmp / 'kh'}", "-o", "IdentitiesOnly=yes", "-i", str(tmp / "key"),
+                     "bench@127.0.0.1"]
+            openssh = ["sftp", "-b", "-", "-D", SFTP_SERVER]
+            (tmp / "remote").mkdir()
+            results = {}
+            results["argus up"] = timed(argus, "put data.bin /datasets/data.bin\n", tmp)
+            results["argus down"] = timed(argus, "get /datasets/data.bin down1.bin\n", tmp)
+            results["openssh up"] = timed(openssh, f"put data.bin {tmp / 'remote' / 'data.bin'}\n", tmp)
+            results["openssh down"] = timed(openssh, f"get {tmp / 'remote' / 'data.bin'} down2.bin\n", tmp)
+            assert (tmp / "down1.bin").stat().st_size == size == (tmp / "down2.bin").stat().st_size
+        finally:
+            server.terminate()
+            server.wait(20)
+    mb = size / 1e6
+    print(f"file: {args.size_mb} MiB random data, loopback, client: OpenSSH sftp")
+    for k, v in results.items():
+        print(f"  {k:13s} {v:6.2f} s  {mb / v:7.1f} MB/s")
+    for d in ("up", "down"):
+        print(f"  ratio {d:5s} argus/openssh throughput = {results[f'openssh {d}'] / results[f'argus {d}']:.2f}")
+
+
+if __name__ == "__main__":
+    main()

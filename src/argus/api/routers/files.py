@@ -1,0 +1,130 @@
+"""/api/v2/files: the user's virtual layout over HTTP (WebUI, CLI), same rules as SFTP.
+
+All confinement lives in ``services.files``; this module only speaks HTTP:
+Range requests for downloads (one range; several ranges get the whole file,
+which RFC 9110 allows), and uploads read from ``request.stream()`` chunk by
+chunk into an atomic upload, never buffering the whole body.
+"""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import quote
+
+from fastapi import APIRouter, Depends, Query, Request, Response
+from fastapi.responses import StreamingResponse
+from pydantic import BaseModel
+from starlette.background import BackgroundTask
+from starlette.concurrency import run_in_threadpool
+
+from argus.api.context import AppContext
+from argus.api.deps import current_principal, get_ctx
+from argus.api.schemas import ErrorOut
+from argus.services.files import UserFiles, shared_store, user_files
+from argus.services.principal import Principal
+
+router = APIRouter(prefix="/api/v2/files", tags=["files"])
+_ERR = {c: {"model": ErrorOut} for c in (400, 403, 404, 409, 413)}
+_RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
+
+
+class PathIn(BaseModel):
+    path: str
+
+
+class MoveIn(BaseModel):
+    src: str
+    dst: str
+    overwrite: bool = False
+
+
+def get_files(principal: Principal = Depends(current_principal), ctx: AppContext = Depends(get_ctx)) -> UserFiles:
+    store = shared_store(ctx.extras, ctx.settings)
+    with ctx.db.session() as session:
+        return user_files(store, session, principal)
+
+
+@router.get("", responses=_ERR)
+def stat_or_list(path: str = Query("/", description="a path in your layout, e.g. /datasets"),
+                 files: UserFiles = Depends(get_files)) -> dict:
+    """A file's metadata, or a directory's metadata with its ``entries``."""
+    info = files.stat(path)
+    out = info.as_dict()
+    if info.type == "dir":
+        out["entries"] = [e.as_dict() for e in files.list(path)]
+    return out
+
+
+def _parse_range(header: str | None, size: int) -> tuple[int, int] | None | str:
+    """(start, end-exclusive), None for the whole file, or "unsatisfiable"."""
+    if not header:
+        return None
+    m = _RANGE.match(header.strip())
+    if m is None:
+        return None  # unknown unit or several ranges: serve the whole file
+    first, last = m.groups()
+    if not first and not last:
+        return None
+    if not first:  # suffix: the last N bytes
+        n = int(last)
+        return (max(0, size - n), size) if n > 0 and size > 0 else "unsatisfiable"
+    start = int(first)
+    end = min(size, int(last) + 1) if last else size
+    if start >= size or (last and int(last) < start):
+        return "unsatisfiable"
+    return start, end
+
+
+@router.get("/content", responses={**_ERR, 206: {"description": "partial content"}})
+def download(request: Request, path: str = Query(...), files: UserFiles = Depends(get_files)) -> Response:
+    handle = files.open_read(path)
+    size = handle.size
+    rng = _parse_range(request.headers.get("range"), size)
+    name = path.rstrip("/").rsplit("/", 1)[-1] or "download"
+    headers = {"Accept-Ranges": "bytes", "Content-Disposition": f"attachment; filename*=UTF-8''{quote(name)}"}
+    if rng == "unsatisfiable":
+        handle.close()
+        return Response(status_code=416, headers={"Content-Range": f"bytes */{size}"})
+    start, end = rng if isinstance(rng, tuple) else (0, size)
+    headers["Content-Length"] = str(end - start)
+    status = 200
+    if isinstance(rng, tuple):
+        status = 206
+        headers["Content-Range"] = f"bytes {start}-{end - 1}/{size}"
+    return StreamingResponse(handle.iter_range(start, end), status_code=status, headers=headers,
+                             media_type="application/octet-stream", background=BackgroundTask(handle.close))
+
+
+@router.put("/content", status_code=201, responses=_ERR)
+async def upload(request: Request, path: str = Query(...), files: UserFiles = Depends(get_files)) -> dict:
+    """Stream the body into ``path`` atomically; over quota → 413 and no file is left behind."""
+    length = request.headers.get("content-length")
+    if length and length.isdigit():
+        await run_in_threadpool(files.ensure_room, path, int(length))
+    up = await run_in_threadpool(files.create_upload, path)
+    try:
+        async for chunk in request.stream():
+            if chunk:
+                await run_in_threadpool(up.write, chunk)
+        await run_in_threadpool(up.commit)
+    except BaseException:
+        up.abort()
+        raise
+    return (await run_in_threadpool(files.stat, path)).as_dict()
+
+
+@router.post("/mkdir", status_code=201, responses=_ERR)
+def mkdir(body: PathIn, files: UserFiles = Depends(get_files)) -> dict:
+    return files.mkdir(body.path).as_dict()
+
+
+@router.post("/move", responses=_ERR)
+def move(body: MoveIn, files: UserFiles = Depends(get_files)) -> dict:
+    return files.move(body.src, body.dst, overwrite=body.overwrite).as_dict()
+
+
+@router.delete("", status_code=204, responses=_ERR)
+def remove(path: str = Query(...), recursive: bool = Query(False),
+           files: UserFiles = Depends(get_files)) -> Response:
+    files.remove(path, recursive=recursive)
+    return Response(status_code=204)

@@ -1,0 +1,120 @@
+"""`argus files ls|put|get|rm|mkdir|mv`, `argus passwd`, `argus keys add|list|rm` (HTTP only).
+
+put/get stream through httpx in 1 MiB chunks, so a 5 GB dataset never sits in memory.
+Paths are the ones you see over SFTP: /datasets/x, /common/datasets/y.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import typer
+
+from argus.cli.common import client, console, handle_errors, table
+
+files_app = typer.Typer(help="Your files (the SFTP layout) over HTTP.", no_args_is_help=True)
+keys_app = typer.Typer(help="SSH public keys for SFTP logins.", no_args_is_help=True)
+CHUNK = 1 << 20
+
+
+def _read_chunks(path: Path) -> Iterator[bytes]:
+    with path.open("rb") as f:
+        while chunk := f.read(CHUNK):
+            yield chunk
+
+
+@files_app.command("ls")
+@handle_errors
+def ls(path: str = typer.Argument("/")) -> None:
+    out = client().get("/api/v2/files", params={"path": path})
+    entries = out.get("entries", [out])
+    table(["TYPE", "SIZE", "MODE", "NAME"], ((e["type"], e["size"], e["mode"], e["name"]) for e in entries))
+
+
+@files_app.command("put")
+@handle_errors
+def put(local: Path = typer.Argument(..., exists=True, dir_okay=False), remote: str = typer.Argument(...)) -> None:
+    """Upload a file; a remote path ending in / keeps the local name."""
+    if remote.endswith("/"):
+        remote += local.name
+    out = client().request("PUT", "/api/v2/files/content", params={"path": remote}, content=_read_chunks(local),
+                           headers={"Content-Length": str(local.stat().st_size)})
+    console.print(f"uploaded {out['path']} ({out['size']} bytes)")
+
+
+@files_app.command("get")
+@handle_errors
+def get(remote: str = typer.Argument(...), local: Path | None = typer.Argument(None)) -> None:
+    """Download a file (to stdout with '-')."""
+    if str(local) == "-":
+        for chunk in client().stream("GET", "/api/v2/files/content", params={"path": remote}):
+            sys.stdout.buffer.write(chunk)
+        return
+    target = local or Path(remote.rstrip("/").rsplit("/", 1)[-1])
+    if target.is_dir():
+        target = target / remote.rstrip("/").rsplit("/", 1)[-1]
+    part = target.with_name(target.name + ".part")
+    with part.open("wb") as f:
+        for chunk in client().stream("GET", "/api/v2/files/content", params={"path": remote}):
+            f.write(chunk)
+    part.replace(target)
+    console.print(f"downloaded {remote} → {target}")
+
+
+@files_app.command("rm")
+@handle_errors
+def rm(path: str, recursive: bool = typer.Option(False, "-r", "--recursive")) -> None:
+    client().delete("/api/v2/files", params={"path": path, "recursive": recursive})
+    console.print(f"removed {path}")
+
+
+@files_app.command("mkdir")
+@handle_errors
+def mkdir(path: str) -> None:
+    client().post("/api/v2/files/mkdir", json={"path": path})
+    console.print(f"created {path}")
+
+
+@files_app.command("mv")
+@handle_errors
+def mv(src: str, dst: str, overwrite: bool = typer.Option(False, "--overwrite")) -> None:
+    out = client().post("/api/v2/files/move", json={"src": src, "dst": dst, "overwrite": overwrite})
+    console.print(f"moved {src} → {out['path']}")
+
+
+@handle_errors
+def passwd() -> None:
+    """Set your SFTP password (asked twice, not echoed)."""
+    pw = typer.prompt("new password", hide_input=True, confirmation_prompt=True)
+    client().post("/api/v2/me/password", json={"password": pw})
+    console.print("password set; log in with: sftp -P <port> <you>@<host>")
+
+
+@keys_app.command("add")
+@handle_errors
+def keys_add(pubfile: str = typer.Argument("-", help="a .pub file, or '-' for standard input")) -> None:
+    text = sys.stdin.read() if pubfile == "-" else Path(pubfile).expanduser().read_text()
+    k = client().post("/api/v2/me/keys", json={"public_key": text.strip()})
+    console.print(f"added key {k['id']} {k['fingerprint']}")
+
+
+@keys_app.command("list")
+@handle_errors
+def keys_list() -> None:
+    table(["ID", "FINGERPRINT", "COMMENT"], ((k["id"], k["fingerprint"], k.get("comment") or "")
+                                             for k in client().get("/api/v2/me/keys")))
+
+
+@keys_app.command("rm")
+@handle_errors
+def keys_rm(key_id: int) -> None:
+    client().delete(f"/api/v2/me/keys/{key_id}")
+    console.print(f"removed key {key_id}")
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(files_app, name="files")
+    app.add_typer(keys_app, name="keys")
+    app.command("passwd")(passwd)

@@ -1,0 +1,140 @@
+"""The embedded SFTP server (a ``Component`` of ``argus server`` / ``argus up``).
+
+SFTP only: no shell, no exec, no port/agent/X11 forwarding, no SCP. Users log in
+with their Argus name and either the password they set (``argus passwd``) or a
+registered public key (``argus keys add``). Disabled users are refused; failed
+logins are limited per user and per address (``services.logins``). Argon2
+verification and database look-ups run in a worker thread so one slow login
+does not stall every transfer on the event loop.
+
+The host key is generated once into ``<state_dir>/ssh_host_ed25519_key`` and
+reused, so clients never see a changed host key after a restart.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import asyncssh
+
+from argus.services.files import FileStore, user_files
+from argus.services.logins import LoginLimiter, login_with_key, login_with_password
+from argus.services.principal import Principal
+from argus.settings import Settings
+from argus.sftp.handler import ArgusSFTPServer
+
+if TYPE_CHECKING:
+    from argus.db.session import Database
+
+log = logging.getLogger(__name__)
+HOST_KEY_NAME = "ssh_host_ed25519_key"
+
+
+def load_host_key(state_dir: Path) -> asyncssh.SSHKey:
+    """The server's host key, created on first use (mode 0600) and read back on every start."""
+    path = state_dir / HOST_KEY_NAME
+    if not path.exists():
+        state_dir.mkdir(parents=True, exist_ok=True)
+        key = asyncssh.generate_private_key("ssh-ed25519", comment="argus-sftp")
+        tmp = path.with_suffix(".tmp")
+        key.write_private_key(str(tmp))
+        tmp.chmod(0o600)
+        tmp.replace(path)
+        key.write_public_key(str(path) + ".pub")
+    return asyncssh.read_private_key(str(path))
+
+
+class _Connection(asyncssh.SSHServer):
+    """Per-connection authentication; remembers who logged in for the SFTP session."""
+
+    def __init__(self, owner: SftpServer) -> None:
+        self.owner = owner
+        self.principal: Principal | None = None
+        self.address = "?"
+
+    def connection_made(self, conn: asyncssh.SSHServerConnection) -> None:
+        peer = conn.get_extra_info("peername")
+        self.address = str(peer[0]) if peer else "?"
+
+    def begin_auth(self, username: str) -> bool:
+        return True
+
+    def password_auth_supported(self) -> bool:
+        return True
+
+    def public_key_auth_supported(self) -> bool:
+        return True
+
+    async def validate_password(self, username: str, password: str) -> bool:
+        limiter = self.owner.limiter
+        if limiter.blocked(username, self.address):
+            log.warning("sftp: login for %r from %s refused: too many failures", username, self.address)
+            return False
+        principal = await asyncio.to_thread(self.owner.check_password, username, password)
+        if principal is None:
+            limiter.failed(username, self.address)
+            return False
+        self.principal = principal
+        return True
+
+    async def validate_public_key(self, username: str, key: asyncssh.SSHKey) -> bool:
+        # A key that does not match is not counted: clients offer every key they hold.
+        if self.owner.limiter.blocked(username, self.address):
+            return False
+        principal = await asyncio.to_thread(self.owner.check_key, username, key.get_fingerprint("sha256"))
+        if principal is None:
+            return False
+        self.principal = principal
+        return True
+
+
+class SftpServer:
+    """Component: listens on settings.sftp_host:sftp_port while the server runs."""
+
+    name = "sftp"
+
+    def __init__(self, settings: Settings, db: Database, store: FileStore) -> None:
+        self.settings = settings
+        self.db = db
+        self.store = store
+        self.limiter = LoginLimiter(settings.login_max_failures, settings.login_window_s)
+        self._acceptor: asyncssh.SSHAcceptor | None = None
+
+    @property
+    def banner(self) -> str:
+        return f"SFTP: sftp -P {self.settings.sftp_port} <user>@{self.settings.sftp_host}"
+
+    def check_password(self, username: str, password: str) -> Principal | None:
+        with self.db.session() as session:
+            return login_with_password(session, username, password)
+
+    def check_key(self, username: str, fingerprint: str) -> Principal | None:
+        with self.db.session() as session:
+            return login_with_key(session, username, fingerprint)
+
+    def _sftp_session(self, chan: asyncssh.SSHServerChannel) -> ArgusSFTPServer:
+        owner = chan.get_connection().get_owner()
+        assert isinstance(owner, _Connection) and owner.principal is not None
+        with self.db.session() as session:
+            files = user_files(self.store, session, owner.principal)
+        return ArgusSFTPServer(chan, files)
+
+    async def start(self) -> None:
+        s = self.settings
+        key = load_host_key(s.state_dir)
+        self._acceptor = await asyncssh.create_server(
+            lambda: _Connection(self), s.sftp_host, s.sftp_port,
+            server_host_keys=[key], sftp_factory=self._sftp_session, allow_scp=False,
+            agent_forwarding=False, x11_forwarding=False, allow_pty=False,
+            login_timeout=60, keepalive_interval=30,
+        )
+        log.info("SFTP server on %s:%s", s.sftp_host, s.sftp_port)
+
+    async def stop(self) -> None:
+        if self._acceptor is not None:
+            self._acceptor.close()
+            await self._acceptor.wait_closed()
+            self._acceptor = None
