@@ -1,0 +1,328 @@
+"""The embedded Ray cluster of ``argus up`` (and of the test suites): a head plus worker raylets on this host.
+
+Why it is built this way:
+
+* The head advertises no GPUs and no ``worker_node`` resource, and drivers ask for
+  ``worker_node: 1``, so no driver ever runs on the head, exactly as on a real cluster.
+* Every node is one ``ray start --block`` process started in its own session. That process is the
+  node's handle: its process group holds the GCS/raylet/dashboard/agents, and on SIGTERM it shuts
+  its node down. ``stop()`` therefore ends exactly what this object started. ``ray stop`` is never
+  used: it kills every Ray process of the user on the host (other clusters, other test sessions).
+* Extra worker raylets on one host need ``--dashboard-agent-listen-port=0`` (else a 6 s start and no
+  job logs from that node) and ``--include-log-monitor=false`` (else duplicated output). The head
+  uses a random agent port too, so two embedded clusters on one host never collide on 52365.
+* ``RAY_AUTH_MODE=disabled``: Ray ≥ 2.52 turns token auth on by itself when ``~/.ray/auth_token``
+  exists, and every Jobs REST call would answer 401. The dashboard (Jobs API) binds to loopback.
+* Health checks every 1 s with 3 misses on the head: a dead worker is DEAD after ~3 s instead of
+  ~13 s, so a lost task is noticed and retried quickly.
+* Ray puts unix sockets under ``<temp>/session_<date>_<pid>/sockets/``; a socket path must fit in
+  107 bytes, so a long state directory is reached through a short symlink (see ``ray_temp_dir``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import psutil
+
+from argus.settings import Settings
+
+log = logging.getLogger(__name__)
+
+HOST = "127.0.0.1"
+# Ray appends about 65 bytes (session_<date>_<pid>/sockets/plasma_store.N) to the temp dir;
+# unix socket paths are limited to 107 bytes.
+MAX_TEMP_DIR_LEN = 40
+
+
+class LocalClusterError(RuntimeError):
+    """The embedded cluster could not start (the message says why and where the log is)."""
+
+
+def ray_temp_dir(state_dir: Path) -> Path:
+    """Ray's temp dir: ``<state>/ray``, or a short ``/tmp/argus-<hash>`` symlink to it when that is too long."""
+    target = state_dir / "ray"
+    target.mkdir(parents=True, exist_ok=True)
+    if len(str(target)) <= MAX_TEMP_DIR_LEN:
+        return target
+    link = Path("/tmp") / f"argus-{hashlib.sha1(str(target).encode()).hexdigest()[:12]}"
+    if link.is_symlink() and Path(os.readlink(link)) != target:
+        link.unlink()
+    if not link.is_symlink():
+        link.symlink_to(target, target_is_directory=True)
+    return link
+
+
+def _ray_bin() -> str:
+    """The ``ray`` script next to this interpreter (the server's venv), not whatever PATH finds."""
+    candidate = Path(sys.executable).parent / "ray"
+    return str(candidate) if candidate.exists() else "ray"
+
+
+@dataclass
+class RayNode:
+    """One ``ray start --block`` process and what is needed to start it again."""
+
+    name: str
+    argv: list[str]
+    env: dict[str, str]
+    log_path: Path
+    proc: subprocess.Popen[bytes] | None = None
+    node_id: str | None = None
+    descendants: dict[int, float] = field(default_factory=dict)  # pid -> create time
+
+    @property
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+
+class LocalCluster:
+    """Start/stop a head and worker raylets on this host; the addresses drivers and clients need."""
+
+    def __init__(self, settings: Settings, *, timeout_s: float = 120.0) -> None:
+        self.settings = settings
+        self.timeout_s = timeout_s
+        self.temp_dir = ray_temp_dir(settings.state_dir)
+        self.log_dir = settings.state_dir / "ray-logs"
+        self.head: RayNode | None = None
+        self.workers: dict[str, RayNode] = {}
+
+    @property
+    def gcs_address(self) -> str:
+        """Give this to drivers as ``RAY_ADDRESS``: with two clusters on one host ``auto`` may pick the wrong one."""
+        return f"{HOST}:{self.settings.ray_head_port}"
+
+    @property
+    def dashboard_url(self) -> str:
+        return f"http://{HOST}:{self.settings.ray_dashboard_port}"
+
+    def __enter__(self) -> LocalCluster:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Head, then one worker with ``settings.worker_gpus`` GPUs (Ray detects them when None)."""
+        try:
+            self.start_head()
+            self.add_worker("worker-1", gpus=self.settings.worker_gpus)
+        except BaseException:
+            self.stop()
+            raise
+
+    def start_head(self) -> RayNode:
+        s = self.settings
+        if _answers(f"{self.dashboard_url}/api/version"):
+            raise LocalClusterError(
+                f"a Ray dashboard already answers on {self.dashboard_url} (left over from an earlier run?); "
+                f"use it with --ray-address {self.gcs_address}, or stop it first"
+            )
+        argv = [
+            _ray_bin(), "start", "--head", "--block", "--disable-usage-stats",
+            f"--port={s.ray_head_port}",
+            f"--dashboard-host={HOST}", f"--dashboard-port={s.ray_dashboard_port}",
+            f"--ray-client-server-port={s.ray_client_server_port}",
+            "--dashboard-agent-listen-port=0", "--num-gpus=0", f"--temp-dir={self.temp_dir}",
+        ]
+        env = {"RAY_health_check_period_ms": "1000", "RAY_health_check_failure_threshold": "3"}
+        self.head = RayNode("head", argv, env, self.log_dir / "head.log")
+        started = time.monotonic()
+        self._spawn(self.head)
+        head = self.head
+
+        def ready() -> bool:
+            if not _answers(f"{self.dashboard_url}/api/jobs/"):
+                return False
+            head.node_id = next((n["node_id"] for n in self._nodes() if n.get("is_head_node")), None)
+            return head.node_id is not None
+
+        self._wait(head, ready, "the Jobs API to answer")
+        log.info("Ray head up in %.1f s: %s", time.monotonic() - started, self.dashboard_url)
+        return self.head
+
+    def add_worker(self, name: str | None = None, *, gpus: int | None = None, cpus: int | None = None) -> RayNode:
+        """Join another worker raylet (same host) advertising ``worker_node`` and ``gpus`` (logical) GPUs."""
+        if self.head is None:
+            raise LocalClusterError("start the head first")
+        name = name or f"worker-{len(self.workers) + 1}"
+        if name in self.workers and self.workers[name].running:
+            raise LocalClusterError(f"{name} is already running")
+        argv = [
+            _ray_bin(), "start", "--block", "--disable-usage-stats",
+            f"--address={self.gcs_address}",
+            f"--resources={json.dumps({'worker_node': self.settings.worker_node_capacity})}",
+            "--dashboard-agent-listen-port=0", "--include-log-monitor=false", f"--temp-dir={self.temp_dir}",
+            *([f"--num-gpus={gpus}"] if gpus is not None else []),
+            *([f"--num-cpus={cpus}"] if cpus is not None else []),
+        ]
+        node = RayNode(name, argv, {}, self.log_dir / f"{name}.log")
+        self.workers[name] = node
+        self._join(node)
+        return node
+
+    def kill_worker(self, name: str) -> None:
+        """SIGKILL a worker's raylet and agents, as if the machine died (its drivers die with it)."""
+        node = self.workers[name]
+        _kill_group(node, signal.SIGKILL)
+        if node.proc is not None:
+            node.proc.wait(10)
+
+    def restart_worker(self, name: str) -> RayNode:
+        """Start a killed worker again with the same arguments; Ray gives it a new node id."""
+        node = self.workers[name]
+        if node.running:
+            raise LocalClusterError(f"{name} is still running")
+        self._join(node)
+        return node
+
+    def stop(self) -> None:
+        """Workers first, then the head: SIGTERM each ``ray start``, then SIGKILL whatever it left."""
+        nodes = [*self.workers.values(), *([self.head] if self.head else [])]
+        for node in nodes:
+            _snapshot_descendants(node)
+        for node in nodes:
+            if node.running:
+                assert node.proc is not None
+                node.proc.send_signal(signal.SIGTERM)
+                try:
+                    node.proc.wait(15)
+                except subprocess.TimeoutExpired:
+                    log.warning("Ray %s did not stop in 15 s; killing it", node.name)
+            _kill_group(node, signal.SIGKILL)
+            if node.proc is not None:
+                node.proc.wait(10)
+        if self.temp_dir.is_symlink():
+            self.temp_dir.unlink()
+
+    # -- helpers -----------------------------------------------------------------------------
+
+    def _join(self, node: RayNode) -> None:
+        known = {n["node_id"] for n in self._nodes()}
+        started = time.monotonic()
+        self._spawn(node)
+
+        def joined() -> bool:
+            new = [n for n in self._nodes() if n["node_id"] not in known and n.get("state") == "ALIVE"
+                   and "worker_node" in (n.get("resources_total") or {})]
+            if new:
+                node.node_id = new[0]["node_id"]
+            return bool(new)
+
+        self._wait(node, joined, "the node to join")
+        log.info("Ray %s joined in %.1f s (node %s)", node.name, time.monotonic() - started, node.node_id)
+
+    def _spawn(self, node: RayNode) -> None:
+        node.log_path.parent.mkdir(parents=True, exist_ok=True)
+        env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+        env.update(RAY_AUTH_MODE="disabled", RAY_USAGE_STATS_ENABLED="0", **node.env)
+        with open(node.log_path, "ab") as out:
+            node.proc = subprocess.Popen(node.argv, env=env, stdin=subprocess.DEVNULL, stdout=out,
+                                         stderr=subprocess.STDOUT, start_new_session=True)
+        node.descendants = {}
+
+    def _wait(self, node: RayNode, ready, what: str) -> None:  # noqa: ANN001 - a predicate
+        deadline = time.monotonic() + self.timeout_s
+        while not ready():
+            if not node.running:
+                raise LocalClusterError(f"Ray {node.name} exited while waiting for {what}; see {node.log_path}:\n"
+                                        f"{_tail(node.log_path)}")
+            if time.monotonic() > deadline:
+                raise LocalClusterError(f"Ray {node.name}: no {what} after {self.timeout_s:.0f} s; see {node.log_path}")
+            time.sleep(0.1)
+
+    def _nodes(self) -> list[dict]:
+        try:
+            r = httpx.get(f"{self.dashboard_url}/api/v0/nodes", params={"limit": 10000}, timeout=5)
+            r.raise_for_status()
+            return r.json()["data"]["result"]["result"]
+        except (httpx.HTTPError, KeyError, ValueError):
+            return []
+
+
+def _answers(url: str) -> bool:
+    try:
+        return httpx.get(url, timeout=2).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def _snapshot_descendants(node: RayNode) -> None:
+    """Remember every process below a node's ``ray start``: Ray workers and job drivers leave its group."""
+    if not node.running:
+        return
+    assert node.proc is not None
+    try:
+        children = psutil.Process(node.proc.pid).children(recursive=True)
+    except psutil.Error:
+        return
+    for child in children:
+        try:
+            node.descendants[child.pid] = child.create_time()
+        except psutil.Error:
+            pass
+
+
+def _kill_group(node: RayNode, sig: signal.Signals) -> None:
+    """Signal a node's process group and the descendants seen before; never anything else."""
+    _snapshot_descendants(node)
+    if node.proc is not None:
+        try:
+            os.killpg(node.proc.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+    for pid, created in node.descendants.items():
+        try:
+            proc = psutil.Process(pid)
+            if proc.create_time() == created:  # the same process, not a reused pid
+                proc.send_signal(sig)
+        except psutil.Error:
+            pass
+
+
+def _tail(path: Path, lines: int = 20) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return ""
+
+
+class EmbeddedRay:
+    """The server ``Component`` of ``argus up``: the local cluster starts first and stops last.
+
+    Start and stop run on the event loop's thread on purpose: Ctrl-C (or SIGTERM) during the
+    start then interrupts ``LocalCluster.start``, which stops what it already started, instead of
+    leaving a thread that keeps starting raylets after the process decided to exit.
+    """
+
+    name = "ray"
+
+    def __init__(self, cluster: LocalCluster, announce: Callable[[str], None] = print) -> None:
+        self.cluster = cluster
+        self.announce = announce
+
+    async def start(self) -> None:
+        previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
+        try:
+            self.cluster.start()
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+        self.announce(f"Ray dashboard: {self.cluster.dashboard_url}  (GCS {self.cluster.gcs_address}, "
+                      f"logs {self.cluster.log_dir})")
+
+    async def stop(self) -> None:
+        self.cluster.stop()

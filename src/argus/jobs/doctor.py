@@ -1,0 +1,171 @@
+"""``python3 -m argus.jobs.doctor``: check, from a worker node, what a training task will find there.
+
+It is the first task a new user runs (examples/doctor.yaml): a real job through the whole path
+(queue → Ray → driver on a worker → logs) that needs no GPU, and whose report answers the usual
+"why does my task fail on that node" questions: which Python/torch/verl/ray, which GPUs, which
+NCCL settings, whether the home is writable and the shared folders readable, how much disk is free.
+
+It reports and never crashes on a missing piece. Exit status 0 when the essentials pass (the
+home is readable and writable, torch/verl/ray are installed), 1 otherwise. No GPU is not a
+failure: CPU jobs and the queue still work, GPU tasks wait with a reason.
+
+Paths: ``--home`` (admission expands ``$HOME`` in the command) or, by default, the home that the
+driver's working directory ``<root>/users/<user>/jobs/<task_id>`` belongs to, else ``$HOME``.
+``--shared`` (repeatable) defaults to ``<root>/datasets`` and ``<root>/hf`` next to that home.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+ENV_PREFIXES = ("NCCL_", "CUDA_", "GLOO_", "TP_SOCKET", "NVIDIA_", "RAY_ADDRESS", "MASTER_")
+SENSITIVE = ("TOKEN", "KEY", "SECRET", "PASSWORD")
+
+
+class Report:
+    def __init__(self, out: Callable[[str], None] = print) -> None:
+        self.out = out
+        self.failed: list[str] = []
+
+    def ok(self, msg: str) -> None:
+        self.out(f"OK    {msg}")
+
+    def info(self, msg: str) -> None:
+        self.out(f"      {msg}")
+
+    def warn(self, msg: str) -> None:
+        self.out(f"WARN  {msg}")
+
+    def fail(self, msg: str) -> None:
+        self.failed.append(msg)
+        self.out(f"FAIL  {msg}")
+
+
+def default_home(cwd: Path) -> Path:
+    """``<root>/users/<user>`` when run by the driver (cwd is a job dir), else ``$HOME``."""
+    parts = cwd.parts
+    if len(parts) >= 4 and parts[-4] == "users" and parts[-2] == "jobs":
+        return Path(*parts[:-2])
+    return Path(os.environ.get("HOME", str(cwd)))
+
+
+def check_versions(r: Report) -> None:
+    r.ok(f"python {platform.python_version()} ({sys.executable})")
+    for dist in ("torch", "verl", "ray"):
+        try:
+            r.ok(f"{dist} {importlib.metadata.version(dist)}")
+        except importlib.metadata.PackageNotFoundError:
+            r.fail(f"{dist} is not installed in {sys.executable}")
+
+
+def check_gpus(r: Report) -> None:
+    r.info(f"CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES', '<unset>')}")
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            n = torch.cuda.device_count()
+            r.ok(f"{n} GPU(s) visible to torch (CUDA {torch.version.cuda})")
+            for i in range(n):
+                p = torch.cuda.get_device_properties(i)
+                r.info(f"  cuda:{i} {p.name}, {p.total_memory / 2**30:.1f} GiB")
+            return
+    except Exception as e:  # noqa: BLE001 - a broken torch is reported, not fatal here
+        r.warn(f"torch could not query CUDA: {e!r}")
+    smi = shutil.which("nvidia-smi")
+    if smi:
+        res = subprocess.run([smi, "--query-gpu=name,memory.total", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=30)
+        lines = [ln for ln in res.stdout.splitlines() if ln.strip()]
+        if res.returncode == 0 and lines:
+            r.warn(f"torch sees no GPU, but nvidia-smi lists {len(lines)}: {'; '.join(lines)}")
+            return
+    r.ok("no GPU on this node (CPU jobs run; GPU tasks wait for a node with GPUs)")
+
+
+def check_env(r: Report) -> None:
+    found = sorted(k for k in os.environ if k.startswith(ENV_PREFIXES))
+    if not found:
+        r.info("no NCCL_/CUDA_/GLOO_ environment variables set")
+    for key in found:
+        value = "<hidden>" if any(s in key for s in SENSITIVE) else os.environ[key]
+        r.info(f"{key}={value}")
+
+
+def check_home(r: Report, home: Path) -> None:
+    try:
+        with tempfile.NamedTemporaryFile("w+", dir=home, prefix=".argus-doctor-") as f:
+            f.write("ok")
+            f.flush()
+            f.seek(0)
+            if f.read() != "ok":
+                raise OSError("read back something else than was written")
+        r.ok(f"home {home} is readable and writable ({len(os.listdir(home))} entries)")
+    except OSError as e:
+        r.fail(f"home {home} is not readable and writable: {e!r}")
+
+
+def check_shared(r: Report, folder: Path) -> None:
+    if not folder.exists():
+        r.warn(f"shared folder {folder} does not exist")
+        return
+    try:
+        n = len(os.listdir(folder))
+    except OSError as e:
+        r.warn(f"shared folder {folder} is not readable: {e!r}")
+        return
+    if os.access(folder, os.W_OK):
+        r.warn(f"shared folder {folder} is readable ({n} entries) and writable by this process "
+               "(users should only read it; Argus enforces that for SFTP/API writes)")
+    else:
+        r.ok(f"shared folder {folder} is readable ({n} entries) and read-only")
+
+
+def check_disk(r: Report, paths: list[Path]) -> None:
+    for p in paths:
+        try:
+            u = shutil.disk_usage(p)
+        except OSError as e:
+            r.warn(f"cannot stat {p}: {e!r}")
+            continue
+        r.ok(f"free disk at {p}: {u.free / 2**30:.1f} GiB of {u.total / 2**30:.1f} GiB")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python3 -m argus.jobs.doctor", description=__doc__.splitlines()[0])
+    ap.add_argument("--home", type=Path, help="the user's home (default: from the job dir, else $HOME)")
+    ap.add_argument("--shared", type=Path, action="append", help="a shared read-only folder (repeatable)")
+    ns = ap.parse_args(argv)
+    cwd = Path.cwd()
+    home = (ns.home or default_home(cwd)).resolve()
+    shared = ns.shared or [home.parent.parent / "datasets", home.parent.parent / "hf"]
+    r = Report()
+    print(f"argus doctor on {platform.node()} ({platform.platform()}), cwd {cwd}", flush=True)
+    for title, check in (
+        ("versions", lambda: check_versions(r)),
+        ("GPUs", lambda: check_gpus(r)),
+        ("environment", lambda: check_env(r)),
+        ("home", lambda: check_home(r, home)),
+        ("shared folders", lambda: [check_shared(r, p) for p in shared]),
+        ("disk", lambda: check_disk(r, [home, Path(tempfile.gettempdir())])),
+    ):
+        print(f"== {title}", flush=True)
+        check()
+    if r.failed:
+        print(f"doctor: {len(r.failed)} essential check(s) failed", flush=True)
+        return 1
+    print("doctor: all essential checks passed", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,230 @@
+"""The Ray job entry point on a worker node: run one task attempt and keep its record on the shared FS.
+
+    python -m argus.runtime.driver --job-dir <root>/users/<u>/jobs/<task_id> --attempt N \\
+        [--python /path/to/train/python] -- argv...
+
+Why it exists (ARCHITECTURE §2.4):
+
+* Ray's own job log lives on the node's local disk and Ray answers HTTP 500 for it once the node
+  is gone; ``logs/attempt-<n>.log`` on the shared filesystem survives node loss and head restarts
+  and is readable over SFTP. The child's output is streamed (fixed-size chunks, flushed as they
+  come), so memory stays flat for multi-GB logs; it is echoed to stdout so Ray's log has it too.
+* Children must not outlive the task (on GPUs they would hold the GPUs): the child runs in its own
+  process group with a parent-death signal, SIGTERM/SIGINT are forwarded to that group and
+  escalated to SIGKILL after ``KILL_GRACE_S``, and whatever is left in the group when the child
+  exits is killed.
+* ``python3`` inside a task must be the training interpreter, never whatever PATH finds: with
+  ``--python``, a bin directory (``<job_dir>/.argus-bin``) whose ``python3``/``python`` exec it goes first on PATH,
+  followed by that interpreter's own bin directory (torchrun, ray...). They are two-line shell
+  scripts, not symlinks: a symlink to a venv's python outside the venv's ``bin/`` loses the venv
+  (Python looks for ``pyvenv.cfg`` next to the path it was started as). A login shell
+  (``bash -lc``, how advanced commands run) resets PATH in /etc/profile, so for those the
+  command itself starts with the PATH assignment (bash still execs the last command).
+* ``status.json`` (node, host, ``CUDA_VISIBLE_DEVICES``, times, exit code) is replaced atomically,
+  so a reader never sees half a file.
+
+The exit status is the child's (128+N when a signal N killed it), so Ray's ``driver_exit_code`` is
+the task's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import json
+import os
+import shlex
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+CHUNK = 64 * 1024
+# Ray stops a job with SIGTERM and sends SIGKILL after RAY_JOB_STOP_WAIT_TIME_S (3 s by default);
+# escalate a little earlier so the whole child group, not only the driver, is gone by then.
+KILL_GRACE_S = 2.5
+PR_SET_PDEATHSIG = 1
+
+
+def parse_args(args: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m argus.runtime.driver", description=__doc__.splitlines()[0])
+    p.add_argument("--job-dir", required=True, type=Path, help="<root>/users/<user>/jobs/<task_id> (created)")
+    p.add_argument("--attempt", required=True, type=int, help="attempt number: logs/attempt-<n>.log")
+    p.add_argument("--python", help="the training interpreter that `python3` means inside the task")
+    p.add_argument("argv", nargs=argparse.REMAINDER, help="-- then the command to run")
+    ns = p.parse_args(args)
+    if ns.argv[:1] == ["--"]:
+        ns.argv = ns.argv[1:]
+    if not ns.argv:
+        p.error("no command given after --")
+    return ns
+
+
+def ray_node_id() -> str | None:
+    """The Ray node id of the raylet this process descends from (Ray puts it in no env var)."""
+    pid = os.getppid()
+    for _ in range(8):
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            return None
+        for arg in cmdline:
+            if arg.startswith(b"--node_id="):
+                return arg.split(b"=", 1)[1].decode()
+        pid = int(stat.rsplit(")", 1)[1].split()[1])  # field 4 (ppid), after the "(comm)" field
+        if pid <= 1:
+            return None
+    return None
+
+
+def write_status(path: Path, status: dict[str, Any]) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(status, indent=2) + "\n")
+    os.replace(tmp, path)
+
+
+def python_bin_dir(job_dir: Path, python: str) -> str:
+    """``<job_dir>/.argus-bin`` whose ``python3`` and ``python`` exec ``python``.
+
+    In the job dir rather than /tmp: nothing to clean up when the driver is SIGKILLed, and no
+    shared directory where another account could plant a ``python3``.
+    """
+    d = job_dir / ".argus-bin"
+    d.mkdir(exist_ok=True)
+    for name in ("python3", "python"):
+        tmp = d / f".{name}.{os.getpid()}"
+        tmp.write_text(f"#!/bin/sh\nexec {shlex.quote(python)} \"$@\"\n")
+        tmp.chmod(0o755)
+        os.replace(tmp, d / name)
+    return str(d)
+
+
+def keep_path_in_login_shell(argv: list[str], path_prefix: str) -> list[str]:
+    """``bash -lc CMD`` → ``bash -lc 'PATH=<prefix>:"$PATH"; CMD'``: /etc/profile would drop our PATH."""
+    if len(argv) == 3 and os.path.basename(argv[0]) in ("bash", "sh") and argv[1].startswith("-") \
+            and "l" in argv[1] and argv[1].endswith("c"):
+        return [argv[0], argv[1], f'PATH={shlex.quote(path_prefix)}:"$PATH"; {argv[2]}']
+    return argv
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: SIGKILL when the driver dies, even by SIGKILL."""
+    parent = os.getppid()
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:  # the driver died before prctl took effect
+        os._exit(137)
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+def _pump(src: Any, log_file: Any, echo: Any) -> None:
+    """Copy the child's output to the log file and to our stdout as it comes, a chunk at a time."""
+    fd = src.fileno()
+    while chunk := os.read(fd, CHUNK):
+        log_file.write(chunk)
+        log_file.flush()
+        try:
+            echo.write(chunk)
+            echo.flush()
+        except OSError:  # Ray's log gone (node shutting down): the shared log still gets everything
+            pass
+
+
+def run(ns: argparse.Namespace) -> int:
+    started = time.monotonic()
+    job_dir = ns.job_dir.resolve()
+    logs = job_dir / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ)
+    argv = ns.argv
+    if ns.python:
+        bin_dir = python_bin_dir(job_dir, ns.python)
+        prefix = os.pathsep.join([bin_dir, os.path.dirname(ns.python)])
+        env["PATH"] = os.pathsep.join([prefix, env.get("PATH", "")])
+        argv = keep_path_in_login_shell(argv, prefix)
+    status: dict[str, Any] = {
+        "attempt": ns.attempt,
+        "hostname": socket.gethostname(),
+        "node_id": ray_node_id(),
+        "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+        "driver_pid": os.getpid(),
+        "argv": ns.argv,
+        "python": ns.python,
+        "started_at": _now(),
+        "finished_at": None,
+        "exit_code": None,
+        "signal": None,
+    }
+    write_status(job_dir / "status.json", status)
+    echo = sys.stdout.buffer
+    with open(logs / f"attempt-{ns.attempt}.log", "ab", buffering=0) as log_file:
+        first = (f"[argus] attempt {ns.attempt} on {status['hostname']} (ray node {status['node_id'] or '?'}), "
+                 f"CUDA_VISIBLE_DEVICES={status['cuda_visible_devices'] or '<unset>'}, "
+                 f"python3={ns.python or 'from PATH'}, cwd={job_dir}\n").encode()
+        log_file.write(first)
+        echo.write(first)
+        echo.flush()
+        try:
+            child = subprocess.Popen(argv, cwd=job_dir, env=env, stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                     process_group=0, preexec_fn=_die_with_parent)
+        except OSError as e:
+            msg = f"[argus] cannot start {ns.argv[0]!r}: {e}\n".encode()
+            log_file.write(msg)
+            echo.write(msg)
+            code = 127
+        else:
+            code = _supervise(child, log_file, echo, status)
+        last = f"[argus] exit code {code} after {time.monotonic() - started:.1f} s\n".encode()
+        log_file.write(last)
+        echo.write(last)
+        echo.flush()
+    status.update(finished_at=_now(), exit_code=code)
+    write_status(job_dir / "status.json", status)
+    return code
+
+
+def _supervise(child: subprocess.Popen[bytes], log_file: Any, echo: Any, status: dict[str, Any]) -> int:
+    """Wait for the child while pumping its output; forward stop signals to its whole group."""
+
+    def kill_group(sig: int) -> None:
+        try:
+            os.killpg(child.pid, sig)
+        except ProcessLookupError:
+            pass
+
+    def forward(signum: int, _frame: object) -> None:
+        status["signal"] = signal.Signals(signum).name
+        kill_group(signum)
+        timer = threading.Timer(KILL_GRACE_S, kill_group, args=(signal.SIGKILL,))
+        timer.daemon = True
+        timer.start()
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, forward)
+    pump = threading.Thread(target=_pump, args=(child.stdout, log_file, echo), daemon=True)
+    pump.start()
+    code = child.wait()
+    kill_group(signal.SIGKILL)  # leftovers in the task's group (daemonised helpers) die with it
+    pump.join(timeout=5)
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, signal.SIG_DFL)
+    return 128 - code if code < 0 else code
+
+
+def main(args: list[str] | None = None) -> int:
+    return run(parse_args(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

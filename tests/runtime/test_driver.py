@@ -1,0 +1,125 @@
+"""The driver as Ray runs it, but without Ray: a real subprocess, real signals, real files."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from argus.runtime.driver import ray_node_id
+
+DRIVER = [sys.executable, "-m", "argus.runtime.driver"]
+
+
+def start(job_dir: Path, *argv: str, attempt: int = 1, python: str | None = None) -> subprocess.Popen[str]:
+    cmd = [*DRIVER, "--job-dir", str(job_dir), "--attempt", str(attempt)]
+    if python:
+        cmd += ["--python", python]
+    return subprocess.Popen([*cmd, "--", *argv], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def run(job_dir: Path, *argv: str, **kw) -> tuple[int, str]:
+    p = start(job_dir, *argv, **kw)
+    out, _ = p.communicate(timeout=60)
+    return p.returncode, out
+
+
+def wait_for(pred, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not pred():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # a zombie is dead for our purpose (its parent has not reaped it yet)
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def test_exit_code_log_and_status(tmp_path: Path) -> None:
+    job = tmp_path / "users" / "alice" / "jobs" / "t-1"
+    code, out = run(job, "bash", "-c", "echo to-stdout; echo to-stderr >&2; exit 3", attempt=2)
+    assert code == 3
+    log = (job / "logs" / "attempt-2.log").read_text()
+    lines = log.splitlines()
+    assert lines[0].startswith("[argus] attempt 2 on ") and "CUDA_VISIBLE_DEVICES=" in lines[0]
+    assert lines[1:3] == ["to-stdout", "to-stderr"]  # merged, in order
+    assert lines[-1].startswith("[argus] exit code 3")
+    assert out == log  # echoed to Ray's log as well
+    status = json.loads((job / "status.json").read_text())
+    assert status["attempt"] == 2 and status["exit_code"] == 3
+    assert status["hostname"] == os.uname().nodename
+    assert status["started_at"] <= status["finished_at"]
+    assert status["argv"][0] == "bash"
+    assert not list(job.glob(".status.json*"))  # the atomic write left no temp file
+
+
+def test_runs_in_job_dir_with_train_python_first_on_path(tmp_path: Path) -> None:
+    code, out = run(tmp_path / "j", "bash", "-c", "pwd; python3 -c 'import sys; print(sys.executable)'",
+                    python=sys.executable)
+    assert code == 0, out
+    lines = out.splitlines()
+    assert lines[1] == str((tmp_path / "j").resolve())
+    assert lines[2] == sys.executable  # the venv's interpreter, with its site-packages, not PATH's python3
+
+
+def test_train_python_survives_a_login_shell(tmp_path: Path) -> None:
+    """Advanced commands run as ``bash -lc``; /etc/profile resets PATH, the driver puts it back."""
+    code, out = run(tmp_path / "j", "bash", "-lc", "X=1 python3 -c 'import sys, httpx; print(sys.executable)'",
+                    python=sys.executable)
+    assert code == 0, out
+    assert out.splitlines()[1] == sys.executable
+
+
+def test_unknown_command_exits_127(tmp_path: Path) -> None:
+    code, out = run(tmp_path / "j", "no-such-program-xyz")
+    assert code == 127 and "cannot start 'no-such-program-xyz'" in out
+
+
+def test_sigterm_reaches_the_whole_child_group(tmp_path: Path) -> None:
+    job = tmp_path / "j"
+    p = start(job, "bash", "-c", "sleep 300 & echo $! > grandchild.pid; wait")
+    pid_file = job / "grandchild.pid"
+    wait_for(lambda: pid_file.exists() and pid_file.read_text().strip())
+    grandchild = int(pid_file.read_text())
+    p.send_signal(signal.SIGTERM)
+    p.communicate(timeout=20)
+    assert p.returncode == 128 + signal.SIGTERM  # bash died of the forwarded SIGTERM
+    wait_for(lambda: not alive(grandchild))
+    assert json.loads((job / "status.json").read_text())["signal"] == "SIGTERM"
+
+
+def test_child_dies_with_a_killed_driver(tmp_path: Path) -> None:
+    job = tmp_path / "j"
+    p = start(job, sys.executable, "-c", "import os, time; open('child.pid', 'w').write(str(os.getpid())); time.sleep(300)")
+    pid_file = job / "child.pid"
+    wait_for(lambda: pid_file.exists() and pid_file.read_text())
+    child = int(pid_file.read_text())
+    p.kill()  # SIGKILL: the driver cannot forward anything; the parent-death signal does the job
+    p.wait(10)
+    wait_for(lambda: not alive(child))
+
+
+def test_leftover_background_process_is_killed_when_the_child_exits(tmp_path: Path) -> None:
+    job = tmp_path / "j"
+    started = time.monotonic()
+    code, _ = run(job, "bash", "-c", "sleep 300 & echo $! > bg.pid; echo done")
+    assert code == 0 and time.monotonic() - started < 20  # did not wait for the background sleep
+    wait_for(lambda: not alive(int((job / "bg.pid").read_text())))
+
+
+def test_ray_node_id_is_none_outside_ray() -> None:
+    assert ray_node_id() is None
+
+
+def test_no_command_is_an_error(tmp_path: Path) -> None:
+    code, out = run(tmp_path / "j")
+    assert code == 2 and "no command given" in out
