@@ -1,0 +1,74 @@
+"""/api/v2/tasks/{id}/logs: bytes from the driver's log file, or a live SSE follow.
+
+Plain GET returns ``[offset, offset+limit)`` of the file as it is now, streamed in chunks,
+with ``X-Next-Offset`` for the next read. With ``Accept: text/event-stream`` (or
+``follow=true``) it sends ``log`` events — complete lines, ``id`` = the byte offset after
+them, so a client resumes with ``Last-Event-ID`` — until the attempt ends, then one
+``end`` event with the task's status.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import StreamingResponse
+
+from argus.api.context import AppContext
+from argus.api.deps import current_principal, get_ctx
+from argus.api.schemas import ErrorOut
+from argus.services import logs as svc
+from argus.services.principal import Principal
+from argus.services.tasks import get_task
+
+router = APIRouter(prefix="/api/v2/tasks", tags=["logs"])
+HEARTBEAT_POLLS = 30  # an SSE comment every ~15 s of silence keeps proxies (and disconnect detection) alive
+
+
+@router.get("/{task_id}/logs", responses={200: {"content": {"text/plain": {}, "text/event-stream": {}}},
+                                          404: {"model": ErrorOut}})
+def get_logs(
+    task_id: str,
+    request: Request,
+    attempt: int | None = Query(None, ge=1, description="default: the latest attempt"),
+    offset: int = Query(0, ge=0, description="byte offset to start from"),
+    limit: int | None = Query(None, ge=0, description="at most this many bytes (plain reads)"),
+    follow: bool = Query(False, description="same as Accept: text/event-stream"),
+    principal: Principal = Depends(current_principal),
+    ctx: AppContext = Depends(get_ctx),
+) -> StreamingResponse:
+    with ctx.db.session() as session:
+        ref = svc.resolve_log(session, principal, task_id, attempt, ctx.layout)
+    headers = {"X-Log-Attempt": str(ref.attempt), "Cache-Control": "no-cache"}
+    if follow or "text/event-stream" in request.headers.get("accept", ""):
+        last = request.headers.get("last-event-id", "")
+        start = int(last) if last.isdigit() else offset
+        return StreamingResponse(_sse(ctx, principal, ref, start), media_type="text/event-stream",
+                                 headers={**headers, "X-Accel-Buffering": "no"})
+    end, chunks = svc.read_range(ref.path, offset, limit)
+    return StreamingResponse(chunks, media_type="text/plain; charset=utf-8",
+                             headers={**headers, "X-Next-Offset": str(end)})
+
+
+def _sse(ctx: AppContext, principal: Principal, ref: svc.LogRef, offset: int) -> Iterator[bytes]:
+    def finished() -> bool:
+        with ctx.db.session() as session:
+            return svc.attempt_finished(session, ref.task_id, ref.attempt)
+
+    idle = 0
+    pos = offset
+    for pos, data in svc.follow(ref.path, offset, finished, poll_s=0.5, heartbeat=True):
+        if not data:
+            idle += 1
+            if idle % HEARTBEAT_POLLS == 0:
+                yield b": keep-alive\n\n"
+            continue
+        idle = 0
+        lines = data.decode("utf-8", errors="replace").splitlines()
+        yield (f"id: {pos}\nevent: log\n" + "".join(f"data: {line}\n" for line in lines) + "\n").encode()
+    with ctx.db.session() as session:
+        task = get_task(session, principal, ref.task_id)
+        end = {"status": task.status, "attempt": ref.attempt, "offset": pos,
+               "termination_reason": task.termination_reason, "status_message": task.status_message}
+    yield f"id: {pos}\nevent: end\ndata: {json.dumps(end)}\n\n".encode()

@@ -1,0 +1,83 @@
+"""`argus logs [-f] ID` and `argus nodes`: read-only views over HTTP."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import typer
+
+from argus.cli.common import client, console, dump, handle_errors, table
+
+
+@handle_errors
+def logs(
+    task_id: str,
+    follow: bool = typer.Option(False, "--follow", "-f", help="keep printing until the task ends"),
+    attempt: int | None = typer.Option(None, "--attempt", "-a", help="default: the latest attempt"),
+    offset: int = typer.Option(0, "--offset", help="start at this byte offset"),
+) -> None:
+    """Print a task's log (stdout+stderr of its process), from the shared filesystem."""
+    params: dict[str, object] = {"offset": offset}
+    if attempt is not None:
+        params["attempt"] = attempt
+    out = sys.stdout.buffer
+    c = client()
+    if not follow:
+        for chunk in c.stream("GET", f"/api/v2/tasks/{task_id}/logs", params=params):
+            out.write(chunk)
+        out.flush()
+        return
+    end: dict = {}
+    for event, data in _sse(c.stream("GET", f"/api/v2/tasks/{task_id}/logs", params=params,
+                                     headers={"Accept": "text/event-stream"}, timeout=None)):
+        if event == "log":
+            out.write((data + "\n").encode())
+            out.flush()
+        elif event == "end":
+            end = json.loads(data)
+    if end:
+        why = end.get("status_message") or end.get("termination_reason") or ""
+        console.print(f"[dim]── {task_id} attempt {end.get('attempt')}: {end.get('status')} {why}[/dim]",
+                      markup=True)
+
+
+def _sse(chunks):  # noqa: ANN001, ANN202 - a tiny parser for our own event stream
+    buf = b""
+    event, data = "message", []
+    for chunk in chunks:
+        buf += chunk
+        while b"\n" in buf:
+            raw, buf = buf.split(b"\n", 1)
+            line = raw.decode("utf-8", errors="replace")
+            if not line:
+                if data:
+                    yield event, "\n".join(data)
+                event, data = "message", []
+            elif line.startswith(":"):
+                continue
+            elif line.startswith("event:"):
+                event = line[6:].strip()
+            elif line.startswith("data:"):
+                data.append(line[6:] if line.startswith("data: ") else line[5:])
+
+
+@handle_errors
+def nodes(as_json: bool = typer.Option(False, "--json")) -> None:
+    """Show worker nodes, their GPUs (total / allocated by Argus / free per Ray) and who holds them."""
+    view = client().get("/api/v2/nodes")
+    if as_json:
+        dump(view)
+        return
+    if view.get("error"):
+        console.print(f"[yellow]{view['error']}[/yellow]")
+    table(["NODE", "HOST", "ALIVE", "GPUS", "ALLOCATED", "FREE (RAY)", "TASKS"],
+          ((n["node_id"][:12], n["hostname"], "yes" if n["alive"] else "no", n["gpus_total"], n["gpus_allocated"],
+            n["gpus_free_ray"], ", ".join(t["task_id"] or "(another user)" for t in n["tasks"]))
+           for n in view["nodes"]))
+    console.print(f"GPUs: {view['gpus_allocated']} of {view['gpus_total']} allocated by Argus")
+
+
+def register(app: typer.Typer) -> None:
+    for fn in (logs, nodes):
+        app.command(fn.__name__)(fn)

@@ -1,0 +1,71 @@
+"""CancelTasks: CANCELING → stop the Ray job → CANCELED once Ray confirms it is gone.
+
+The API only records intent (QUEUED → CANCELED at once; SUBMITTED/RUNNING → CANCELING)
+and wakes this loop. ``stop`` is asked again every pass until Ray reports the job ended,
+because a stop of a PENDING job is not immediate in Ray (it may still start later).
+Idempotent: a job Ray already finished, or never knew, is simply recorded as canceled.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import select
+
+from argus.cluster.types import ClusterUnavailable, RayJobStatus
+from argus.core.states import TaskStatus, TerminationReason
+from argus.db.models import TaskModel
+from argus.errors import Conflict
+from argus.scheduler.common import ACTOR, LoopContext, attempt_by_sid, log
+from argus.services.tasks import switch_task_status
+
+
+class CancelTasks:
+    def __init__(self, ctx: LoopContext) -> None:
+        self.ctx = ctx
+
+    def run_once(self) -> int:
+        """One pass over CANCELING tasks; returns how many became CANCELED."""
+        ctx = self.ctx
+        with ctx.db.session() as s:
+            rows = s.execute(select(TaskModel.id, TaskModel.submission_id)
+                             .where(TaskModel.status == TaskStatus.CANCELING.value)).all()
+        done = 0
+        for task_id, sid in rows:
+            try:
+                done += self._one(task_id, sid)
+            except ClusterUnavailable as exc:
+                log.debug("cancel: Ray unreachable (%s); will retry", exc)
+                break
+            except Exception:  # noqa: BLE001 - retried next pass; other cancels go on
+                log.exception("cancel: %s failed", task_id)
+        return done
+
+    def _one(self, task_id: str, sid: str | None) -> int:
+        ctx = self.ctx
+        info = ctx.jobs.get(sid) if sid else None
+        if info is not None and info.status in (RayJobStatus.PENDING, RayJobStatus.RUNNING):
+            ctx.jobs.stop(sid)  # type: ignore[arg-type]
+            return 0  # CANCELED once Ray confirms, on a later pass
+        if info is None:
+            note = "canceled (Ray had no job for it)"
+        elif info.status == RayJobStatus.STOPPED:
+            note = "canceled; the Ray job stopped"
+        else:
+            note = f"canceled; the Ray job had already ended ({info.status})"
+        with ctx.db.session() as s:
+            task = s.get(TaskModel, task_id)
+            if task is None or task.status != TaskStatus.CANCELING.value:
+                return 0
+            try:
+                switch_task_status(s, task, TaskStatus.CANCELED, actor=ACTOR,
+                                   reason=TerminationReason.USER_CANCELED, message=note)
+            except Conflict:
+                return 0
+            att = attempt_by_sid(s, sid) if sid else None
+            if att is not None:
+                att.status = (TaskStatus.CANCELED.value if info is None or info.status == RayJobStatus.STOPPED
+                              else info.status.value)
+                att.exit_code = info.driver_exit_code if info is not None else None
+                att.termination_reason = TerminationReason.USER_CANCELED.value
+                att.message = note
+                att.finished_at = ctx.now()
+        return 1

@@ -1,0 +1,138 @@
+"""What every loop shares: its context, the attempt rows, the driver's status.json, the entry point.
+
+Attempt rows (``task_attempts``) use the task status vocabulary, plus one state of their
+own: ``QUEUED`` means "submission id stored, Ray not yet confirmed" — the window a crash
+or a timed-out call can leave behind, repaired by asking Ray for that id (never by
+inventing a new one). ``gpus`` records the placement the scheduler planned
+(``{"per_node": g, "nodes": [...]}``) for the ledger, plus what the driver saw
+(``visible``: ``CUDA_VISIBLE_DEVICES``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shlex
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from argus.cluster.types import JobsBackend, NodeInventory
+from argus.core.paths import DataLayout
+from argus.core.states import TERMINAL, TaskStatus
+from argus.db.models import TaskAttemptModel, TaskModel, UserModel, utcnow
+from argus.db.session import Database
+from argus.settings import Settings
+
+log = logging.getLogger("argus.scheduler")
+
+ACTOR = "scheduler"
+UNCONFIRMED = TaskStatus.QUEUED.value
+ATTEMPT_LIVE = (UNCONFIRMED, TaskStatus.SUBMITTED.value, TaskStatus.RUNNING.value)
+TERMINAL_VALUES = tuple(s.value for s in TERMINAL)
+DRIVER_MODULE = "argus.runtime.driver"
+
+
+@dataclass
+class LoopContext:
+    """Everything a loop needs; built once by the composition root (tests pass fakes for Ray)."""
+
+    db: Database
+    settings: Settings
+    jobs: JobsBackend
+    inventory: NodeInventory
+    ray_address: str | None = None  # the GCS address drivers must attach to (RAY_ADDRESS)
+    now: Callable[[], datetime] = utcnow
+    extra_env: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def layout(self) -> DataLayout:
+        return DataLayout.at(self.settings.root)
+
+
+def submission_id(task_id: str, attempt: int) -> str:
+    """Derived, never random: the same attempt always has the same Ray id (idempotent submit)."""
+    return f"{task_id}-a{attempt}"
+
+
+def current_attempt(session: Session, task: TaskModel) -> TaskAttemptModel | None:
+    if not task.attempts:
+        return None
+    return session.scalar(
+        select(TaskAttemptModel).where(TaskAttemptModel.task_id == task.id,
+                                       TaskAttemptModel.attempt == task.attempts)
+    )
+
+
+def attempt_by_sid(session: Session, sid: str) -> TaskAttemptModel | None:
+    return session.scalar(select(TaskAttemptModel).where(TaskAttemptModel.submission_id == sid))
+
+
+def user_of(session: Session, task: TaskModel) -> str:
+    name = session.scalar(select(UserModel.name).where(UserModel.id == task.user_id))
+    assert name is not None
+    return name
+
+
+def job_dir(ctx: LoopContext, user: str, task_id: str) -> Path:
+    return Path(str(ctx.layout.job_dir(user, task_id)))
+
+
+def log_path(ctx: LoopContext, user: str, task_id: str, attempt: int) -> Path:
+    return job_dir(ctx, user, task_id) / "logs" / f"attempt-{attempt}.log"
+
+
+def read_driver_status(ctx: LoopContext, user: str, task_id: str, attempt: int) -> dict[str, Any]:
+    """The driver's ``status.json`` for this attempt, or ``{}`` (absent, torn, or another attempt's).
+
+    It lives on the shared filesystem, so it is there even when Ray lost the node that wrote it.
+    """
+    base = job_dir(ctx, user, task_id)
+    for path in (base / f"status-attempt-{attempt}.json", base / "status.json"):
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict) and int(data.get("attempt", attempt) or attempt) == attempt:
+            return data
+    return {}
+
+
+def driver_argv(ctx: LoopContext, user: str, task: TaskModel, attempt: int) -> list[str]:
+    """``<train_python> -m argus.runtime.driver …`` with the task's argv after ``--``."""
+    return [
+        ctx.settings.train_python, "-m", DRIVER_MODULE,
+        "--job-dir", str(job_dir(ctx, user, task.id)),
+        "--attempt", str(attempt),
+        "--python", ctx.settings.train_python,
+        "--",
+        *task.argv,
+    ]
+
+
+def runtime_env(ctx: LoopContext, user: str) -> dict[str, Any]:
+    """Env for the driver: the user's code first on PYTHONPATH, the right cluster, the user's home.
+
+    RAY_ADDRESS is explicit because with two clusters on one host a driver's ``ray.init()``
+    can otherwise attach to the wrong one.
+    """
+    env = {
+        "PYTHONPATH": str(ctx.layout.code_dir(user)),
+        "HOME": str(ctx.layout.home(user)),
+        "ARGUS_USER": user,
+        "PYTHONUNBUFFERED": "1",
+        **ctx.extra_env,
+    }
+    if ctx.ray_address:
+        env["RAY_ADDRESS"] = ctx.ray_address
+    return {"env_vars": env}
+
+
+def entrypoint(argv: list[str]) -> str:
+    """Ray runs the entry point through a shell: quote every word."""
+    return shlex.join(argv)

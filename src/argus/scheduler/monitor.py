@@ -1,0 +1,244 @@
+"""MonitorActiveTasks: follow SUBMITTED/RUNNING tasks in Ray and record how they end.
+
+:func:`classify` is the whole mapping from Ray's view (status, ``error_type``,
+``driver_exit_code``, the driver node's liveness) plus the driver's ``status.json`` to an
+Argus outcome; it is pure so every row of the table is unit-tested. The loop around it is
+load → act (ask Ray) → apply (guarded ``switch_task_status``); a StaleTask means the
+user (cancel) or another pass won, and the task is simply looked at again next pass.
+
+Infrastructure failures (NODE_LOST, RAY_JOB_LOST) go back to QUEUED as a new attempt up
+to ``max_retries``; user failures (non-zero exit) never retry.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import select
+
+from argus.cluster.types import ClusterUnavailable, JobInfo, RayJobStatus
+from argus.core.states import TaskStatus, TerminationReason
+from argus.db.models import TaskAttemptModel, TaskModel
+from argus.errors import Conflict
+from argus.scheduler.common import (
+    ACTOR,
+    ATTEMPT_LIVE,
+    TERMINAL_VALUES,
+    LoopContext,
+    attempt_by_sid,
+    log,
+    read_driver_status,
+    user_of,
+)
+from argus.scheduler.janitor import DeleteFinishedRayJobs
+from argus.services.tasks import switch_task_status
+
+NODE_DEATH = {"JOB_SUPERVISOR_ACTOR_DIED"}
+SETUP_ERRORS = {
+    "RUNTIME_ENV_SETUP_FAILURE",
+    "JOB_SUPERVISOR_ACTOR_START_FAILURE",
+    "JOB_SUPERVISOR_ACTOR_UNSCHEDULABLE",
+    "JOB_ENTRYPOINT_COMMAND_START_ERROR",
+}
+INFRA = {TerminationReason.NODE_LOST, TerminationReason.RAY_JOB_LOST}
+
+
+@dataclass(frozen=True)
+class Outcome:
+    status: TaskStatus | None  # None: nothing to change
+    reason: TerminationReason | None = None
+    message: str | None = None
+    exit_code: int | None = None
+    stop: bool = False  # stop the Ray job (it may still hold a node or a PENDING slot)
+    resubmit: bool = False  # Ray does not know a SUBMITTED id: submit it again with the same id
+
+
+NOTHING = Outcome(None)
+
+
+def classify(
+    status: TaskStatus,
+    info: JobInfo | None,
+    *,
+    submitted_at: datetime | None,
+    now: datetime,
+    start_timeout_s: float,
+    dead_nodes: frozenset[str] = frozenset(),
+    driver: dict | None = None,
+) -> Outcome:
+    """Map Ray's view of one job to what should happen to its task (pure)."""
+    driver = driver or {}
+    waited = (now - submitted_at).total_seconds() if submitted_at else 0.0
+    if info is None:
+        if status == TaskStatus.SUBMITTED and waited > start_timeout_s:
+            return Outcome(TaskStatus.FAILED, TerminationReason.START_TIMEOUT,
+                           f"did not start within {start_timeout_s:g} s (Ray does not know the job)")
+        if status == TaskStatus.SUBMITTED:
+            return Outcome(None, resubmit=True)
+        return Outcome(TaskStatus.FAILED, TerminationReason.RAY_JOB_LOST, "Ray no longer knows this job")
+    node_dead = info.driver_node_id is not None and info.driver_node_id in dead_nodes
+    if info.status == RayJobStatus.PENDING:
+        if status == TaskStatus.SUBMITTED and waited > start_timeout_s:
+            return Outcome(TaskStatus.FAILED, TerminationReason.START_TIMEOUT,
+                           f"did not start within {start_timeout_s:g} s (Ray kept it PENDING)", stop=True)
+        return NOTHING
+    if info.status == RayJobStatus.RUNNING:
+        if node_dead:
+            return Outcome(TaskStatus.FAILED, TerminationReason.NODE_LOST,
+                           f"worker node {info.driver_node_id} died", stop=True)
+        return Outcome(TaskStatus.RUNNING) if status == TaskStatus.SUBMITTED else NOTHING
+    exit_code = info.driver_exit_code
+    if exit_code is None and isinstance(driver.get("exit_code"), int):
+        exit_code = driver["exit_code"]
+    if info.status == RayJobStatus.SUCCEEDED:
+        return Outcome(TaskStatus.SUCCEEDED, TerminationReason.SUCCEEDED, "exit code 0", exit_code=0)
+    if info.status == RayJobStatus.STOPPED:
+        return Outcome(TaskStatus.FAILED, TerminationReason.SERVER_ERROR,
+                       "the Ray job was stopped outside Argus", exit_code=exit_code)
+    # FAILED
+    detail = f": {info.message.strip()}" if info.message and info.message.strip() else ""
+    if info.error_type in NODE_DEATH or node_dead:
+        return Outcome(TaskStatus.FAILED, TerminationReason.NODE_LOST, f"the driver's node was lost{detail}")
+    if exit_code is not None and exit_code != 0:
+        return Outcome(TaskStatus.FAILED, TerminationReason.EXIT_NONZERO, f"exit code {exit_code}",
+                       exit_code=exit_code)
+    if info.error_type == "JOB_SUPERVISOR_ACTOR_START_TIMEOUT":
+        return Outcome(TaskStatus.FAILED, TerminationReason.START_TIMEOUT, f"Ray could not start the job{detail}")
+    if info.error_type in SETUP_ERRORS:
+        return Outcome(TaskStatus.FAILED, TerminationReason.SUBMIT_ERROR, f"Ray could not start the job{detail}")
+    return Outcome(TaskStatus.FAILED, TerminationReason.SERVER_ERROR, f"the Ray job failed{detail}",
+                   exit_code=exit_code)
+
+
+class MonitorActiveTasks:
+    def __init__(self, ctx: LoopContext) -> None:
+        self.ctx = ctx
+        self.janitor = DeleteFinishedRayJobs(ctx)
+
+    def run_once(self) -> int:
+        """One pass over SUBMITTED/RUNNING tasks; returns how many changed."""
+        ctx = self.ctx
+        with ctx.db.session() as s:
+            rows = s.execute(
+                select(TaskModel.id, TaskModel.status, TaskModel.submission_id, TaskModel.attempts)
+                .where(TaskModel.status.in_([TaskStatus.SUBMITTED.value, TaskStatus.RUNNING.value]))
+            ).all()
+        changed = 0
+        try:
+            dead = self._dead_nodes() if rows else frozenset()
+            for row in rows:
+                if not row.submission_id:
+                    continue
+                try:
+                    changed += self._check(row.id, TaskStatus(row.status), row.submission_id, dead)
+                except ClusterUnavailable:
+                    raise
+                except Exception:  # noqa: BLE001 - one odd job must not stall every other task
+                    log.exception("monitor: checking %s failed", row.submission_id)
+            self._sweep_orphans()
+            self.janitor.run_once()
+        except ClusterUnavailable as exc:
+            log.debug("monitor: Ray unreachable (%s); will retry", exc)
+        return changed
+
+    def _dead_nodes(self) -> frozenset[str]:
+        return frozenset(n.node_id for n in self.ctx.inventory.worker_nodes() if not n.alive)
+
+    def _check(self, task_id: str, status: TaskStatus, sid: str, dead: frozenset[str]) -> int:
+        ctx = self.ctx
+        info = ctx.jobs.get(sid)  # act: no transaction open
+        with ctx.db.session() as s:
+            task = s.get(TaskModel, task_id)
+            if task is None or task.status != status.value or task.submission_id != sid:
+                return 0  # someone else moved it; next pass
+            user = user_of(s, task)
+            driver = read_driver_status(ctx, user, task_id, task.attempts)
+            out = classify(status, info, submitted_at=task.submitted_at, now=ctx.now(),
+                           start_timeout_s=ctx.settings.start_timeout_s, dead_nodes=dead, driver=driver)
+            if out.resubmit:
+                pass
+            elif out.status is None:
+                self._update_attempt(s, sid, info, driver, None)
+                return 0
+            else:
+                return self._apply(s, task, sid, info, driver, out)
+        # Ray lost (or never got) this SUBMITTED id: the same id is safe to submit again.
+        from argus.scheduler.submit import resubmit_same_id
+
+        resubmit_same_id(ctx, task_id, sid)
+        return 0
+
+    def _apply(self, s, task: TaskModel, sid: str, info: JobInfo | None, driver: dict, out: Outcome) -> int:
+        ctx = self.ctx
+        new, message = out.status, out.message
+        assert new is not None
+        retry = out.reason in INFRA and task.attempts <= ctx.settings.max_retries
+        if out.reason in INFRA:
+            message = (f"{message}; retrying as attempt {task.attempts + 1}" if retry
+                       else f"{message}; no retries left ({ctx.settings.max_retries} allowed)")
+        target = TaskStatus.QUEUED if retry else new
+        if out.stop:
+            try:
+                ctx.jobs.stop(sid)
+            except ClusterUnavailable:
+                return 0  # cannot stop it now: decide again next pass rather than leave it running
+            except Exception as exc:  # noqa: BLE001 - e.g. its node is gone: nothing left to stop
+                log.warning("stopping %s failed (%s); recording the outcome anyway", sid, exc)
+        try:
+            switch_task_status(s, task, target, actor=ACTOR, reason=out.reason, message=message,
+                               **({"pending_reason": "retrying after an infrastructure failure"} if retry else {}))
+        except Conflict:
+            return 0
+        self._update_attempt(s, sid, info, driver, out, message)
+        log.info("task %s: %s (%s)", task.id, target, message)
+        return 1
+
+    def _update_attempt(self, s, sid: str, info: JobInfo | None, driver: dict, out: Outcome | None,
+                        message: str | None = None) -> None:
+        att = attempt_by_sid(s, sid)
+        if att is None:
+            return
+        now = self.ctx.now()
+        if driver:
+            att.node_id = driver.get("node_id") or att.node_id
+            att.hostname = driver.get("hostname") or att.hostname
+            if driver.get("cuda_visible_devices") is not None:
+                att.gpus = {**(att.gpus or {}), "visible": driver.get("cuda_visible_devices")}
+        if info is not None and info.driver_node_id and not att.node_id:
+            att.node_id = info.driver_node_id
+        if info is not None and info.status == RayJobStatus.RUNNING and att.status != TaskStatus.RUNNING.value:
+            att.status = TaskStatus.RUNNING.value
+            att.started_at = att.started_at or now
+        if out is not None and out.status is not None:
+            ended = out.status != TaskStatus.RUNNING
+            att.status = out.status.value if ended else TaskStatus.RUNNING.value
+            if out.status == TaskStatus.RUNNING:
+                att.started_at = att.started_at or now
+            if ended:
+                att.finished_at = now
+                att.exit_code = out.exit_code
+                att.termination_reason = out.reason.value if out.reason else None
+                att.message = message or out.message
+
+    def _sweep_orphans(self) -> None:
+        """Attempts still live in Ray whose task already ended (e.g. canceled mid-submit): stop them."""
+        ctx = self.ctx
+        with ctx.db.session() as s:
+            rows = s.execute(
+                select(TaskAttemptModel.submission_id)
+                .join(TaskModel, TaskModel.id == TaskAttemptModel.task_id)
+                .where(TaskAttemptModel.status.in_(ATTEMPT_LIVE), TaskModel.status.in_(TERMINAL_VALUES))
+            ).scalars().all()
+        for sid in rows:
+            info = ctx.jobs.get(sid)
+            if info is not None and info.status in (RayJobStatus.PENDING, RayJobStatus.RUNNING):
+                ctx.jobs.stop(sid)
+                continue
+            with ctx.db.session() as s:
+                att = attempt_by_sid(s, sid)
+                if att is not None:
+                    att.status = TaskStatus.CANCELED.value if info is None or info.status == RayJobStatus.STOPPED \
+                        else info.status.value
+                    att.finished_at = att.finished_at or ctx.now()
+                    att.termination_reason = att.termination_reason or TerminationReason.USER_CANCELED.value

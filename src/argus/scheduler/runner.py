@@ -1,0 +1,88 @@
+"""The scheduler thread: recovery first, then cancel → monitor → submit, woken or ticking.
+
+One thread runs every loop in sequence, so the loops never race one another inside this
+process (the guarded status updates still protect against the API and other processes).
+The API wakes it after each write (``AppContext.wake``); otherwise it ticks every
+``scheduler_tick_s``. A loop that raises is logged and retried on the next pass: one bad
+task or a flaky Ray must not stop scheduling for everyone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+from argus.cluster.types import ClusterUnavailable
+from argus.scheduler.cancel import CancelTasks
+from argus.scheduler.common import LoopContext, log
+from argus.scheduler.monitor import MonitorActiveTasks
+from argus.scheduler.recover import RecoverOnStart
+from argus.scheduler.submit import SubmitQueuedTasks
+
+
+class SchedulerRunner:
+    def __init__(self, ctx: LoopContext) -> None:
+        self.ctx = ctx
+        self.cancel = CancelTasks(ctx)
+        self.monitor = MonitorActiveTasks(ctx)
+        self.submit = SubmitQueuedTasks(ctx)
+        self.recover = RecoverOnStart(ctx, cancel=self.cancel, monitor=self.monitor)
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.recovered = False
+        self.passes = 0
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    def run_pass(self) -> None:
+        """One full pass (also what tests call instead of starting the thread)."""
+        if not self.recovered:
+            try:
+                self.recover.run_once()
+            except ClusterUnavailable as exc:
+                # Nothing is submitted before recovery has seen Ray; queued tasks say why they wait.
+                self.submit.wait_all(f"Ray cluster unreachable: {exc}")
+                return
+            self.recovered = True
+        for loop in (self.cancel, self.monitor, self.submit):
+            loop.run_once()
+        self.passes += 1
+
+    def _loop(self) -> None:
+        tick = self.ctx.settings.scheduler_tick_s
+        while not self._stop.is_set():
+            started = time.monotonic()
+            try:
+                self.run_pass()
+            except Exception:  # noqa: BLE001 - logged; the next pass retries
+                log.exception("scheduler pass failed")
+            self._wake.wait(max(0.0, tick - (time.monotonic() - started)))
+            self._wake.clear()
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._loop, name="argus-scheduler", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+
+class SchedulerComponent:
+    """``Component`` for ``argus.server``: runs the scheduler thread for the server's lifetime."""
+
+    name = "scheduler"
+
+    def __init__(self, runner: SchedulerRunner) -> None:
+        self.runner = runner
+
+    async def start(self) -> None:
+        self.runner.start()
+
+    async def stop(self) -> None:
+        await asyncio.to_thread(self.runner.stop)

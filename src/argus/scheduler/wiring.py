@@ -1,0 +1,51 @@
+"""Build the scheduler for a server: Ray endpoints from settings, Ray adapters, the runner.
+
+Kept out of ``argus.server`` so the composition root stays a list of one-line parts. The
+server must start and serve with no Ray reachable: nothing here contacts Ray; the loops
+find out on their first pass and queued tasks then say "Ray cluster unreachable: …".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from argus.cluster.dashboard import Dashboard, dashboard_url
+from argus.cluster.inventory import RayInventory
+from argus.cluster.jobs import RayJobsClient
+from argus.cluster.types import JobsBackend, NodeInventory
+from argus.db.session import Database
+from argus.scheduler.common import LoopContext
+from argus.scheduler.nodes import nodes_view
+from argus.scheduler.runner import SchedulerComponent, SchedulerRunner
+from argus.settings import Settings
+
+
+def ray_endpoints(settings: Settings) -> tuple[str, str]:
+    """(GCS address for drivers' RAY_ADDRESS, dashboard URL for the Jobs API and the inventory)."""
+    gcs = settings.ray_address or f"127.0.0.1:{settings.ray_head_port}"
+    if "://" in gcs:
+        gcs = gcs.split("://", 1)[1]
+    return gcs, dashboard_url(settings)
+
+
+@dataclass
+class Scheduler:
+    runner: SchedulerRunner
+    component: SchedulerComponent
+    nodes: Callable[[], dict[str, Any]]
+
+
+def build_scheduler(db: Database, settings: Settings, *, jobs: JobsBackend | None = None,
+                    inventory: NodeInventory | None = None, ray_address: str | None = None,
+                    dashboard: str | None = None) -> Scheduler:
+    """``ray_address``/``dashboard`` override the settings (``argus up`` passes its LocalCluster's)."""
+    gcs, url = ray_endpoints(settings)
+    dash = Dashboard(dashboard or url, token=settings.ray_auth_token)
+    jobs = jobs or RayJobsClient(dash)
+    inventory = inventory or RayInventory(dash, cache_s=settings.inventory_cache_s)
+    runner = SchedulerRunner(LoopContext(db=db, settings=settings, jobs=jobs, inventory=inventory,
+                                         ray_address=ray_address or gcs))
+    inv = inventory
+    return Scheduler(runner, SchedulerComponent(runner), lambda: nodes_view(db, inv))

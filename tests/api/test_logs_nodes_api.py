@@ -1,0 +1,171 @@
+"""/tasks/{id}/logs (plain and SSE) and /nodes against a live server and a real log file."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import httpx
+from sqlalchemy import update
+
+from argus.db.models import TaskAttemptModel, TaskModel
+from argus.services.logs import follow, read_range
+from tests.helpers import live_server
+
+SPEC = "kind: advanced\nworkload: job\nnnodes: 1\nn_gpus_per_node: 0\ncommand: python3 -m argus.jobs.sleep 1\n"
+
+
+def submit(c: httpx.Client) -> str:
+    r = c.post("/api/v2/tasks", content=SPEC, headers={"Content-Type": "application/yaml"})
+    assert r.status_code == 201, r.text
+    return r.json()["task_id"]
+
+
+def set_running(srv, tid: str, attempt: int = 1, status: str = "RUNNING") -> None:
+    with srv.ctx.db.session() as s:
+        s.execute(update(TaskModel).where(TaskModel.id == tid).values(status=status, attempts=attempt,
+                                                                      submission_id=f"{tid}-a{attempt}"))
+        s.add(TaskAttemptModel(task_id=tid, attempt=attempt, submission_id=f"{tid}-a{attempt}", status=status))
+
+
+def finish(srv, tid: str) -> None:
+    with srv.ctx.db.session() as s:
+        s.execute(update(TaskModel).where(TaskModel.id == tid).values(status="SUCCEEDED"))
+        s.execute(update(TaskAttemptModel).where(TaskAttemptModel.task_id == tid).values(status="SUCCEEDED"))
+
+
+def test_read_range_is_chunked_and_bounded(tmp_path):
+    p = tmp_path / "big.log"
+    p.write_bytes(b"x" * (300 * 1024))
+    end, chunks = read_range(p, 1000, 200 * 1024)
+    parts = list(chunks)
+    assert end == 1000 + 200 * 1024
+    assert max(len(c) for c in parts) <= 64 * 1024 and sum(map(len, parts)) == 200 * 1024
+    assert read_range(tmp_path / "missing.log", 5)[0] == 0
+    end, chunks = read_range(p, 10**9)
+    assert end == 300 * 1024 and list(chunks) == []
+
+
+def test_follow_holds_partial_lines_and_ends_after_draining(tmp_path):
+    p = tmp_path / "a.log"
+    p.write_bytes(b"one\ntw")
+    state = {"done": False}
+    got = []
+
+    def writer():
+        time.sleep(0.15)
+        with p.open("ab") as f:
+            f.write(b"o\nthree")
+        state["done"] = True
+
+    threading.Thread(target=writer).start()
+    for pos, data in follow(p, 0, lambda: state["done"], poll_s=0.05):
+        got.append((pos, data))
+    assert b"".join(d for _, d in got) == b"one\ntwo\nthree"
+    assert got[0] == (4, b"one\n")
+    assert got[-1] == (13, b"three")
+
+
+def test_logs_api_plain_offsets_and_isolation(settings):
+    with live_server(settings) as srv:
+        alice, bob = srv.new_user("alice"), srv.new_user("bob")
+        tid = submit(alice)
+        r = alice.get(f"/api/v2/tasks/{tid}/logs")
+        assert r.status_code == 200 and r.content == b"" and r.headers["x-next-offset"] == "0"
+        set_running(srv, tid)
+        log = settings.root / "users" / "alice" / "jobs" / tid / "logs" / "attempt-1.log"
+        log.parent.mkdir(parents=True)
+        log.write_bytes(b"hello\nworld\n")
+        r = alice.get(f"/api/v2/tasks/{tid}/logs", params={"offset": 6, "limit": 3})
+        assert r.content == b"wor" and r.headers["x-next-offset"] == "9" and r.headers["x-log-attempt"] == "1"
+        assert alice.get(f"/api/v2/tasks/{tid}/logs").content == b"hello\nworld\n"
+        assert bob.get(f"/api/v2/tasks/{tid}/logs").status_code == 404
+        assert alice.get(f"/api/v2/tasks/{tid}/logs", params={"attempt": 2}).status_code == 404
+        assert alice.get(f"/api/v2/tasks/{tid}/logs", params={"offset": -1}).status_code == 400
+
+
+def test_logs_sse_follows_until_the_task_ends(settings):
+    with live_server(settings) as srv:
+        alice = srv.new_user("alice")
+        tid = submit(alice)
+        set_running(srv, tid)
+        log = settings.root / "users" / "alice" / "jobs" / tid / "logs" / "attempt-1.log"
+        log.parent.mkdir(parents=True)
+        log.write_bytes(b"first\n")
+
+        def later():
+            time.sleep(0.8)
+            with log.open("ab") as f:
+                f.write(b"second\n")
+            time.sleep(0.8)
+            finish(srv, tid)
+
+        threading.Thread(target=later).start()
+        t0 = time.monotonic()
+        body = b""
+        with alice.stream("GET", f"/api/v2/tasks/{tid}/logs", headers={"Accept": "text/event-stream"}) as r:
+            assert r.headers["content-type"].startswith("text/event-stream")
+            for chunk in r.iter_bytes():
+                body += chunk
+        text = body.decode()
+        assert time.monotonic() - t0 >= 1.5  # it followed, it did not just dump the file
+        assert "event: log\ndata: first\n" in text and "data: second\n" in text
+        assert "id: 13\n" in text
+        assert text.rstrip().endswith('"status_message": null}') or '"status": "SUCCEEDED"' in text
+        # resume after the last event id: only the end event comes back
+        with alice.stream("GET", f"/api/v2/tasks/{tid}/logs",
+                          headers={"Accept": "text/event-stream", "Last-Event-ID": "13"}) as r:
+            rest = b"".join(r.iter_bytes()).decode()
+        assert "event: log" not in rest and '"status": "SUCCEEDED"' in rest
+
+
+def test_nodes_api_shows_holders_and_redacts_other_users(settings):
+    view = {"available": True, "error": None, "gpus_total": 4, "gpus_allocated": 2, "unplaced": [],
+            "nodes": [{"node_id": "n1", "hostname": "h", "ip": "1", "alive": True, "gpus_total": 4,
+                       "gpus_free_ray": 2, "gpus_allocated": 2, "cpus_total": 4.0,
+                       "tasks": [{"task_id": "t-bob", "user": "bob", "status": "RUNNING", "gpus": 2}]}]}
+
+    def configure(ctx):
+        ctx.nodes = lambda: {**view, "nodes": [dict(n, tasks=list(n["tasks"])) for n in view["nodes"]]}
+
+    with live_server(settings, configure) as srv:
+        alice = srv.new_user("alice")
+        r = alice.get("/api/v2/nodes")
+        assert r.status_code == 200
+        assert r.json()["nodes"][0]["tasks"] == [{"task_id": None, "user": None, "status": "RUNNING", "gpus": 2}]
+        assert srv.admin().get("/api/v2/nodes").json()["nodes"][0]["tasks"][0]["task_id"] == "t-bob"
+
+
+def test_nodes_api_without_a_cluster_says_so(settings):
+    with live_server(settings) as srv:
+        r = srv.admin().get("/api/v2/nodes")
+        assert r.status_code == 200 and r.json()["error"] == "no Ray cluster configured"
+
+
+def _argus(srv, token, *args):  # noqa: ANN001, ANN202
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "ARGUS_URL": srv.url, "ARGUS_TOKEN": token}
+    return subprocess.run([sys.executable, "-m", "argus.cli.main", *args], env=env, capture_output=True,
+                          text=True, timeout=60)
+
+
+def test_cli_logs_and_follow(settings):
+    with live_server(settings) as srv:
+        alice = srv.new_user("alice")
+        token = alice.headers["authorization"].split()[1]
+        tid = submit(alice)
+        set_running(srv, tid)
+        log = settings.root / "users" / "alice" / "jobs" / tid / "logs" / "attempt-1.log"
+        log.parent.mkdir(parents=True)
+        log.write_bytes(b"line one\nline two\n")
+        r = _argus(srv, token, "logs", tid)
+        assert r.returncode == 0 and r.stdout == "line one\nline two\n"
+        threading.Timer(1.0, finish, (srv, tid)).start()
+        r = _argus(srv, token, "logs", "-f", tid)
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.startswith("line one\nline two\n") and "SUCCEEDED" in r.stdout
+        r = _argus(srv, token, "nodes")
+        assert r.returncode == 0 and "no Ray cluster configured" in r.stdout

@@ -1,0 +1,51 @@
+"""Session fixtures for the e2e suite: ONE embedded Ray cluster, ONE Argus server with real loops.
+
+The cluster is the product's own ``LocalCluster`` (what ``argus up`` runs): a head with no
+``worker_node`` resource and a worker raylet that has it, on dynamic ports under a temp
+dir, with fast node-death detection. Tests that change the cluster (add/kill a worker)
+leave it as they found it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from argus.settings import Settings
+from tests.e2e.stack import Stack, argus_on
+from tests.helpers import free_port
+
+pytestmark = pytest.mark.e2e
+
+
+@contextmanager
+def start_cluster(state_dir: Path) -> Iterator[Any]:
+    """A LocalCluster on free ports (never the defaults: other clusters may run on this host)."""
+    from argus.cluster.local import LocalCluster
+
+    settings = Settings(state_dir=state_dir, worker_gpus=0, ray_head_port=free_port(),
+                        ray_dashboard_port=free_port(), ray_client_server_port=free_port())
+    with LocalCluster(settings) as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="session")
+def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    with start_cluster(tmp_path_factory.mktemp("ray")) as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="session")
+def e2e_settings(tmp_path_factory: pytest.TempPathFactory) -> Settings:
+    return Settings(state_dir=tmp_path_factory.mktemp("argus"), sftp_enabled=False, verl_validation="off",
+                    scheduler_tick_s=0.5, start_timeout_s=120, max_retries=1)
+
+
+@pytest.fixture(scope="session")
+def stack(ray_cluster: Any, e2e_settings: Settings) -> Iterator[Stack]:
+    with argus_on(ray_cluster, e2e_settings) as s:
+        yield s

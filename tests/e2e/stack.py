@@ -1,0 +1,197 @@
+"""The e2e stack: one real local Ray cluster per session + a live Argus server with real loops.
+
+Everything that knows the cluster engineer's ``LocalCluster`` API is in :class:`Stack` so
+the tests read as user stories. Polling helpers assert that every status a task shows is
+reachable from the previous one by the transition table (ARCHITECTURE §5.10).
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from argus.core.states import TaskStatus, can_transition
+from argus.scheduler.runner import SchedulerRunner
+from argus.scheduler.wiring import Scheduler, build_scheduler
+from argus.settings import Settings
+from tests.helpers import LiveServer, live_server
+
+
+def spec(command: str, *, gpus: int = 0, nnodes: int = 1, priority: int = 0, name: str | None = None,
+         workload: str = "job") -> str:
+    lines = ["kind: advanced", f"workload: {workload}", f"nnodes: {nnodes}", f"n_gpus_per_node: {gpus}",
+             f"priority: {priority}", f"command: {command}"]
+    if name:
+        lines.append(f"name: {name}")
+    return "\n".join(lines) + "\n"
+
+
+def submit(c: httpx.Client, body: str) -> str:
+    r = c.post("/api/v2/tasks", content=body, headers={"Content-Type": "application/yaml"})
+    assert r.status_code == 201, r.text
+    return r.json()["task_id"]
+
+
+def wait_status(c: httpx.Client, tid: str, want: set[str] | str, timeout: float = 60.0,
+                seen: list[str] | None = None) -> dict[str, Any]:
+    """Poll until the task is in ``want``; every observed change must be a legal transition."""
+    want = {want} if isinstance(want, str) else set(want)
+    seen = seen if seen is not None else []
+    deadline = time.monotonic() + timeout
+    while True:
+        t = c.get(f"/api/v2/tasks/{tid}").json()
+        st = t["status"]
+        if not seen or seen[-1] != st:
+            if seen:
+                assert can_transition(seen[-1], st) or _retry_hop(seen[-1], st), f"illegal {seen[-1]} → {st}: {seen}"
+            seen.append(st)
+        if st in want:
+            return t
+        assert st not in {s.value for s in (TaskStatus.SUCCEEDED, TaskStatus.FAILED, TaskStatus.CANCELED)}, (
+            f"{tid} ended {st} ({t['termination_reason']}: {t['status_message']}) waiting for {want}; {seen}")
+        assert time.monotonic() < deadline, f"{tid} still {st} after {timeout}s (waiting for {want}); {t}"
+        time.sleep(0.1)
+
+
+def _retry_hop(a: str, b: str) -> bool:
+    """Polling may miss the QUEUED in RUNNING → QUEUED → SUBMITTED (a retry)."""
+    return a in ("RUNNING", "SUBMITTED") and b in ("SUBMITTED", "RUNNING")
+
+
+@dataclass
+class Stack:
+    cluster: Any  # argus.cluster.local.LocalCluster
+    settings: Settings
+    server: LiveServer | None = None
+    scheduler: Scheduler | None = None
+    users: dict[str, httpx.Client] = field(default_factory=dict)
+
+    # -- cluster adapter (the only place that knows LocalCluster's API)
+    @property
+    def gcs_address(self) -> str:
+        return self.cluster.gcs_address
+
+    @property
+    def dashboard_url(self) -> str:
+        return self.cluster.dashboard_url
+
+    @property
+    def head_node_id(self) -> str:
+        return self.cluster.head.node_id
+
+    def add_worker(self, gpus: int) -> str:
+        return self.cluster.add_worker(gpus=gpus).name
+
+    def kill_worker(self, name: str) -> None:
+        self.cluster.kill_worker(name)
+
+    def restart_worker(self, name: str) -> None:
+        self.cluster.restart_worker(name)
+
+    @property
+    def main_worker(self) -> str:
+        return "worker-1"
+
+    # -- Argus
+    def user(self, name: str) -> httpx.Client:
+        if name not in self.users:
+            assert self.server is not None
+            self.users[name] = self.server.new_user(name)
+        return self.users[name]
+
+    def ray_jobs(self) -> list[Any]:
+        from ray.job_submission import JobSubmissionClient
+
+        return JobSubmissionClient(self.dashboard_url).list_jobs()
+
+    @contextmanager
+    def manual(self) -> Iterator[SchedulerRunner]:
+        """Stop the scheduler thread; the test drives passes itself; a fresh thread starts after."""
+        assert self.scheduler is not None
+        self.scheduler.runner.stop()
+        runner = self.scheduler.runner
+        try:
+            yield runner
+        finally:
+            fresh = SchedulerRunner(runner.ctx)
+            fresh.recovered = True
+            self.scheduler.runner = fresh
+            assert self.server is not None
+            self.server.ctx.wake = fresh.wake
+            fresh.start()
+
+
+@contextmanager
+def argus_on(cluster: Any, settings: Settings) -> Iterator[Stack]:
+    stack = Stack(cluster, settings)
+
+    def configure(ctx):  # noqa: ANN001, ANN202
+        sched = build_scheduler(ctx.db, ctx.settings, ray_address=stack.gcs_address,
+                                dashboard=stack.dashboard_url)
+        ctx.wake, ctx.nodes = sched.runner.wake, sched.nodes
+        stack.scheduler = sched
+
+    with live_server(settings, configure) as srv:
+        stack.server = srv
+        assert stack.scheduler is not None
+        stack.scheduler.runner.start()
+        try:
+            yield stack
+        finally:
+            stack.scheduler.runner.stop()
+            for c in stack.users.values():
+                c.close()
+
+
+def argus_vs_ray(runs: int, tick_s: float = 1.0) -> dict[str, float]:
+    """The benchmark's real-Ray half: same trivial entry point, Argus vs JobSubmissionClient."""
+    import sys
+    import tempfile
+    from pathlib import Path
+
+    from ray.job_submission import JobStatus, JobSubmissionClient
+
+    from tests.e2e.conftest import start_cluster
+
+    with tempfile.TemporaryDirectory() as tmp, start_cluster(Path(tmp) / "ray") as cluster:
+        settings = Settings(state_dir=Path(tmp) / "argus", sftp_enabled=False, verl_validation="off",
+                            scheduler_tick_s=tick_s)
+        with argus_on(cluster, settings) as stack:
+            ray = JobSubmissionClient(stack.dashboard_url)
+            c = stack.user("bench")
+            ray_times, argus_times = [], []
+            for i in range(runs):
+                t0 = time.monotonic()
+                sid = ray.submit_job(entrypoint=f"{sys.executable} -m argus.jobs.sleep 0 --lines 1",
+                                     submission_id=f"bench-ray-{i}-{int(t0)}",
+                                     entrypoint_resources={"worker_node": 1})
+                running = None
+                while True:
+                    st = ray.get_job_status(sid)
+                    if running is None and st in (JobStatus.RUNNING, JobStatus.SUCCEEDED):
+                        running = time.monotonic() - t0
+                    if st.is_terminal():
+                        break
+                    time.sleep(0.02)
+                ray_times.append((running, time.monotonic() - t0))
+                t0 = time.monotonic()
+                tid = submit(c, spec("python3 -m argus.jobs.sleep 0 --lines 1"))
+                running = None
+                while True:
+                    st = c.get(f"/api/v2/tasks/{tid}").json()["status"]
+                    if running is None and st in ("RUNNING", "SUCCEEDED"):
+                        running = time.monotonic() - t0
+                    if st in ("SUCCEEDED", "FAILED", "CANCELED"):
+                        assert st == "SUCCEEDED", c.get(f"/api/v2/tasks/{tid}").json()
+                        break
+                    time.sleep(0.02)
+                argus_times.append((running, time.monotonic() - t0))
+    med = statistics.median
+    return {"ray_running": med(r for r, _ in ray_times), "ray_done": med(d for _, d in ray_times),
+            "argus_running": med(r for r, _ in argus_times), "argus_done": med(d for _, d in argus_times)}
