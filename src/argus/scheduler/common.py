@@ -92,14 +92,12 @@ def read_driver_status(ctx: LoopContext, user: str, task_id: str, attempt: int) 
 
     It lives on the shared filesystem, so it is there even when Ray lost the node that wrote it.
     """
-    base = job_dir(ctx, user, task_id)
-    for path in (base / f"status-attempt-{attempt}.json", base / "status.json"):
-        try:
-            data = json.loads(path.read_text())
-        except (OSError, ValueError):
-            continue
-        if isinstance(data, dict) and int(data.get("attempt", attempt) or attempt) == attempt:
-            return data
+    try:
+        data = json.loads((job_dir(ctx, user, task_id) / "status.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    if isinstance(data, dict) and data.get("attempt") == attempt:
+        return data
     return {}
 
 
