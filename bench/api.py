@@ -21,10 +21,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from sqlalchemy import insert, select  # noqa: E402
+from tests.helpers import live_server  # noqa: E402
 
 from argus.db.models import TaskEventModel, TaskModel, UserModel  # noqa: E402
 from argus.settings import Settings  # noqa: E402
-from tests.helpers import live_server  # noqa: E402
 
 SPEC = """\
 kind: advanced

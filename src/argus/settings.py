@@ -51,6 +51,8 @@ class Settings(BaseSettings):
     sftp_host: str = "127.0.0.1"
     sftp_port: int = 2222
     sftp_enabled: bool = True
+    # comma-separated SSH ciphers the SFTP server offers; empty: asyncssh's defaults (see sftp/server.py)
+    sftp_ciphers: str = ""
 
     admin_token: str | None = None
     admin_name: str = "admin"
@@ -58,11 +60,14 @@ class Settings(BaseSettings):
     # Ray
     ray_address: str | None = None
     ray_dashboard_url: str | None = None
+    ray_auth_token: str | None = None  # for clusters with Ray token auth (RAY_AUTH_MODE=token)
     ray_head_port: int = 6380
     ray_dashboard_port: int = 8265
     ray_client_server_port: int = 10001
     worker_gpus: int | None = None
     worker_node_capacity: int = 1000
+    # cluster mode (`argus head`): the head's routable IP that workers join (default: detected)
+    advertise_address: str | None = None
     inventory_cache_s: float = 2.0
 
     # Scheduling limits
