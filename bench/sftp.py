@@ -18,32 +18,17 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-import httpx
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tests.sftp_process import sftp_server_process  # noqa: E402
 
 SFTP_SERVER = "/usr/lib/openssh/sftp-server"
-TOKEN = "argus_bench_admin_token_0123456789"
 CIPHER_LINE = re.compile(r"kex: (server->client cipher: .*)")
-# `argus server` with only the API and SFTP parts (no scheduler/Ray: not what is measured).
-SERVE = """
-import sys
-from argus.server import _sftp_components, run_server
-from argus.settings import Settings
-run_server(Settings(state_dir=sys.argv[1], api_port=int(sys.argv[2]), sftp_port=int(sys.argv[3])),
-           components_factory=_sftp_components)
-"""
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def timed(cmd: list[str], script: str, cwd: Path, seen: list[str] | None = None) -> float:
@@ -71,27 +56,8 @@ def main() -> None:
             block = os.urandom(1 << 20)
             for _ in range(args.size_mb):
                 f.write(block)
-        api, sftp_port = free_port(), free_port()
-        env = {**os.environ, "ARGUS_ADMIN_TOKEN": TOKEN, "ARGUS_VERL_VALIDATION": "off"}
-        server = subprocess.Popen([sys.executable, "-c", SERVE, str(tmp / "state"), str(api), str(sftp_port)],
-                                  env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try:
-            url = f"http://127.0.0.1:{api}"
-            for _ in range(300):
-                try:
-                    if httpx.get(f"{url}/api/v2/health").status_code == 200:
-                        break
-                except httpx.TransportError:
-                    time.sleep(0.1)
-            subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(tmp / "key")], check=True)
-            with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {TOKEN}"}) as a:
-                a.post("/api/v2/users", json={"name": "bench"}).raise_for_status()
-                t = a.post("/api/v2/users/bench/tokens", json={}).json()["token"]
-                httpx.post(f"{url}/api/v2/me/keys", headers={"Authorization": f"Bearer {t}"},
-                           json={"public_key": (tmp / "key.pub").read_text()}).raise_for_status()
-            argus = ["sftp", "-v", "-b", "-", "-P", str(sftp_port), "-o", "StrictHostKeyChecking=no",
-                     "-o", f"UserKnownHostsFile={tmp / 'kh'}", "-o", "IdentitiesOnly=yes", "-i", str(tmp / "key"),
-                     *(["-c", args.cipher] if args.cipher else []), "bench@127.0.0.1"]
+        with sftp_server_process(tmp, "bench", quiet=True) as srv:
+            argus = srv.sftp_cmd("-v", *(["-c", args.cipher] if args.cipher else []))
             openssh = ["sftp", "-b", "-", "-D", SFTP_SERVER]
             (tmp / "remote").mkdir()
             results = {}
@@ -101,9 +67,6 @@ def main() -> None:
             results["openssh up"] = timed(openssh, f"put data.bin {tmp / 'remote' / 'data.bin'}\n", tmp)
             results["openssh down"] = timed(openssh, f"get {tmp / 'remote' / 'data.bin'} down2.bin\n", tmp)
             assert (tmp / "down1.bin").stat().st_size == size == (tmp / "down2.bin").stat().st_size
-        finally:
-            server.terminate()
-            server.wait(20)
     mb = size / 1e6
     print(f"file: {args.size_mb} MiB random data, loopback, client: OpenSSH sftp")
     print(f"  argus:   SSH, {sorted(set(ciphers))[0] if ciphers else 'cipher not reported'}")

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import signal
+import threading
 from collections.abc import Callable
 from typing import Protocol
 
@@ -43,7 +45,18 @@ def build_context(settings: Settings, *, announce: Callable[[str], None] = print
         token = ensure_admin(session, settings.root, settings.admin_name, settings.admin_token)
     if token:
         announce(f"admin token: {token}")
-    return AppContext(settings=settings, db=db)
+    ctx = AppContext(settings=settings, db=db)
+    _wire_verl(ctx)
+    return ctx
+
+
+def _wire_verl(ctx: AppContext) -> None:
+    """verl's own validation as an admission check; the validator process starts with the components."""
+    from argus.verl.component import make_verl_check
+
+    check, validator = make_verl_check(ctx.settings)
+    ctx.checks = (*ctx.checks, check)
+    ctx.extras["verl_validator"] = validator
 
 
 async def serve(ctx: AppContext, components: list[Component], *, announce: Callable[[str], None] = print) -> None:
@@ -56,6 +69,7 @@ async def serve(ctx: AppContext, components: list[Component], *, announce: Calla
         for comp in components:
             await comp.start()
             started.append(comp)
+        _survive_uvicorn_sigterm()
         serve_task = asyncio.create_task(server.serve())
         while not server.started and not serve_task.done():
             await asyncio.sleep(0.05)
@@ -75,13 +89,71 @@ async def serve(ctx: AppContext, components: list[Component], *, announce: Calla
         ctx.db.dispose()
 
 
-def run_server(settings: Settings, components_factory: Callable[[AppContext], list[Component]] | None = None) -> None:
+def _survive_uvicorn_sigterm() -> None:
+    """uvicorn re-raises the signal that stopped it after restoring the previous handler; with the default
+    SIGTERM action that kills the process before the components are stopped (Ray left running, the
+    discovery file still saying "running"). A no-op handler lets ``serve`` return and clean up instead."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, lambda *_: None)
+
+
+def run_server(
+    settings: Settings,
+    components_factory: Callable[[AppContext], list[Component]] | None = None,
+    *,
+    start_ray: bool = False,
+) -> None:
+    """Serve until Ctrl-C/SIGTERM; with ``start_ray`` (``argus up`` without ``--ray-address``) the
+    embedded Ray cluster starts before every other component and stops after them; in cluster mode
+    (``argus head``) that is a Ray head alone plus the discovery file workers join through."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # one INFO line per Ray poll otherwise
+    embedded: Component | None = None
+    if start_ray:
+        from argus.cluster.local import EmbeddedRay, LocalCluster
+
+        cluster = LocalCluster(settings)
+        settings.ray_address = cluster.gcs_address
+        settings.ray_dashboard_url = settings.ray_dashboard_url or cluster.dashboard_url  # loopback-only
+        embedded = EmbeddedRay(cluster)
+        if settings.mode == "cluster":  # `argus head`: a head with no workers, published for `argus worker`
+            from argus.cluster.discovery import discovery_path
+            from argus.cluster.head import ClusterHead, HeadRay
+
+            api_url = settings.api_url
+            if not settings.public_url and settings.api_host in ("0.0.0.0", "::"):
+                api_url = f"http://{cluster.host}:{settings.api_port}"
+            embedded = HeadRay(ClusterHead(cluster, discovery_path(settings.root), api_url))
     ctx = build_context(settings)
     components = components_factory(ctx) if components_factory else default_components(ctx)
-    asyncio.run(serve(ctx, components))
+    asyncio.run(serve(ctx, [embedded, *components] if embedded else components))
 
 
 def default_components(ctx: AppContext) -> list[Component]:
     """The background parts of a full server; each issue's part registers here."""
-    return []
+    components: list[Component] = []
+    components += _sftp_components(ctx)
+    components += _scheduler_components(ctx)
+    return components
+
+
+def _scheduler_components(ctx: AppContext) -> list[Component]:
+    """Scheduler loops (issue 3); the API wakes them and reads the nodes view through ctx."""
+    from argus.scheduler.wiring import build_scheduler
+
+    sched = build_scheduler(ctx.db, ctx.settings, **ctx.extras.get("ray_endpoints", {}))
+    ctx.wake = sched.runner.wake
+    ctx.nodes = sched.nodes
+    return [sched.component]
+
+
+def _sftp_components(ctx: AppContext) -> list[Component]:
+    """The embedded SFTP server (issue 4), sharing the HTTP files API's store (one quota ledger)."""
+    if not ctx.settings.sftp_enabled:
+        return []
+    from argus.services.files import shared_store
+    from argus.sftp.server import SftpServer
+
+    sftp = SftpServer(ctx.settings, ctx.db, shared_store(ctx.extras, ctx.settings))
+    ctx.extras.setdefault("banner", []).append(sftp.banner)
+    return [sftp]

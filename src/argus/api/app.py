@@ -16,7 +16,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from argus import __version__
 from argus.api.context import AppContext
-from argus.api.routers import files, health, logs, nodes, tasks, users
+from argus.api.routers import files, health, logs, metrics, nodes, tasks, users
 from argus.errors import (
     ArgusError,
     ClientError,
@@ -49,7 +49,7 @@ def create_app(ctx: AppContext, extra_routers: tuple = ()) -> FastAPI:
         openapi_url="/openapi.json",
     )
     app.state.ctx = ctx
-    for r in (health.router, tasks.router, users.router, files.router, logs.router, nodes.router, *extra_routers):
+    for r in (health.router, tasks.router, users.router, metrics.router, files.router, logs.router, nodes.router, *extra_routers):
         app.include_router(r)
     _install_error_handlers(app)
     return app

@@ -1,0 +1,36 @@
+"""`argus metrics ID`: a task's training metrics (latest value per key, or one key's series)."""
+
+from __future__ import annotations
+
+import typer
+
+from argus.cli.common import client, console, dump, handle_errors, table
+
+
+@handle_errors
+def metrics(
+    task_id: str,
+    key: list[str] = typer.Option(None, "--key", "-k", help="show these keys' full series"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Show verl's per-step metrics parsed from the task log."""
+    params = {"key": ",".join(key)} if key else None
+    out = client().get(f"/api/v2/tasks/{task_id}/metrics", params=params)
+    if as_json:
+        dump(out)
+        return
+    if not out["keys"]:
+        console.print("no metrics yet (verl prints them after each training step)")
+        return
+    if key:
+        for k, pts in out["points"].items():
+            console.rule(k)
+            table(["STEP", "VALUE"], ((s, v) for s, v in pts))
+        return
+    console.print(f"last step: {out['last_step']}")
+    table(["KEY", "LAST STEP", "VALUE"],
+          ((k, pts[-1][0], pts[-1][1]) for k, pts in out["points"].items() if pts))
+
+
+def register(app: typer.Typer) -> None:
+    app.command("metrics")(metrics)

@@ -1,0 +1,209 @@
+"""The admission hook that asks the installed verl: config, legacy keys, datasets, reward.
+
+``VerlCheck`` is a ``SpecCheck`` (see core.admission): it composes verl's config
+for the task's entry module with every override the task will run with, runs
+verl's validation for ``nnodes × n_gpus_per_node``, rewrites legacy keys, reads
+the datasets' parquet metadata and dry-runs the custom reward. Every problem
+becomes a FieldError naming the spec field or ``command: <key>``.
+
+``settings.verl_validation``: ``required`` rejects when the validator cannot
+run; ``optional`` accepts with a warning; ``off`` skips every check here.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from argus.core.admission import Admitted, CheckOutcome
+from argus.core.command import ParsedCommand, parse_command, split_list_value
+from argus.core.taskspec import AdvancedTaskSpec, BasicTaskSpec
+from argus.errors import FieldError
+from argus.settings import Settings
+from argus.verl.datasets import inspect_parquet, required_columns
+from argus.verl.legacy import has_legacy_reward, rewrite_legacy_reward
+from argus.verl.rewards import check_reward
+from argus.verl.validator import ValidatorTimeout, ValidatorUnavailable, VerlValidator
+
+CONFIG_FOR_ENTRY = {"verl.trainer.main_ppo": "ppo_trainer", "verl.trainer.sft_trainer": "sft_trainer_engine"}
+# Which basic-spec field a template key comes from, so errors point at what the user wrote.
+_BASIC_FIELD = {
+    "data.train_files": "train_file", "data.val_files": "val_file", "trainer.nnodes": "nnodes",
+    "trainer.n_gpus_per_node": "n_gpus_per_node", "actor_rollout_ref.model.path": "model_id",
+    "model.path": "model_id", "critic.model.path": "model_id", "data.train_batch_size": "train_batch_size",
+    "actor_rollout_ref.rollout.n": "rollout_n", "data.max_prompt_length": "max_prompt_length",
+    "data.max_response_length": "max_response_length", "reward.custom_reward_function.path": "reward_path",
+    "reward.custom_reward_function.name": "reward_name",
+}
+
+
+class VerlCheck:
+    """Callable SpecCheck bound to one validator process."""
+
+    def __init__(self, settings: Settings, validator: VerlValidator | None) -> None:
+        self.settings = settings
+        self.validator = validator
+
+    def __call__(self, admitted: Admitted, user: str, template: list[str]) -> CheckOutcome:
+        out = CheckOutcome()
+        config = CONFIG_FOR_ENTRY.get(admitted.entry_module or "")
+        if self.settings.verl_validation == "off" or config is None:
+            return out
+        spec = admitted.spec
+        overrides = self._overrides(admitted, template, out)
+        if overrides is None:
+            return out
+        started = time.monotonic()
+        resp = self._ask(config, overrides, out)
+        if resp is None:
+            return out
+        out.info["verl_validation_s"] = round(time.monotonic() - started, 3)
+        for e in resp["errors"]:
+            out.errors.append(FieldError(self._field(spec, e["key"], overrides), e["value"], e["message"]))
+        resolved = resp.get("resolved", {})
+        self._check_datasets(spec.workload, resolved, spec, overrides, out)
+        if not out.errors and spec.workload != "sft":
+            self._check_prompt_lengths(resolved, spec, overrides, out)
+        if not out.errors:
+            self._check_reward(resolved, spec, out)
+        return out
+
+    # ------------------------------------------------------------ overrides
+
+    def _overrides(self, admitted: Admitted, template: list[str], out: CheckOutcome) -> list[str] | None:
+        spec = admitted.spec
+        if isinstance(spec, BasicTaskSpec):
+            for i, item in enumerate(spec.overrides):
+                if has_legacy_reward(item):
+                    out.errors.append(FieldError(f"overrides[{i}]", item, "verl reads the custom reward from "
+                                                 "reward.custom_reward_function.*; use reward_path/reward_name"))
+            return list(template)
+        assert isinstance(spec, AdvancedTaskSpec) and admitted.command_expanded is not None
+        command = admitted.command_expanded
+        info = self._info(out)
+        if info is None:
+            return None
+        if info.get("reward_moved") and has_legacy_reward(command):
+            command, notes = rewrite_legacy_reward(command, admitted.overrides)
+            out.warnings.extend(notes)
+            out.command_expanded = command
+        parsed = parse_command(command)
+        assert isinstance(parsed, ParsedCommand)  # admission already parsed this command
+        flags = [a for a in parsed.args if a.startswith("-")]
+        if flags:
+            out.warnings.append(f"command passes Hydra flags ({' '.join(flags[:3])}); verl validation skipped")
+            return None
+        items = [a for a in parsed.args if "=" in a and not a.lstrip("+~").startswith("hydra.")]
+        # Validate with the spec's gang size where the command is silent (the admission warning says add it).
+        for key, value in (("trainer.nnodes", spec.nnodes), ("trainer.n_gpus_per_node", spec.n_gpus_per_node)):
+            if key not in parsed.overrides:
+                items.insert(0, f"{key}={value}")
+        return items
+
+    def _info(self, out: CheckOutcome) -> dict[str, Any] | None:
+        if self.validator is None:
+            self._unavailable("no verl validator is configured", out)
+            return None
+        if self.validator.info is None:
+            try:
+                self.validator.request({"op": "info"})
+            except (ValidatorUnavailable, ValidatorTimeout) as exc:
+                self._unavailable(str(exc), out)
+                return None
+        return self.validator.info
+
+    def _ask(self, config: str, overrides: list[str], out: CheckOutcome) -> dict[str, Any] | None:
+        if self._info(out) is None:
+            return None
+        try:
+            return self.validator.request({"op": "validate", "config": config, "overrides": overrides},
+                                          self.settings.verl_timeout_s)  # type: ignore[union-attr]
+        except ValidatorTimeout as exc:
+            self._unavailable(f"{exc}; the validator was restarted", out)
+        except ValidatorUnavailable as exc:
+            self._unavailable(str(exc), out)
+        return None
+
+    def _unavailable(self, why: str, out: CheckOutcome) -> None:
+        if self.settings.verl_validation == "required":
+            out.errors.append(FieldError("(verl)", None, f"verl validation is required but could not run: {why}; "
+                                         "retry, or ask an admin to check verl_python"))
+        else:
+            out.warnings.append(f"verl validation skipped ({why}); the task was not checked against verl's config")
+
+    @staticmethod
+    def _field(spec: Any, key: str, overrides: list[str]) -> str:
+        if isinstance(spec, BasicTaskSpec):
+            for i, item in enumerate(spec.overrides):
+                if item.lstrip("+~").split("=", 1)[0] == key:
+                    return f"overrides[{i}]"
+            if key in _BASIC_FIELD:
+                return _BASIC_FIELD[key]
+        return f"command: {key}" if key else "command"
+
+    # ------------------------------------------------------------ files
+
+    def _check_datasets(self, workload: str, resolved: dict[str, Any], spec: Any, overrides: list[str],
+                        out: CheckOutcome) -> None:
+        cols = required_columns(workload, resolved.get("data.prompt_key"), resolved.get("data.messages_key"))
+        for key, label in (("data.train_files", "train"), ("data.val_files", "val")):
+            value = resolved.get(key)
+            files = value if isinstance(value, list) else split_list_value(str(value)) if value else []
+            total = 0
+            for path in files:
+                if not str(path).startswith("/"):
+                    continue  # verl's own default (~/data/...): admission already warned that it is unset
+                report = inspect_parquet(str(path), cols)
+                for msg in report.errors:
+                    out.errors.append(FieldError(self._field(spec, key, overrides), str(path), msg))
+                total += report.rows or 0
+            if files:
+                out.info[f"{label}_rows"] = total
+
+    def _check_prompt_lengths(self, resolved: dict[str, Any], spec: Any, overrides: list[str],
+                              out: CheckOutcome) -> None:
+        """Sampled prompt lengths against data.max_prompt_length, only when the tokenizer is local."""
+        model, limit = resolved.get("actor_rollout_ref.model.path"), resolved.get("data.max_prompt_length")
+        train = resolved.get("data.train_files")
+        files = train if isinstance(train, list) else split_list_value(str(train)) if train else []
+        if not (isinstance(model, str) and isinstance(limit, int) and files and str(files[0]).startswith("/")):
+            return
+        if not any((Path(model) / f).is_file() for f in ("tokenizer.json", "tokenizer_config.json")):
+            return  # a hub id or a model without a local tokenizer: skipped, never downloaded
+        try:
+            resp = self.validator.request({"op": "prompt_lengths", "model": model, "file": str(files[0]),  # type: ignore[union-attr]
+                                           "prompt_key": resolved.get("data.prompt_key") or "prompt",
+                                           "rows": self.settings.reward_check_rows * 4},
+                                          self.settings.verl_timeout_s)
+        except (ValidatorUnavailable, ValidatorTimeout) as exc:
+            out.warnings.append(f"prompt lengths not checked: {exc}")
+            return
+        lengths = resp.get("lengths") or []
+        if lengths:
+            out.info["prompt_tokens_max_sampled"] = max(lengths)
+        if lengths and max(lengths) > limit:
+            msg = (f"a sampled prompt has {max(lengths)} tokens > data.max_prompt_length={limit} (first "
+                   f"{len(lengths)} rows, {model}'s chat template)")
+            if resolved.get("data.truncation") == "error":
+                out.errors.append(FieldError(self._field(spec, "data.max_prompt_length", overrides), limit,
+                                             msg + "; verl stops with data.truncation=error: raise the limit, "
+                                             "shorten prompts, or set data.truncation=left"))
+            else:
+                out.warnings.append(msg)
+
+    def _check_reward(self, resolved: dict[str, Any], spec: Any, out: CheckOutcome) -> None:
+        path = resolved.get("reward.custom_reward_function.path")
+        if not path:
+            return
+        name = resolved.get("reward.custom_reward_function.name") or None
+        train = resolved.get("data.train_files")
+        files = train if isinstance(train, list) else split_list_value(str(train)) if train else []
+        data = next((f for f in files if str(f).startswith("/")), None)
+        result = check_reward(self.settings, str(path), name, data)
+        fld = self._field(spec, "reward.custom_reward_function.path", [])
+        if result.error:
+            out.errors.append(FieldError(fld, str(path), result.error))
+        out.warnings.extend(result.warnings)
+        if result.summary:
+            out.info["reward_check"] = result.summary

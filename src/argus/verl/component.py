@@ -1,0 +1,33 @@
+"""The validator as a server Component, and the factory server.py calls to wire it in.
+
+Start-up begins the child in a background thread (``import verl`` takes
+seconds) so the API is serving at once; the first submit waits for it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from argus.settings import Settings
+from argus.verl.check import VerlCheck
+from argus.verl.validator import VerlValidator
+
+
+class VerlValidatorComponent:
+    name = "verl-validator"
+
+    def __init__(self, validator: VerlValidator) -> None:
+        self.validator = validator
+
+    async def start(self) -> None:
+        self.validator.start_background()
+
+    async def stop(self) -> None:
+        await asyncio.to_thread(self.validator.stop)
+
+
+def make_verl_check(settings: Settings) -> tuple[VerlCheck, VerlValidator | None]:
+    """The SpecCheck for admission and the validator it uses (None when validation is off)."""
+    validator = None if settings.verl_validation == "off" else VerlValidator(
+        settings.verl_python, timeout_s=settings.verl_timeout_s)
+    return VerlCheck(settings, validator), validator

@@ -1,0 +1,81 @@
+"""Admission's reward dry-run: ``argus.jobs.reward_check`` in a subprocess with a short timeout.
+
+The reward is user code, so it never runs inside the server process: a
+subprocess of the training interpreter (``settings.verl_python``) imports it
+and scores ``settings.reward_check_rows`` rows. The child gets a minimal
+environment (no ARGUS_* settings or tokens), its own session and a deadline; a
+hang is killed and reported like a crash. A reward that cannot import or
+raises is rejected at submit with the last lines of its traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from argus.settings import Settings
+
+_SRC_ROOT = str(Path(__file__).resolve().parents[2])
+_ENV_KEEP = ("PATH", "LANG", "LC_ALL", "TMPDIR", "HOME")
+
+
+@dataclass
+class RewardCheckResult:
+    error: str | None = None
+    warnings: list[str] = field(default_factory=list)
+    summary: dict[str, Any] = field(default_factory=dict)
+
+
+def check_reward(settings: Settings, path: str, name: str | None, data: str | None) -> RewardCheckResult:
+    argv = [settings.verl_python, "-m", "argus.jobs.reward_check", "--reward", path, "--rows",
+            str(settings.reward_check_rows), "--json"]
+    if name:
+        argv += ["--name", name]
+    if data:
+        argv += ["--data", data]
+    env = {k: os.environ[k] for k in _ENV_KEEP if k in os.environ}
+    env["PYTHONPATH"] = os.pathsep.join((str(Path(path).parent), _SRC_ROOT))
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    proc = subprocess.Popen(  # noqa: S603 - fixed argv; the interpreter comes from settings
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        cwd=str(Path(path).parent) if Path(path).parent.is_dir() else None, start_new_session=True,
+    )
+    try:
+        stdout, stderr = proc.communicate(timeout=settings.reward_check_timeout_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        return RewardCheckResult(error=f"the reward check did not finish in {settings.reward_check_timeout_s:g} s "
+                                 f"on {settings.reward_check_rows} rows (an import or a call hangs?)")
+    report = _last_json(stdout)
+    if report is None:
+        tail = "\n".join(stderr.strip().splitlines()[-6:])
+        return RewardCheckResult(error=f"the reward check crashed (exit {proc.returncode}): {tail}")
+    result = RewardCheckResult(summary={
+        "rows": len(report.get("rows", [])),
+        "scores": [r["ground_truth"].get("score") for r in report.get("rows", [])],
+        "wrong_scores": [r["wrong"].get("score") for r in report.get("rows", [])],
+    })
+    if not report.get("ok"):
+        tb = report.get("traceback", "")
+        result.error = f"{report.get('error')}" + (f"\n{tb}" if tb else "")
+    for key in ("warning", "data_warning"):
+        if report.get(key):
+            result.warnings.append(f"reward check: {report[key]}")
+    return result
+
+
+def _last_json(stdout: str) -> dict[str, Any] | None:
+    for line in reversed(stdout.strip().splitlines()):
+        try:
+            value = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            return value
+    return None

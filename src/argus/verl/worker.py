@@ -1,0 +1,431 @@
+"""The verl validator child: imports verl once, then answers JSON-lines requests on stdin/stdout.
+
+Runs as ``<verl_python> -m argus.verl.worker`` inside the *training* environment,
+so the verl that judges a task is the verl that will run it. It must stay
+self-contained (stdlib + verl + hydra + omegaconf): the training environment has
+none of the server's dependencies. Importing verl costs seconds, composing and
+validating a config well under one, hence a warm process.
+
+Protocol: one JSON object per line in, one per line out, same ``id``.
+  {"op": "info"}                       -> {"verl_version", "reward_moved", "estimators"}
+  {"op": "validate", "config": "ppo_trainer" | "sft_trainer_engine",
+   "overrides": ["key=value", "+key=value", ...]}
+                                       -> {"errors": [{"key", "value", "message"}], "resolved": {...}}
+  {"op": "sleep", "seconds": s}        -> used by tests to exercise the caller's timeout
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import functools
+import io
+import json
+import os
+import re
+import sys
+import tempfile
+import time
+import traceback
+import warnings
+from typing import Any
+
+_OVERRIDE = re.compile(r"^(?P<prefix>\+\+|\+|~)?(?P<key>[A-Za-z_][\w.\-/@]*)(?:=(?P<value>.*))?$", re.S)
+_NUMERIC = (int, float)
+# Keys whose values the server needs for its own checks (datasets, reward, token lengths).
+_RESOLVED_KEYS = (
+    "data.train_files", "data.val_files", "data.prompt_key", "data.max_prompt_length", "data.messages_key",
+    "data.max_length", "data.train_batch_size", "actor_rollout_ref.model.path", "model.path",
+    "reward.custom_reward_function.path", "reward.custom_reward_function.name", "algorithm.adv_estimator",
+    "trainer.nnodes", "trainer.n_gpus_per_node", "data.truncation",
+)
+
+
+class Schema:
+    """The flattened default config of one verl entry: leaf key -> default value, plus inner nodes."""
+
+    def __init__(self, cfg: Any) -> None:
+        from omegaconf import OmegaConf
+
+        self.leaves: dict[str, Any] = {}
+        self.nodes: set[str] = set()
+        self._walk(OmegaConf.to_container(cfg, resolve=False), "")
+        self.all_keys = sorted(set(self.leaves) | self.nodes)
+
+    def _walk(self, node: Any, prefix: str) -> None:
+        if isinstance(node, dict):
+            if prefix:
+                self.nodes.add(prefix)
+            for k, v in node.items():
+                self._walk(v, f"{prefix}.{k}" if prefix else str(k))
+        else:
+            self.leaves[prefix] = node
+
+    def has(self, key: str) -> bool:
+        return key in self.leaves or key in self.nodes
+
+    def suggest(self, key: str, n: int = 3) -> list[str]:
+        """Nearest existing keys: whole-key similarity first, then same leaf name under another parent."""
+        out = difflib.get_close_matches(key, self.all_keys, n=n, cutoff=0.75)
+        leaf = key.rsplit(".", 1)[-1]
+        by_leaf = [k for k in self.all_keys if k.rsplit(".", 1)[-1] == leaf]
+        by_leaf += [k for k in self.all_keys
+                    if difflib.SequenceMatcher(None, k.rsplit(".", 1)[-1], leaf).ratio() >= 0.85 and k not in by_leaf]
+        for k in by_leaf:
+            if k not in out:
+                out.append(k)
+        return out[:n]
+
+    def sibling_typo(self, key: str) -> str | None:
+        """An existing key under the same parent whose last segment is a near-miss of ``key``'s."""
+        parent, _, leaf = key.rpartition(".")
+        siblings = [k for k in self.all_keys if k.rpartition(".")[0] == parent]
+        for k in siblings:
+            if difflib.SequenceMatcher(None, k.rpartition(".")[2], leaf).ratio() >= 0.85:
+                return k
+        return None
+
+
+class Validator:
+    def __init__(self) -> None:
+        warnings.filterwarnings("ignore")
+        with contextlib.redirect_stdout(sys.stderr):
+            from hydra import initialize_config_module
+            from hydra.core.global_hydra import GlobalHydra
+
+            import verl  # noqa: F401 - the expensive import, paid once
+
+            GlobalHydra.instance().clear()
+            initialize_config_module(config_module="verl.trainer.config", version_base=None)
+        self._schemas: dict[str, Schema] = {}
+
+    def compose(self, name: str, overrides: list[str]) -> Any:
+        from hydra import compose
+
+        with contextlib.redirect_stdout(sys.stderr):
+            return compose(config_name=name, overrides=overrides)
+
+    def schema(self, name: str) -> Schema:
+        if name not in self._schemas:
+            self._schemas[name] = Schema(self.compose(name, []))
+        return self._schemas[name]
+
+    def estimators(self) -> list[str]:
+        from verl.trainer.ppo.core_algos import ADV_ESTIMATOR_REGISTRY
+
+        return sorted(ADV_ESTIMATOR_REGISTRY)
+
+    def info(self) -> dict[str, Any]:
+        import verl
+
+        s = self.schema("ppo_trainer")
+        return {
+            "verl_version": getattr(verl, "__version__", "unknown"),
+            # verl reads reward.custom_reward_function.* when the schema has it (0.9+), the top level before.
+            "reward_moved": s.has("reward.custom_reward_function.path"),
+            "estimators": self.estimators(),
+        }
+
+    # ------------------------------------------------------------ validate
+
+    def validate(self, name: str, overrides: list[str]) -> dict[str, Any]:
+        schema = self.schema(name)
+        errors: list[dict[str, Any]] = []
+        keep: list[str] = []
+        for item in overrides:
+            bad = self._precheck(schema, item)
+            if bad:
+                errors.extend(bad)
+            else:
+                keep.append(item)
+        try:
+            cfg = self.compose(name, keep)
+        except Exception as exc:  # noqa: BLE001 - Hydra's composition errors come in several types
+            errors.append(_compose_error(exc, schema))
+            return {"errors": errors, "resolved": {}}
+        errors.extend(self._verl_checks(name, cfg, schema))
+        return {"errors": errors, "resolved": _resolved(cfg)}
+
+    def _precheck(self, schema: Schema, item: str) -> list[dict[str, Any]]:
+        m = _OVERRIDE.match(item)
+        if not m or "/" in m.group("key") or "@" in m.group("key"):
+            return []  # config-group overrides and odd syntax: Hydra itself decides
+        prefix, key, value = m.group("prefix") or "", m.group("key"), m.group("value")
+        if prefix in ("", "~") and not schema.has(key):
+            hint = _did_you_mean(schema.suggest(key))
+            what = "cannot delete" if prefix == "~" else "cannot override"
+            return [_err(key, value, f"unknown key: verl's {{cfg}} has no '{key}' ({what} it){hint}")]
+        if prefix in ("+", "++") and not schema.has(key):
+            near = schema.sibling_typo(key)
+            if near:
+                return [_err(key, value,
+                             f"'{prefix}{key}' adds a key verl never reads; did you mean `{near}`? "
+                             f"(write {near}={value})")]
+            return []
+        if value is None or key not in schema.leaves:
+            return []
+        return _value_errors(schema, key, value)
+
+    def _verl_checks(self, name: str, cfg: Any, schema: Schema) -> list[dict[str, Any]]:
+        errors: list[dict[str, Any]] = []
+        for key in ("trainer.n_gpus_per_node", "trainer.nnodes"):
+            if key in schema.leaves and _select(cfg, key) is not None and int(_select(cfg, key)) < 1:
+                errors.append(_err(key, _select(cfg, key), "must be ≥ 1: verl training needs at least one GPU "
+                                   "on at least one node"))
+        if errors:
+            return errors
+        if name == "ppo_trainer":
+            est = str(_select(cfg, "algorithm.adv_estimator"))
+            known = self.estimators()
+            if est not in known:
+                hint = _did_you_mean(difflib.get_close_matches(est, known, n=2, cutoff=0.6))
+                errors.append(_err("algorithm.adv_estimator", est,
+                                   f"unknown advantage estimator{hint} (verl {len(known)} registered: "
+                                   f"{', '.join(known)})"))
+            errors.extend(_run_verl(lambda: _validate_ppo(cfg), schema))
+        elif name == "sft_trainer_engine":
+            errors.extend(_run_verl(lambda: _validate_sft(cfg), schema))
+        return errors
+
+
+def _validate_ppo(cfg: Any) -> None:
+    """verl's own start-up validation, exactly as main_ppo calls it.
+
+    Building the critic's config loads the model's HF config and tokenizer. When
+    the critic model is not a local directory (a hub id: validation never
+    downloads) a tiny stand-in model is used, so the batch-size rules verl checks
+    for the critic are still checked; only the model's files are not.
+    """
+    from omegaconf import open_dict
+    from verl.trainer.ppo.utils import need_critic, need_reference_policy
+    from verl.utils.config import validate_config
+
+    use_critic = need_critic(cfg)
+    path = _select(cfg, "critic.model.path")
+    if use_critic and not (isinstance(path, str) and os.path.isdir(os.path.expanduser(path))):
+        cfg = cfg.copy()
+        with open_dict(cfg):
+            cfg.critic.model.path = _stub_model_dir()
+            cfg.critic.model.tokenizer_path = None
+            cfg.critic.model.hf_config_path = None
+    validate_config(cfg, use_reference_policy=need_reference_policy(cfg), use_critic=use_critic)
+
+
+_STUB: list[str] = []
+
+
+def _stub_model_dir() -> str:
+    """A 2-layer Llama config + word-level tokenizer in a temp dir, made once per process."""
+    if _STUB:
+        return _STUB[0]
+    from tokenizers import Tokenizer
+    from tokenizers.models import WordLevel
+    from transformers import LlamaConfig, PreTrainedTokenizerFast
+
+    d = tempfile.mkdtemp(prefix="argus-verl-stub-")
+    vocab = {"<unk>": 0, "<pad>": 1, "<s>": 2, "</s>": 3}
+    tok = PreTrainedTokenizerFast(tokenizer_object=Tokenizer(WordLevel(vocab, unk_token="<unk>")),
+                                  unk_token="<unk>", pad_token="<pad>", bos_token="<s>", eos_token="</s>")
+    tok.save_pretrained(d)
+    LlamaConfig(vocab_size=len(vocab), hidden_size=16, intermediate_size=32, num_hidden_layers=2,
+                num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=64,
+                architectures=["LlamaForCausalLM"]).save_pretrained(d)
+    _STUB.append(d)
+    return d
+
+
+def _validate_sft(cfg: Any) -> None:
+    """What verl's SFT trainer builds before training (the model config is skipped: it loads the tokenizer)."""
+    from verl.utils.config import omega_conf_to_dataclass
+
+    for section in ("engine", "optim", "checkpoint", "profiler"):
+        omega_conf_to_dataclass(cfg[section])
+    world = int(cfg.trainer.nnodes) * int(cfg.trainer.n_gpus_per_node)
+    tbs = int(cfg.data.train_batch_size)
+    if tbs < world or tbs % world:
+        raise _ArgusRule(f"data.train_batch_size ({tbs}) must be a positive multiple of the data-parallel size "
+                         f"({world} = trainer.nnodes × trainer.n_gpus_per_node): verl splits it evenly across GPUs")
+    if not cfg.data.use_dynamic_bsz and int(cfg.data.micro_batch_size_per_gpu) > tbs // world:
+        raise _ArgusRule(f"data.micro_batch_size_per_gpu ({cfg.data.micro_batch_size_per_gpu}) is larger than the "
+                         f"per-GPU batch ({tbs // world} = data.train_batch_size / {world} GPUs)")
+
+
+def _run_verl(fn: Any, schema: Schema) -> list[dict[str, Any]]:
+    buf = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(buf), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fn()
+    except _ArgusRule as exc:
+        return [_err(_key_in(str(exc), schema), None, str(exc))]
+    except Exception as exc:  # noqa: BLE001 - verl raises AssertionError/ValueError/TypeError/omegaconf errors
+        text = str(exc).strip() or type(exc).__name__
+        key = _key_in(text, schema)
+        hint = f" (set `{key}=...`)" if key and key in schema.leaves and key not in text else ""
+        return [_err(key, None, f"verl: {text}{hint}")]
+    return []
+
+
+class _ArgusRule(ValueError):
+    """A rule verl enforces only once training starts, checked here in our words."""
+
+
+def _value_errors(schema: Schema, key: str, value: str) -> list[dict[str, Any]]:
+    default = schema.leaves[key]
+    v = value.strip().strip("'\"")
+    if v.lower() in ("null", "none") or v.startswith("${"):
+        return []
+    if isinstance(default, bool):
+        if v.lower() not in ("true", "false"):
+            return [_err(key, value, f"expects true or false (verl's default is {default})")]
+    elif isinstance(default, _NUMERIC):
+        try:
+            float(v)
+        except ValueError:
+            return [_err(key, value, f"expects a number (verl's default is {default})")]
+    if key.endswith(("n_gpus_per_node", "nnodes")) and _is_int(v) and int(v) < 1:
+        return [_err(key, value, "must be ≥ 1: verl training needs at least one GPU on at least one node")]
+    return []
+
+
+def _is_int(v: str) -> bool:
+    try:
+        int(v)
+    except ValueError:
+        return False
+    return True
+
+
+def _compose_error(exc: BaseException, schema: Schema) -> dict[str, Any]:
+    text = str(exc).strip()
+    cause = exc.__cause__ or exc.__context__
+    if cause is not None and str(cause).strip() and str(cause).strip() not in text:
+        text = f"{text} ({str(cause).strip().splitlines()[0]})"
+    m = re.search(r"'([A-Za-z_][\w.\-]*)'", text)
+    key = m.group(1) if m else _key_in(text, schema)
+    hint = "" if schema.has(key) else _did_you_mean(schema.suggest(key))
+    return _err(key, None, f"verl/Hydra: {text}{hint}")
+
+
+# Bare names verl uses in its messages for a config key.
+_ALIASES = {"real_train_batch_size": "data.train_batch_size", "train_batch_size": "data.train_batch_size"}
+
+
+def _key_in(text: str, schema: Schema) -> str:
+    """The config key a verl message is about: the first one it names (verl often drops the prefix).
+
+    Where verl names a deprecated key and its ``_per_gpu`` successor, the successor is returned.
+    """
+    hits: list[tuple[int, int, str]] = []
+    for m in re.finditer(r"[A-Za-z_]\w*(?:\.\w+)+", text):
+        name = m.group(0)
+        full = name if schema.has(name) else next((k for k in schema.all_keys if k.endswith("." + name)), None)
+        if full:
+            hits.append((m.start(), -len(full), full))
+    for alias, full in _ALIASES.items():
+        for m in re.finditer(rf"(?<![\w.]){alias}(?!\w)", text):
+            hits.append((m.start(), -len(full), full))
+    if not hits:
+        return ""
+    found = {h[2] for h in hits}
+    key = min(hits)[2]
+    return key + "_per_gpu" if key + "_per_gpu" in found else key
+
+
+def _did_you_mean(keys: list[str]) -> str:
+    return f"; did you mean {' or '.join(f'`{k}`' for k in keys)}?" if keys else ""
+
+
+def _select(cfg: Any, key: str) -> Any:
+    from omegaconf import OmegaConf
+
+    try:
+        return OmegaConf.select(cfg, key, default=None)
+    except Exception:  # noqa: BLE001 - an unresolvable interpolation is not our concern here
+        return None
+
+
+def _resolved(cfg: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key in _RESOLVED_KEYS:
+        value = _select(cfg, key)
+        if value is not None and not isinstance(value, str | int | float | bool):
+            from omegaconf import OmegaConf
+
+            value = OmegaConf.to_container(value, resolve=True)
+        out[key] = value
+    return out
+
+
+@functools.lru_cache(maxsize=4)
+def _tokenizer(model: str, _mtime: float) -> Any:
+    """Loaded once per model directory (and again if it changes): loading costs more than the check."""
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(model, local_files_only=True)
+
+
+def prompt_lengths(model: str, path: str, prompt_key: str, rows: int) -> dict[str, Any]:
+    """Token lengths of the first ``rows`` prompts with the model's chat template, as RLHFDataset builds them.
+
+    Only a local tokenizer is used (``local_files_only``): validation never downloads.
+    """
+    import pyarrow.parquet as pq
+
+    tok = _tokenizer(model, os.path.getmtime(model))
+    batch = next(pq.ParquetFile(path).iter_batches(batch_size=rows, columns=[prompt_key]), None)
+    lengths = []
+    for prompt in (batch.to_pylist() if batch is not None else [])[:rows]:
+        chat = prompt[prompt_key]
+        if isinstance(chat, str):
+            lengths.append(len(tok(chat)["input_ids"]))
+        else:
+            text = tok.apply_chat_template(chat, add_generation_prompt=True, tokenize=False)
+            lengths.append(len(tok(text, add_special_tokens=False)["input_ids"]))
+    return {"lengths": lengths}
+
+
+def _err(key: str, value: Any, message: str) -> dict[str, Any]:
+    return {"key": key, "value": value, "message": message}
+
+
+def main() -> None:
+    out = sys.stdout
+    sys.stdout = sys.stderr  # stray prints from verl must never corrupt the protocol stream
+    try:
+        validator = Validator()
+    except Exception as exc:  # noqa: BLE001 - reported to the parent, which decides required/optional
+        out.write(json.dumps({"ready": False, "error": f"{type(exc).__name__}: {exc}"}) + "\n")
+        out.flush()
+        return
+    out.write(json.dumps({"ready": True}) + "\n")
+    out.flush()
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        req = json.loads(line)
+        started = time.monotonic()
+        try:
+            if req["op"] == "info":
+                resp = validator.info()
+            elif req["op"] == "validate":
+                resp = validator.validate(req["config"], list(req.get("overrides", [])))
+                for e in resp["errors"]:
+                    e["message"] = e["message"].replace("{cfg}", req["config"])
+            elif req["op"] == "prompt_lengths":
+                resp = prompt_lengths(req["model"], req["file"], req["prompt_key"], int(req.get("rows", 8)))
+            elif req["op"] == "sleep":
+                time.sleep(float(req["seconds"]))
+                resp = {}
+            else:
+                resp = {"fatal": f"unknown op {req['op']!r}"}
+        except Exception as exc:  # noqa: BLE001 - one bad request must not kill the warm process
+            resp = {"fatal": f"{type(exc).__name__}: {exc}", "trace": traceback.format_exc()[-2000:]}
+        resp["id"] = req.get("id")
+        resp["elapsed_s"] = round(time.monotonic() - started, 4)
+        out.write(json.dumps(resp, default=str) + "\n")
+        out.flush()
+
+
+if __name__ == "__main__":
+    main()

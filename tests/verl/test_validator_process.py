@@ -1,0 +1,119 @@
+"""The warm validator process: real verl, restart after a kill, timeouts, required/optional modes, templates."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import signal
+import sys
+import time
+
+import pytest
+
+from argus.core.admission import AdmissionPolicy, Admitted, admit
+from argus.core.builders import PathView, basic_overrides
+from argus.core.paths import DataLayout
+from argus.core.taskspec import parse_taskspec
+from argus.settings import Settings
+from argus.verl.check import CONFIG_FOR_ENTRY, VerlCheck
+from argus.verl.validator import ValidatorTimeout, ValidatorUnavailable, VerlValidator
+
+pytest.importorskip("verl")
+
+
+def test_info_reports_the_installed_schema(validator):
+    info = validator.request({"op": "info"})
+    assert info["reward_moved"] is True  # verl 0.9: reward.custom_reward_function.* exists
+    assert "grpo" in info["estimators"] and "gae" in info["estimators"]
+
+
+def test_restart_after_kill(validator):
+    validator.request({"op": "info"})
+    pid, restarts = validator.pid, validator.restarts
+    os.kill(pid, signal.SIGKILL)
+    time.sleep(0.2)
+    resp = validator.request({"op": "validate", "config": "ppo_trainer", "overrides": ["data.train_batch_sz=1"]})
+    assert resp["errors"][0]["key"] == "data.train_batch_sz"
+    assert validator.pid != pid and validator.restarts == restarts + 1
+
+
+def test_timeout_kills_and_next_request_works(validator):
+    validator.request({"op": "info"})
+    pid = validator.pid
+    started = time.monotonic()
+    with pytest.raises(ValidatorTimeout):
+        validator.request({"op": "sleep", "seconds": 30}, timeout_s=0.5)
+    assert time.monotonic() - started < 10
+    assert validator.request({"op": "info"})["reward_moved"] is True
+    assert validator.pid != pid
+
+
+def test_concurrent_requests_are_serialized(validator):
+    from concurrent.futures import ThreadPoolExecutor
+
+    def one(i: int) -> str:
+        r = validator.request({"op": "validate", "config": "ppo_trainer", "overrides": [f"data.train_batch_sz={i}"]})
+        return r["errors"][0]["value"]
+
+    with ThreadPoolExecutor(4) as pool:
+        assert sorted(pool.map(one, range(4))) == ["0", "1", "2", "3"]
+
+
+def _grpo_admitted(tmp_path) -> tuple[Admitted, list[str]]:
+    layout = DataLayout.at(str(tmp_path))
+    spec = parse_taskspec({"workload": "grpo", "model_id": "Qwen/Qwen2.5-0.5B", "nnodes": 1, "n_gpus_per_node": 1,
+                           "train_file": "$HOME/datasets/t.parquet", "val_file": "$HOME/datasets/v.parquet"})
+    admitted = admit(spec, "bob", AdmissionPolicy(layout=layout, entry_allowlist=("verl.trainer.",)))
+    assert isinstance(admitted, Admitted)
+    return admitted, basic_overrides(spec, PathView.real(layout, "bob", "t"), "t")
+
+
+@pytest.mark.parametrize("mode", ["optional", "required"])
+def test_unusable_verl_python(tmp_path, mode):
+    settings = Settings(state_dir=tmp_path, verl_validation=mode, verl_python=str(tmp_path / "no-python"))
+    check = VerlCheck(settings, VerlValidator(settings.verl_python))
+    admitted, template = _grpo_admitted(tmp_path)
+    out = check(admitted, "bob", template)
+    if mode == "optional":
+        assert not out.errors and any("verl validation skipped" in w for w in out.warnings)
+    else:
+        assert out.errors and out.errors[0].field == "(verl)" and "no-python" in out.errors[0].message
+
+
+def test_python_without_verl_is_unavailable(tmp_path):
+    v = VerlValidator("/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable + "-none",
+                      start_timeout_s=60)
+    with pytest.raises(ValidatorUnavailable):
+        v.request({"op": "info"})
+
+
+def test_off_skips_everything(tmp_path):
+    settings = Settings(state_dir=tmp_path, verl_validation="off")
+    admitted, template = _grpo_admitted(tmp_path)
+    out = VerlCheck(settings, None)(admitted, "bob", template)
+    assert not out.errors and not out.warnings and not out.info
+
+
+def test_non_verl_entries_are_skipped():
+    assert "argus.jobs.reward_check" not in CONFIG_FOR_ENTRY
+
+
+GRID = list(itertools.product(["ppo", "grpo"], [1, 3], [1, 2, 3, 8], [None, 4]))
+GRID += [("sft", 1, g, None) for g in (1, 3, 4, 8)]
+
+
+def test_basic_templates_pass_real_validation_for_any_gang(validator):
+    """Every template × nnodes × n_gpus_per_node × rollout.n must pass verl's own validate_config."""
+    failures = []
+    for workload, nnodes, gpus, n in GRID:
+        doc = {"workload": workload, "model_id": "Qwen/Qwen2.5-0.5B", "train_file": "/r/t.parquet",
+               "val_file": "/r/v.parquet", "nnodes": nnodes, "n_gpus_per_node": gpus}
+        if n:
+            doc["rollout_n"] = n
+        spec = parse_taskspec(doc)
+        ov = basic_overrides(spec, PathView.as_written("t"), "t")
+        config = "sft_trainer_engine" if workload == "sft" else "ppo_trainer"
+        resp = validator.request({"op": "validate", "config": config, "overrides": ov})
+        if resp["errors"]:
+            failures.append((workload, nnodes, gpus, n, resp["errors"][0]["message"][:200]))
+    assert not failures, failures
