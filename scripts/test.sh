@@ -6,10 +6,12 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 
 # System packages the tests drive for real: the OpenSSH sftp client (SFTP suite),
-# a PostgreSQL server (the schema and API also run on PostgreSQL).
+# a PostgreSQL server (the schema and API also run on PostgreSQL),
 need=()
 command -v sftp >/dev/null 2>&1 || need+=(openssh-client)
 compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || need+=(postgresql)
+# bubblewrap: the jail around head-side user code (reward dry-run, verl validator)
+command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)
 if ((${#need[@]})); then
   echo "test: installing system packages: ${need[*]}" >&2
   SUDO=""; [[ $(id -u) -ne 0 ]] && SUDO="sudo"

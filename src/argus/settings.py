@@ -90,6 +90,8 @@ class Settings(BaseSettings):
     verl_timeout_s: float = 60.0
     reward_check_rows: int = 4
     reward_check_timeout_s: float = 30.0
+    # Jail for head-side processes that handle user input (reward dry-run, verl validator): see verl/sandbox.py
+    sandbox: Literal["auto", "bwrap", "off"] = "auto"
 
     # Runtime on workers: the interpreter that `python3` means inside a task
     train_python: str = Field(default_factory=lambda: sys.executable)

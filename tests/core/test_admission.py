@@ -84,6 +84,9 @@ REJECTS = [
     ("x=/private/users/$U/secret", "command", "$U", "literally"),
     ("x=/private/users/*/secret", "command", "*", "literally"),
     ("x=/private/users", "command", "/private/users", "users directory"),
+    # Hydra would build objects from these while the config is validated on the head
+    ("+actor_rollout_ref.actor._target_=os.system", "command", "actor_rollout_ref.actor._target_", "instantiation"),
+    ("reward_model._args_=[ls]", "command", "reward_model._args_", "instantiation"),
     # data and reward allowlists
     ("data.train_files=/etc/passwd", "command: data.train_files", "/etc/passwd", "training data must be under"),
     ("data.train_files=/private/hf/x.parquet", "command: data.train_files", "/private/hf/x.parquet", "training data"),
@@ -197,6 +200,7 @@ def test_basic_accepted():
         ({"overrides": ["not an override"]}, "overrides[0]", "key=value"),
         ({"overrides": ["x=/private/users/bob/y"]}, "overrides[0]", "another user's home"),
         ({"overrides": ["data.train_files=/etc/passwd"]}, "overrides[0]", "training data"),
+        ({"overrides": ["critic._target_=subprocess.call"]}, "overrides[0]", "instantiation"),
         ({"workload": "sft", "nnodes": 2}, "nnodes", "one node"),
     ],
 )

@@ -123,3 +123,28 @@ def test_ray_node_id_is_none_outside_ray() -> None:
 def test_no_command_is_an_error(tmp_path: Path) -> None:
     code, out = run(tmp_path / "j")
     assert code == 2 and "no command given" in out
+
+
+def test_custom_reward_is_announced_in_the_log(tmp_path: Path) -> None:
+    code = tmp_path / "code"
+    code.mkdir()
+    (code / "reward.py").write_text("def my_score(data_source, solution_str, ground_truth, extra_info=None, **kw):\n"
+                                    "    return 1.0\n")
+    cmd = (f"{sys.executable} -c 'print(42)' reward.custom_reward_function.path={code / 'reward.py'} "
+           "reward.custom_reward_function.name=my_score")
+    rc, out = run(tmp_path / "job", "bash", "-lc", cmd, python=sys.executable)
+    assert rc == 0, out
+    log = (tmp_path / "job" / "logs" / "attempt-1.log").read_text()
+    banner = f"using customized reward function 'my_score' from '{code / 'reward.py'}'"
+    assert banner in log and banner in out
+    assert log.index(banner) < log.index("42\n")  # before training starts
+
+
+def test_broken_reward_is_reported_and_training_still_starts(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.py"
+    bad.write_text("import no_such_module\n")
+    rc, _out = run(tmp_path / "job", sys.executable, "-c", "print('trainer ran')",
+                   f"custom_reward_function.path={bad}", python=sys.executable)
+    log = (tmp_path / "job" / "logs" / "attempt-1.log").read_text()
+    assert rc == 0 and "cannot load customized reward function 'compute_score'" in log
+    assert "ModuleNotFoundError" in log and "trainer ran" in log

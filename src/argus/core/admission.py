@@ -29,6 +29,9 @@ _VERL_TRAINER = "verl.trainer."
 TRAIN_KEYS = ("data.train_files", "data.val_files")
 REWARD_KEYS = ("custom_reward_function.path", "reward.custom_reward_function.path")
 RAY_ADDRESS_KEY = "ray_kwargs.ray_init.address"
+# Hydra keys that make verl build objects from config: set from the command line they would run
+# arbitrary code while Argus validates the config on the head.
+HYDRA_INSTANTIATE_KEYS = frozenset({"_target_", "_args_", "_partial_", "_recursive_", "_convert_"})
 
 
 @dataclass(frozen=True)
@@ -108,6 +111,8 @@ def _admit_advanced(
     for tok in parsed.tokens:
         check_foreign_paths(tok, user, layout, errors, fld="command")
     overrides = {k: v for k, (_p, v) in parsed.overrides.items()}
+    for key in overrides:
+        check_override_key(key, errors, fld="command")
     for key in TRAIN_KEYS:
         if key in overrides:
             check_data_paths(overrides[key], user, layout, errors, fld=f"command: {key}")
@@ -203,6 +208,7 @@ def _admit_basic(
         expanded = layout.expand(item, user)
         check_foreign_paths(expanded, user, layout, errors, fld=fld)
         key, _, value = expanded.lstrip("+~").partition("=")
+        check_override_key(key, errors, fld=fld)
         if key in TRAIN_KEYS:
             check_data_paths(value, user, layout, errors, fld=fld)
         if key in REWARD_KEYS:
@@ -264,6 +270,14 @@ def check_foreign_paths(text: str, user: str, layout: DataLayout, errors: list[F
                 FieldError(fld, m.group(0),
                            "a path under the users directory must name your own home literally (no variables or globs)")
             )
+
+
+def check_override_key(key: str, errors: list[FieldError], *, fld: str) -> None:
+    if HYDRA_INSTANTIATE_KEYS.intersection(key.split(".")):
+        errors.append(
+            FieldError(fld, key, "overriding Hydra instantiation keys (_target_, _args_, ...) is not allowed: they "
+                       "would run code while Argus validates the config; use the classes verl's config names")
+        )
 
 
 def check_data_paths(value: str, user: str, layout: DataLayout, errors: list[FieldError], *, fld: str) -> None:

@@ -48,6 +48,7 @@ CHUNK = 64 * 1024
 # Ray stops a job with SIGTERM and sends SIGKILL after RAY_JOB_STOP_WAIT_TIME_S (3 s by default);
 # escalate a little earlier so the whole child group, not only the driver, is gone by then.
 KILL_GRACE_S = 2.5
+REWARD_BANNER_TIMEOUT_S = 120
 PR_SET_PDEATHSIG = 1
 
 
@@ -140,6 +141,24 @@ def _pump(src: Any, log_file: Any, echo: Any) -> None:
             pass
 
 
+def reward_banner(ns: argparse.Namespace, env: dict[str, str], job_dir: Path) -> bytes:
+    """``using customized reward function '<name>' from '<path>'`` (seed 000 §5.2), or why it cannot load.
+
+    verl 0.9 no longer prints that line. The reward is loaded the way verl loads it, by
+    ``argus.verl.reward_banner`` in a short subprocess of the training interpreter, so user
+    code never runs inside the driver and a slow import cannot hold the task back for long.
+    """
+    if not any("custom_reward_function.path=" in a for a in ns.argv):
+        return b""
+    cmd = [ns.python or sys.executable, "-m", "argus.verl.reward_banner", *ns.argv]
+    try:
+        done = subprocess.run(cmd, cwd=job_dir, env=env, stdin=subprocess.DEVNULL, capture_output=True,
+                              timeout=REWARD_BANNER_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return f"[argus] loading the custom reward took over {REWARD_BANNER_TIMEOUT_S} s; not checked\n".encode()
+    return done.stdout + (done.stderr[-2000:] if done.returncode else b"")
+
+
 def run(ns: argparse.Namespace) -> int:
     started = time.monotonic()
     job_dir = ns.job_dir.resolve()
@@ -174,6 +193,9 @@ def run(ns: argparse.Namespace) -> int:
         log_file.write(first)
         echo.write(first)
         echo.flush()
+        banner = reward_banner(ns, env, job_dir)
+        log_file.write(banner)
+        echo.write(banner)
         try:
             child = subprocess.Popen(argv, cwd=job_dir, env=env, stdin=subprocess.DEVNULL,
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT,

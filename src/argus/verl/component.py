@@ -10,6 +10,7 @@ import asyncio
 
 from argus.settings import Settings
 from argus.verl.check import VerlCheck
+from argus.verl.sandbox import sandbox_prefix
 from argus.verl.validator import VerlValidator
 
 
@@ -29,5 +30,7 @@ class VerlValidatorComponent:
 def make_verl_check(settings: Settings) -> tuple[VerlCheck, VerlValidator | None]:
     """The SpecCheck for admission and the validator it uses (None when validation is off)."""
     validator = None if settings.verl_validation == "off" else VerlValidator(
-        settings.verl_python, timeout_s=settings.verl_timeout_s)
+        settings.verl_python, timeout_s=settings.verl_timeout_s,
+        # the data root stays readable (local tokenizers); the state dir, secrets and network do not
+        jail=sandbox_prefix(settings, readable=[settings.root]))
     return VerlCheck(settings, validator), validator

@@ -1,7 +1,7 @@
 """Admission's reward dry-run: ``argus.jobs.reward_check`` in a subprocess with a short timeout.
 
-The reward is user code, so it never runs inside the server process: a
-subprocess of the training interpreter (``settings.verl_python``) imports it
+The reward is user code, so it never runs inside the server process: a jailed
+(``verl/sandbox.py``) subprocess of the training interpreter (``settings.verl_python``) imports it
 and scores ``settings.reward_check_rows`` rows. The child gets a minimal
 environment (no ARGUS_* settings or tokens), its own session and a deadline; a
 hang is killed and reported like a crash. A reward that cannot import or
@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from argus.settings import Settings
+from argus.verl.sandbox import sandbox_prefix
 
 _SRC_ROOT = str(Path(__file__).resolve().parents[2])
 _ENV_KEEP = ("PATH", "LANG", "LC_ALL", "TMPDIR", "HOME")
@@ -41,8 +42,10 @@ def check_reward(settings: Settings, path: str, name: str | None, data: str | No
     env = {k: os.environ[k] for k in _ENV_KEEP if k in os.environ}
     env["PYTHONPATH"] = os.pathsep.join((str(Path(path).parent), _SRC_ROOT))
     env["PYTHONDONTWRITEBYTECODE"] = "1"
+    # Jailed: the reward sees its own folder and the data file, not the server's state or other homes.
+    jail = sandbox_prefix(settings, readable=[Path(path).parent, *([data] if data else [])])
     proc = subprocess.Popen(  # noqa: S603 - fixed argv; the interpreter comes from settings
-        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        [*jail, *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
         cwd=str(Path(path).parent) if Path(path).parent.is_dir() else None, start_new_session=True,
     )
     try:

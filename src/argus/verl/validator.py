@@ -40,8 +40,10 @@ class ValidatorTimeout(RuntimeError):
 class VerlValidator:
     """A thread-safe handle on the warm child process."""
 
-    def __init__(self, python: str, *, timeout_s: float = 60.0, start_timeout_s: float = 120.0) -> None:
+    def __init__(self, python: str, *, timeout_s: float = 60.0, start_timeout_s: float = 120.0,
+                 jail: list[str] | None = None) -> None:
         self.python = python
+        self.jail = jail or []  # argv prefix from verl/sandbox.py: overrides are user input
         self.timeout_s = timeout_s
         self.start_timeout_s = start_timeout_s
         self._lock = threading.Lock()
@@ -79,7 +81,7 @@ class VerlValidator:
         env["PYTHONUNBUFFERED"] = "1"
         try:
             proc = subprocess.Popen(  # noqa: S603 - fixed argv, interpreter from settings
-                [self.python, "-m", "argus.verl.worker"],
+                [*self.jail, self.python, "-m", "argus.verl.worker"],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                 text=True, bufsize=1, env=env, start_new_session=True,
             )

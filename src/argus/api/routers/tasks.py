@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from fastapi import APIRouter, Depends, Query, Request
 from sqlalchemy.orm import Session
+from starlette.concurrency import run_in_threadpool
 
 from argus.api.context import AppContext
 from argus.api.deps import current_principal, get_ctx, get_session
@@ -54,15 +55,16 @@ async def submit(
     except UnicodeDecodeError:
         raise ClientError("body is not UTF-8 text", code="invalid_spec",
                           errors=[FieldError("(body)", None, "send the spec as UTF-8 YAML or JSON")]) from None
-    with ctx.db.session() as session:
-        result = svc.submit_task(
-            session, principal, body,
-            policy=ctx.policy,
-            content_type=request.headers.get("content-type"),
-            max_bytes=ctx.settings.max_spec_bytes,
-            checks=ctx.checks,
-        )
-        out = SubmitOut(task_id=result.task.id, status=result.task.status, warnings=result.warnings, info=result.info)
+    content_type = request.headers.get("content-type")
+
+    def admit_and_queue() -> SubmitOut:  # blocking work (DB, verl validation): off the event loop
+        with ctx.db.session() as session:
+            result = svc.submit_task(session, principal, body, policy=ctx.policy, content_type=content_type,
+                                     max_bytes=ctx.settings.max_spec_bytes, checks=ctx.checks)
+            return SubmitOut(task_id=result.task.id, status=result.task.status, warnings=result.warnings,
+                             info=result.info)
+
+    out = await run_in_threadpool(admit_and_queue)
     ctx.wake()
     return out
 
