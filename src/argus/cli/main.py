@@ -6,12 +6,16 @@ from pathlib import Path
 
 import typer
 
-from argus.cli import admin, tasks
+from argus.cli import admin, cluster, files, logs, metrics, tasks
 
 app = typer.Typer(help="Argus: run verl post-training tasks on a shared Ray cluster.", no_args_is_help=True,
                   pretty_exceptions_enable=False)
 tasks.register(app)
 admin.register(app)
+metrics.register(app)
+files.register(app)
+logs.register(app)
+cluster.register(app)
 
 
 def _settings(**overrides: object):  # noqa: ANN202 - Settings imported lazily to keep the CLI fast
@@ -47,7 +51,7 @@ def up(
     from argus.server import run_server
 
     run_server(_settings(mode="embedded", state_dir=state_dir, api_port=port, sftp_port=sftp_port,
-                         worker_gpus=gpus, ray_address=ray_address))
+                         worker_gpus=gpus, ray_address=ray_address), start_ray=ray_address is None)
 
 
 if __name__ == "__main__":

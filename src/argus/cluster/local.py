@@ -64,7 +64,7 @@ def ray_temp_dir(state_dir: Path) -> Path:
     return link
 
 
-def _ray_bin() -> str:
+def ray_bin() -> str:
     """The ``ray`` script next to this interpreter (the server's venv), not whatever PATH finds."""
     candidate = Path(sys.executable).parent / "ray"
     return str(candidate) if candidate.exists() else "ray"
@@ -93,6 +93,8 @@ class LocalCluster:
     def __init__(self, settings: Settings, *, timeout_s: float = 120.0) -> None:
         self.settings = settings
         self.timeout_s = timeout_s
+        # The address other machines reach the GCS on (``argus head``); loopback for ``argus up``.
+        self.host = settings.advertise_address or HOST
         self.temp_dir = ray_temp_dir(settings.state_dir)
         self.log_dir = settings.state_dir / "ray-logs"
         self.head: RayNode | None = None
@@ -101,7 +103,7 @@ class LocalCluster:
     @property
     def gcs_address(self) -> str:
         """Give this to drivers as ``RAY_ADDRESS``: with two clusters on one host ``auto`` may pick the wrong one."""
-        return f"{HOST}:{self.settings.ray_head_port}"
+        return f"{self.host}:{self.settings.ray_head_port}"
 
     @property
     def dashboard_url(self) -> str:
@@ -133,16 +135,17 @@ class LocalCluster:
                 f"use it with --ray-address {self.gcs_address}, or stop it first"
             )
         argv = [
-            _ray_bin(), "start", "--head", "--block", "--disable-usage-stats",
+            ray_bin(), "start", "--head", "--block", "--disable-usage-stats",
             f"--port={s.ray_head_port}",
             f"--dashboard-host={HOST}", f"--dashboard-port={s.ray_dashboard_port}",
             f"--ray-client-server-port={s.ray_client_server_port}",
             "--dashboard-agent-listen-port=0", "--num-gpus=0", f"--temp-dir={self.temp_dir}",
+            *([f"--node-ip-address={self.host}"] if self.host != HOST else []),
         ]
         env = {"RAY_health_check_period_ms": "1000", "RAY_health_check_failure_threshold": "3"}
         self.head = RayNode("head", argv, env, self.log_dir / "head.log")
         started = time.monotonic()
-        self._spawn(self.head)
+        spawn_node(self.head)
         head = self.head
 
         def ready() -> bool:
@@ -163,7 +166,7 @@ class LocalCluster:
         if name in self.workers and self.workers[name].running:
             raise LocalClusterError(f"{name} is already running")
         argv = [
-            _ray_bin(), "start", "--block", "--disable-usage-stats",
+            ray_bin(), "start", "--block", "--disable-usage-stats",
             f"--address={self.gcs_address}",
             f"--resources={json.dumps({'worker_node': self.settings.worker_node_capacity})}",
             "--dashboard-agent-listen-port=0", "--include-log-monitor=false", f"--temp-dir={self.temp_dir}",
@@ -194,18 +197,9 @@ class LocalCluster:
         """Workers first, then the head: SIGTERM each ``ray start``, then SIGKILL whatever it left."""
         nodes = [*self.workers.values(), *([self.head] if self.head else [])]
         for node in nodes:
-            _snapshot_descendants(node)
+            snapshot_descendants(node)
         for node in nodes:
-            if node.running:
-                assert node.proc is not None
-                node.proc.send_signal(signal.SIGTERM)
-                try:
-                    node.proc.wait(15)
-                except subprocess.TimeoutExpired:
-                    log.warning("Ray %s did not stop in 15 s; killing it", node.name)
-            _kill_group(node, signal.SIGKILL)
-            if node.proc is not None:
-                node.proc.wait(10)
+            stop_node(node)
         if self.temp_dir.is_symlink():
             self.temp_dir.unlink()
 
@@ -214,7 +208,7 @@ class LocalCluster:
     def _join(self, node: RayNode) -> None:
         known = {n["node_id"] for n in self._nodes()}
         started = time.monotonic()
-        self._spawn(node)
+        spawn_node(node)
 
         def joined() -> bool:
             new = [n for n in self._nodes() if n["node_id"] not in known and n.get("state") == "ALIVE"
@@ -225,15 +219,6 @@ class LocalCluster:
 
         self._wait(node, joined, "the node to join")
         log.info("Ray %s joined in %.1f s (node %s)", node.name, time.monotonic() - started, node.node_id)
-
-    def _spawn(self, node: RayNode) -> None:
-        node.log_path.parent.mkdir(parents=True, exist_ok=True)
-        env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
-        env.update(RAY_AUTH_MODE="disabled", RAY_USAGE_STATS_ENABLED="0", **node.env)
-        with open(node.log_path, "ab") as out:
-            node.proc = subprocess.Popen(node.argv, env=env, stdin=subprocess.DEVNULL, stdout=out,
-                                         stderr=subprocess.STDOUT, start_new_session=True)
-        node.descendants = {}
 
     def _wait(self, node: RayNode, ready, what: str) -> None:  # noqa: ANN001 - a predicate
         deadline = time.monotonic() + self.timeout_s
@@ -254,6 +239,32 @@ class LocalCluster:
             return []
 
 
+def spawn_node(node: RayNode) -> None:
+    """Start a node's ``ray start --block`` in its own session, output appended to its log."""
+    node.log_path.parent.mkdir(parents=True, exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    env.update(RAY_AUTH_MODE="disabled", RAY_USAGE_STATS_ENABLED="0", **node.env)
+    with open(node.log_path, "ab") as out:
+        node.proc = subprocess.Popen(node.argv, env=env, stdin=subprocess.DEVNULL, stdout=out,
+                                     stderr=subprocess.STDOUT, start_new_session=True)
+    node.descendants = {}
+
+
+def stop_node(node: RayNode, grace_s: float = 15.0) -> None:
+    """SIGTERM the ``ray start`` (it shuts its node down), then SIGKILL whatever of it is left."""
+    snapshot_descendants(node)
+    if node.running:
+        assert node.proc is not None
+        node.proc.send_signal(signal.SIGTERM)
+        try:
+            node.proc.wait(grace_s)
+        except subprocess.TimeoutExpired:
+            log.warning("Ray %s did not stop in %.0f s; killing it", node.name, grace_s)
+    _kill_group(node, signal.SIGKILL)
+    if node.proc is not None:
+        node.proc.wait(10)
+
+
 def _answers(url: str) -> bool:
     try:
         return httpx.get(url, timeout=2).status_code == 200
@@ -261,7 +272,7 @@ def _answers(url: str) -> bool:
         return False
 
 
-def _snapshot_descendants(node: RayNode) -> None:
+def snapshot_descendants(node: RayNode) -> None:
     """Remember every process below a node's ``ray start``: Ray workers and job drivers leave its group."""
     if not node.running:
         return
@@ -279,7 +290,7 @@ def _snapshot_descendants(node: RayNode) -> None:
 
 def _kill_group(node: RayNode, sig: signal.Signals) -> None:
     """Signal a node's process group and the descendants seen before; never anything else."""
-    _snapshot_descendants(node)
+    snapshot_descendants(node)
     if node.proc is not None:
         try:
             os.killpg(node.proc.pid, sig)
