@@ -132,9 +132,18 @@ def run_server(
 def default_components(ctx: AppContext) -> list[Component]:
     """The background parts of a full server; each issue's part registers here."""
     components: list[Component] = []
+    components += _verl_components(ctx)
     components += _sftp_components(ctx)
     components += _scheduler_components(ctx)
     return components
+
+
+def _verl_components(ctx: AppContext) -> list[Component]:
+    """Start the warm verl validator with the server (import verl takes seconds), stop it with it."""
+    from argus.verl.component import VerlValidatorComponent
+
+    validator = ctx.extras.get("verl_validator")
+    return [VerlValidatorComponent(validator)] if validator is not None else []
 
 
 def _scheduler_components(ctx: AppContext) -> list[Component]:
