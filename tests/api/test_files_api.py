@@ -100,3 +100,17 @@ def test_quota_over_http_leaves_no_partial_file(live):
     assert _put(alice, "/datasets/ok", b"y" * 60_000).status_code == 201  # replacing frees the old size
     assert _put(alice, "/datasets/ok2", b"y" * 60_000).status_code == 413
     assert sorted(p.name for p in home.iterdir()) == ["ok"]
+
+
+def test_mkdir_parents(live):
+    alice = live.new_user("alice")
+    r = alice.post("/api/v2/files/mkdir", json={"path": "/datasets/a/b/c", "parents": True})
+    assert r.status_code == 201 and r.json()["type"] == "dir"
+    assert alice.post("/api/v2/files/mkdir", json={"path": "/datasets/a/b/c", "parents": True}).status_code == 201
+    assert alice.post("/api/v2/files/mkdir", json={"path": "/x/y"}).status_code == 404  # no -p: parent must exist
+    # -p never escapes or writes where the user may not
+    assert alice.post("/api/v2/files/mkdir", json={"path": "/common/datasets/new", "parents": True}).status_code == 403
+    r = alice.post("/api/v2/files/mkdir", json={"path": "/datasets/../../bob/x", "parents": True})
+    assert r.status_code in (400, 403)
+    _put(alice, "/datasets/f", b"1")
+    assert alice.post("/api/v2/files/mkdir", json={"path": "/datasets/f/sub", "parents": True}).status_code in (400, 409)

@@ -79,3 +79,23 @@ def test_required_jail_without_bubblewrap_is_an_error(world, monkeypatch):
         sandbox.sandbox_prefix(settings)
     settings.sandbox = "auto"
     assert sandbox.sandbox_prefix(settings) == []
+
+
+def test_jailed_validator_outlives_its_start_thread(tmp_path):
+    """PR_SET_PDEATHSIG is per thread: a jail tied to the start-up thread would die when that thread ends."""
+    import time
+
+    from argus.verl.component import make_verl_check
+
+    settings = Settings(state_dir=tmp_path / "s", sandbox="bwrap", verl_validation="required")
+    _check, validator = make_verl_check(settings)
+    assert validator is not None and validator.jail and "--die-with-parent" not in validator.jail
+    try:
+        validator.start_background()
+        assert validator._ready.wait(180)
+        time.sleep(1.0)  # the start thread is gone by now
+        assert validator._proc is not None and validator._proc.poll() is None
+        assert validator.request({"op": "info"}).get("verl_version")
+        assert validator.restarts == 0
+    finally:
+        validator.stop()

@@ -36,9 +36,12 @@ def ls(path: str = typer.Argument("/")) -> None:
 @files_app.command("put")
 @handle_errors
 def put(local: Path = typer.Argument(..., exists=True, dir_okay=False), remote: str = typer.Argument(...)) -> None:
-    """Upload a file; a remote path ending in / keeps the local name."""
+    """Upload a file, creating missing folders; a remote path ending in / keeps the local name."""
     if remote.endswith("/"):
         remote += local.name
+    parent = remote.rstrip("/").rsplit("/", 1)[0]
+    if parent:
+        client().post("/api/v2/files/mkdir", json={"path": parent, "parents": True})
     out = client().request("PUT", "/api/v2/files/content", params={"path": remote}, content=_read_chunks(local),
                            headers={"Content-Length": str(local.stat().st_size)})
     console.print(f"uploaded {out['path']} ({out['size']} bytes)")
@@ -72,8 +75,8 @@ def rm(path: str, recursive: bool = typer.Option(False, "-r", "--recursive")) ->
 
 @files_app.command("mkdir")
 @handle_errors
-def mkdir(path: str) -> None:
-    client().post("/api/v2/files/mkdir", json={"path": path})
+def mkdir(path: str, parents: bool = typer.Option(False, "-p", "--parents", help="also missing parents")) -> None:
+    client().post("/api/v2/files/mkdir", json={"path": path, "parents": parents})
     console.print(f"created {path}")
 
 

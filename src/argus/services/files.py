@@ -226,8 +226,25 @@ class UserFiles(ConfinedPaths):
             upload.copy_from_existing(old)
         return upload
 
-    def mkdir(self, path: object, mode: int = 0o755) -> FileInfo:
-        if self.virtual(path) == ("common",):
+    def mkdir(self, path: object, mode: int = 0o755, *, parents: bool = False) -> FileInfo:
+        """Create a directory; with ``parents`` also the missing ones above it (``mkdir -p``),
+        each through the same confined path as any other write."""
+        parts = self.virtual(path)
+        if parents:
+            for depth in range(1, len(parts)):
+                above = "/" + "/".join(parts[:depth])
+                try:
+                    self.stat(above)
+                except NotFound:
+                    self.mkdir(above, mode)
+            try:
+                info = self.stat(path)
+            except NotFound:
+                pass
+            else:
+                if info.type == "dir":
+                    return info
+        if parts == ("common",):
             raise Conflict("/common: already exists", code="exists")
         with self._parent(path, follow_last=False, write=True) as (fd, name, _area, vpath), os_errors(vpath):
             os.mkdir(name, (mode & 0o777) | 0o700, dir_fd=fd)

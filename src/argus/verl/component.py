@@ -32,5 +32,6 @@ def make_verl_check(settings: Settings) -> tuple[VerlCheck, VerlValidator | None
     validator = None if settings.verl_validation == "off" else VerlValidator(
         settings.verl_python, timeout_s=settings.verl_timeout_s,
         # the data root stays readable (local tokenizers); the state dir, secrets and network do not
-        jail=sandbox_prefix(settings, readable=[settings.root]))
+        # spawned from a start-up thread that ends: the child outlives it (and exits on stdin EOF)
+        jail=sandbox_prefix(settings, readable=[settings.root], die_with_parent=False))
     return VerlCheck(settings, validator), validator

@@ -29,8 +29,13 @@ class SandboxUnavailable(RuntimeError):
     """settings.sandbox = "bwrap" but bubblewrap is not installed."""
 
 
-def sandbox_prefix(settings: Settings, *, readable: Iterable[str | Path] = ()) -> list[str]:
-    """The argv prefix that runs a command inside the jail ([] when sandboxing is off)."""
+def sandbox_prefix(settings: Settings, *, readable: Iterable[str | Path] = (), die_with_parent: bool = True
+                   ) -> list[str]:
+    """The argv prefix that runs a command inside the jail ([] when sandboxing is off).
+
+    ``die_with_parent`` ties the jail to the spawning *thread* (PR_SET_PDEATHSIG is per thread):
+    right for a child waited on in place, wrong for a long-lived one spawned from a helper thread.
+    """
     bwrap = shutil.which("bwrap")
     if settings.sandbox == "off" or (settings.sandbox == "auto" and bwrap is None):
         return []
@@ -38,7 +43,7 @@ def sandbox_prefix(settings: Settings, *, readable: Iterable[str | Path] = ()) -
         raise SandboxUnavailable("sandbox = bwrap but bubblewrap is not installed (apt-get install bubblewrap)")
     args = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
             "--tmpfs", "/tmp", "--tmpfs", "/var/tmp", "--tmpfs", "/dev/shm",
-            "--unshare-all", "--die-with-parent", "--new-session"]
+            "--unshare-all", "--new-session", *(["--die-with-parent"] if die_with_parent else [])]
     hidden = [settings.state_dir, settings.root]
     home = Path.home()
     hidden += [home / name for name in _SERVER_SECRETS]

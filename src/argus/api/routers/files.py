@@ -32,6 +32,10 @@ class PathIn(BaseModel):
     path: str
 
 
+class MkdirIn(PathIn):
+    parents: bool = False
+
+
 class MoveIn(BaseModel):
     src: str
     dst: str
@@ -114,8 +118,9 @@ async def upload(request: Request, path: str = Query(...), files: UserFiles = De
 
 
 @router.post("/mkdir", status_code=201, responses=_ERR)
-def mkdir(body: PathIn, files: UserFiles = Depends(get_files)) -> dict:
-    return files.mkdir(body.path).as_dict()
+def mkdir(body: MkdirIn, files: UserFiles = Depends(get_files)) -> dict:
+    """Create a directory (``parents``: and the missing ones above it, like ``mkdir -p``)."""
+    return files.mkdir(body.path, parents=body.parents).as_dict()
 
 
 @router.post("/move", responses=_ERR)
