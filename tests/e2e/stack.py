@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,8 +39,9 @@ def submit(c: httpx.Client, body: str) -> str:
 
 
 def wait_status(c: httpx.Client, tid: str, want: set[str] | str, timeout: float = 60.0,
-                seen: list[str] | None = None) -> dict[str, Any]:
-    """Poll until the task is in ``want``; every observed change must be a legal transition."""
+                seen: list[str] | None = None, until: Callable[[dict[str, Any]], bool] | None = None
+                ) -> dict[str, Any]:
+    """Poll until the task is in ``want`` (or ``until(task)``); every observed change must be legal."""
     want = {want} if isinstance(want, str) else set(want)
     seen = seen if seen is not None else []
     deadline = time.monotonic() + timeout
@@ -51,7 +52,7 @@ def wait_status(c: httpx.Client, tid: str, want: set[str] | str, timeout: float 
             if seen:
                 assert can_transition(seen[-1], st) or _retry_hop(seen[-1], st), f"illegal {seen[-1]} → {st}: {seen}"
             seen.append(st)
-        if st in want:
+        if st in want or (until is not None and until(t)):
             return t
         assert st not in {s.value for s in (TaskStatus.SUCCEEDED, TaskStatus.FAILED, TaskStatus.CANCELED)}, (
             f"{tid} ended {st} ({t['termination_reason']}: {t['status_message']}) waiting for {want}; {seen}")

@@ -37,6 +37,7 @@ class FakeRay:
     down: bool = False
     on_submit: Callable[[str], None] | None = None
     submit_error: Exception | None = None
+    invalidations: int = 0
 
     def _check(self) -> None:
         if self.down:
@@ -77,6 +78,9 @@ class FakeRay:
     def worker_nodes(self) -> list[WorkerNode]:
         self._check()
         return list(self.nodes)
+
+    def invalidate(self) -> None:
+        self.invalidations += 1
 
     # test controls
     def set(self, sid: str, status: RayJobStatus, **kw: Any) -> None:

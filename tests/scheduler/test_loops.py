@@ -291,6 +291,7 @@ def test_node_lost_retries_as_a_new_attempt_then_gives_up(ctx, ray):
     assert (t.status, t.termination_reason) == ("QUEUED", "NODE_LOST")
     assert "retrying as attempt 2" in t.status_message
     assert ray.stops == [sid]
+    assert ray.invalidations == 1  # the submit loop re-reads the nodes before placing the retry
     sub.run_once()
     assert task(ctx, tid).pending_reason == "no worker nodes in the Ray cluster"
     ray.add_node("w1b", 4)

@@ -80,3 +80,6 @@ class JobsBackend(Protocol):
 class NodeInventory(Protocol):
     def worker_nodes(self) -> list[WorkerNode]:
         """Alive and dead worker nodes (cached briefly); raises ClusterUnavailable."""
+
+    def invalidate(self) -> None:
+        """Forget the cached view (a node was just found dead: do not place work on it)."""

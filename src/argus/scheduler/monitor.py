@@ -178,6 +178,8 @@ class MonitorActiveTasks:
             message = (f"{message}; retrying as attempt {task.attempts + 1}" if retry
                        else f"{message}; no retries left ({ctx.settings.max_retries} allowed)")
         target = TaskStatus.QUEUED if retry else new
+        if out.reason == TerminationReason.NODE_LOST:
+            ctx.inventory.invalidate()  # the submit loop must not place the retry on the dead node
         if out.stop:
             try:
                 ctx.jobs.stop(sid)
