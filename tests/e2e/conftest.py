@@ -9,33 +9,21 @@ leave it as they found it.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from argus.settings import Settings
 from tests.e2e.stack import Stack, argus_on
-from tests.helpers import free_port
+from tests.ray_fixtures import local_ray
 
 pytestmark = pytest.mark.e2e
 
 
-@contextmanager
-def start_cluster(state_dir: Path) -> Iterator[Any]:
-    """A LocalCluster on free ports (never the defaults: other clusters may run on this host)."""
-    from argus.cluster.local import LocalCluster
-
-    settings = Settings(state_dir=state_dir, worker_gpus=0, ray_head_port=free_port(),
-                        ray_dashboard_port=free_port(), ray_client_server_port=free_port())
-    with LocalCluster(settings) as cluster:
-        yield cluster
-
-
 @pytest.fixture(scope="session")
 def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    with start_cluster(tmp_path_factory.mktemp("ray")) as cluster:
+    """The e2e suite's own cluster (not tests/cluster's): node kills there must not leak into it."""
+    with local_ray(tmp_path_factory.mktemp("ray")) as cluster:
         yield cluster
 
 

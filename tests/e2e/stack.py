@@ -158,9 +158,9 @@ def argus_vs_ray(runs: int, tick_s: float = 1.0) -> dict[str, float]:
 
     from ray.job_submission import JobStatus, JobSubmissionClient
 
-    from tests.e2e.conftest import start_cluster
+    from tests.ray_fixtures import local_ray
 
-    with tempfile.TemporaryDirectory() as tmp, start_cluster(Path(tmp) / "ray") as cluster:
+    with tempfile.TemporaryDirectory() as tmp, local_ray(Path(tmp) / "ray") as cluster:
         settings = Settings(state_dir=Path(tmp) / "argus", sftp_enabled=False, verl_validation="off",
                             scheduler_tick_s=tick_s)
         with argus_on(cluster, settings) as stack:
