@@ -3,8 +3,10 @@
 Runs as ``<verl_python> -m argus.verl.worker`` inside the *training* environment,
 so the verl that judges a task is the verl that will run it. It must stay
 self-contained (stdlib + verl + hydra + omegaconf): the training environment has
-none of the server's dependencies. Importing verl costs seconds, composing and
-validating a config well under one, hence a warm process.
+none of the server's dependencies; the only argus module it imports is its
+sibling ``argus.verl.messages`` (the error wording), held to the same rule.
+Importing verl costs seconds, composing and validating a config well under one,
+hence a warm process.
 
 Protocol: one JSON object per line in, one per line out, same ``id``.
   {"op": "info"}                       -> {"verl_version", "reward_moved", "estimators"}
@@ -30,8 +32,9 @@ import traceback
 import warnings
 from typing import Any
 
+from argus.verl.messages import Schema, compose_error, did_you_mean, err, key_in, value_errors
+
 _OVERRIDE = re.compile(r"^(?P<prefix>\+\+|\+|~)?(?P<key>[A-Za-z_][\w.\-/@]*)(?:=(?P<value>.*))?$", re.S)
-_NUMERIC = (int, float)
 # Keys whose values the server needs for its own checks (datasets, reward, token lengths).
 _RESOLVED_KEYS = (
     "data.train_files", "data.val_files", "data.prompt_key", "data.max_prompt_length", "data.messages_key",
@@ -39,51 +42,6 @@ _RESOLVED_KEYS = (
     "reward.custom_reward_function.path", "reward.custom_reward_function.name", "algorithm.adv_estimator",
     "trainer.nnodes", "trainer.n_gpus_per_node", "data.truncation",
 )
-
-
-class Schema:
-    """The flattened default config of one verl entry: leaf key -> default value, plus inner nodes."""
-
-    def __init__(self, cfg: Any) -> None:
-        from omegaconf import OmegaConf
-
-        self.leaves: dict[str, Any] = {}
-        self.nodes: set[str] = set()
-        self._walk(OmegaConf.to_container(cfg, resolve=False), "")
-        self.all_keys = sorted(set(self.leaves) | self.nodes)
-
-    def _walk(self, node: Any, prefix: str) -> None:
-        if isinstance(node, dict):
-            if prefix:
-                self.nodes.add(prefix)
-            for k, v in node.items():
-                self._walk(v, f"{prefix}.{k}" if prefix else str(k))
-        else:
-            self.leaves[prefix] = node
-
-    def has(self, key: str) -> bool:
-        return key in self.leaves or key in self.nodes
-
-    def suggest(self, key: str, n: int = 3) -> list[str]:
-        """Nearest existing keys: whole-key similarity first, then same leaf name under another parent."""
-        out = difflib.get_close_matches(key, self.all_keys, n=n, cutoff=0.75)
-        leaf = key.rsplit(".", 1)[-1]
-        by_leaf = [k for k in self.all_keys if k.rsplit(".", 1)[-1] == leaf]
-        by_leaf += [k for k in self.all_keys
-                    if difflib.SequenceMatcher(None, k.rsplit(".", 1)[-1], leaf).ratio() >= 0.85 and k not in by_leaf]
-        for k in by_leaf:
-            if k not in out:
-                out.append(k)
-        return out[:n]
-
-    def sibling_typo(self, key: str) -> str | None:
-        """An existing key under the same parent whose last segment is a near-miss of ``key``'s."""
-        parent, _, leaf = key.rpartition(".")
-        siblings = [k for k in self.all_keys if k.rpartition(".")[0] == parent]
-        for k in siblings:
-            if difflib.SequenceMatcher(None, k.rpartition(".")[2], leaf).ratio() >= 0.85:
-                return k
-        return None
 
 
 class Validator:
@@ -141,7 +99,7 @@ class Validator:
         try:
             cfg = self.compose(name, keep)
         except Exception as exc:  # noqa: BLE001 - Hydra's composition errors come in several types
-            errors.append(_compose_error(exc, schema))
+            errors.append(compose_error(exc, schema))
             return {"errors": errors, "resolved": {}}
         errors.extend(self._verl_checks(name, cfg, schema))
         return {"errors": errors, "resolved": _resolved(cfg)}
@@ -152,36 +110,36 @@ class Validator:
             return []  # config-group overrides and odd syntax: Hydra itself decides
         prefix, key, value = m.group("prefix") or "", m.group("key"), m.group("value")
         if prefix in ("", "~") and not schema.has(key):
-            hint = _did_you_mean(schema.suggest(key))
+            hint = did_you_mean(schema.suggest(key))
             what = "cannot delete" if prefix == "~" else "cannot override"
-            return [_err(key, value, f"unknown key: verl's {{cfg}} has no '{key}' ({what} it){hint}")]
+            return [err(key, value, f"unknown key: verl's {{cfg}} has no '{key}' ({what} it){hint}")]
         if prefix in ("+", "++") and not schema.has(key):
             near = schema.sibling_typo(key)
             if near:
-                return [_err(key, value,
-                             f"'{prefix}{key}' adds a key verl never reads; did you mean `{near}`? "
-                             f"(write {near}={value})")]
+                return [err(key, value,
+                            f"'{prefix}{key}' adds a key verl never reads; did you mean `{near}`? "
+                            f"(write {near}={value})")]
             return []
         if value is None or key not in schema.leaves:
             return []
-        return _value_errors(schema, key, value)
+        return value_errors(schema, key, value)
 
     def _verl_checks(self, name: str, cfg: Any, schema: Schema) -> list[dict[str, Any]]:
         errors: list[dict[str, Any]] = []
         for key in ("trainer.n_gpus_per_node", "trainer.nnodes"):
             if key in schema.leaves and _select(cfg, key) is not None and int(_select(cfg, key)) < 1:
-                errors.append(_err(key, _select(cfg, key), "must be ≥ 1: verl training needs at least one GPU "
-                                   "on at least one node"))
+                errors.append(err(key, _select(cfg, key), "must be ≥ 1: verl training needs at least one GPU "
+                                  "on at least one node"))
         if errors:
             return errors
         if name == "ppo_trainer":
             est = str(_select(cfg, "algorithm.adv_estimator"))
             known = self.estimators()
             if est not in known:
-                hint = _did_you_mean(difflib.get_close_matches(est, known, n=2, cutoff=0.6))
-                errors.append(_err("algorithm.adv_estimator", est,
-                                   f"unknown advantage estimator{hint} (verl {len(known)} registered: "
-                                   f"{', '.join(known)})"))
+                hint = did_you_mean(difflib.get_close_matches(est, known, n=2, cutoff=0.6))
+                errors.append(err("algorithm.adv_estimator", est,
+                                  f"unknown advantage estimator{hint} (verl {len(known)} registered: "
+                                  f"{', '.join(known)})"))
             errors.extend(_run_verl(lambda: _validate_ppo(cfg), schema))
         elif name == "sft_trainer_engine":
             errors.extend(_run_verl(lambda: _validate_sft(cfg), schema))
@@ -257,83 +215,17 @@ def _run_verl(fn: Any, schema: Schema) -> list[dict[str, Any]]:
             warnings.simplefilter("ignore")
             fn()
     except _ArgusRule as exc:
-        return [_err(_key_in(str(exc), schema), None, str(exc))]
+        return [err(key_in(str(exc), schema), None, str(exc))]
     except Exception as exc:  # noqa: BLE001 - verl raises AssertionError/ValueError/TypeError/omegaconf errors
         text = str(exc).strip() or type(exc).__name__
-        key = _key_in(text, schema)
+        key = key_in(text, schema)
         hint = f" (set `{key}=...`)" if key and key in schema.leaves and key not in text else ""
-        return [_err(key, None, f"verl: {text}{hint}")]
+        return [err(key, None, f"verl: {text}{hint}")]
     return []
 
 
 class _ArgusRule(ValueError):
     """A rule verl enforces only once training starts, checked here in our words."""
-
-
-def _value_errors(schema: Schema, key: str, value: str) -> list[dict[str, Any]]:
-    default = schema.leaves[key]
-    v = value.strip().strip("'\"")
-    if v.lower() in ("null", "none") or v.startswith("${"):
-        return []
-    if isinstance(default, bool):
-        if v.lower() not in ("true", "false"):
-            return [_err(key, value, f"expects true or false (verl's default is {default})")]
-    elif isinstance(default, _NUMERIC):
-        try:
-            float(v)
-        except ValueError:
-            return [_err(key, value, f"expects a number (verl's default is {default})")]
-    if key.endswith(("n_gpus_per_node", "nnodes")) and _is_int(v) and int(v) < 1:
-        return [_err(key, value, "must be ≥ 1: verl training needs at least one GPU on at least one node")]
-    return []
-
-
-def _is_int(v: str) -> bool:
-    try:
-        int(v)
-    except ValueError:
-        return False
-    return True
-
-
-def _compose_error(exc: BaseException, schema: Schema) -> dict[str, Any]:
-    text = str(exc).strip()
-    cause = exc.__cause__ or exc.__context__
-    if cause is not None and str(cause).strip() and str(cause).strip() not in text:
-        text = f"{text} ({str(cause).strip().splitlines()[0]})"
-    m = re.search(r"'([A-Za-z_][\w.\-]*)'", text)
-    key = m.group(1) if m else _key_in(text, schema)
-    hint = "" if schema.has(key) else _did_you_mean(schema.suggest(key))
-    return _err(key, None, f"verl/Hydra: {text}{hint}")
-
-
-# Bare names verl uses in its messages for a config key.
-_ALIASES = {"real_train_batch_size": "data.train_batch_size", "train_batch_size": "data.train_batch_size"}
-
-
-def _key_in(text: str, schema: Schema) -> str:
-    """The config key a verl message is about: the first one it names (verl often drops the prefix).
-
-    Where verl names a deprecated key and its ``_per_gpu`` successor, the successor is returned.
-    """
-    hits: list[tuple[int, int, str]] = []
-    for m in re.finditer(r"[A-Za-z_]\w*(?:\.\w+)+", text):
-        name = m.group(0)
-        full = name if schema.has(name) else next((k for k in schema.all_keys if k.endswith("." + name)), None)
-        if full:
-            hits.append((m.start(), -len(full), full))
-    for alias, full in _ALIASES.items():
-        for m in re.finditer(rf"(?<![\w.]){alias}(?!\w)", text):
-            hits.append((m.start(), -len(full), full))
-    if not hits:
-        return ""
-    found = {h[2] for h in hits}
-    key = min(hits)[2]
-    return key + "_per_gpu" if key + "_per_gpu" in found else key
-
-
-def _did_you_mean(keys: list[str]) -> str:
-    return f"; did you mean {' or '.join(f'`{k}`' for k in keys)}?" if keys else ""
 
 
 def _select(cfg: Any, key: str) -> Any:
@@ -383,10 +275,6 @@ def prompt_lengths(model: str, path: str, prompt_key: str, rows: int) -> dict[st
             text = tok.apply_chat_template(chat, add_generation_prompt=True, tokenize=False)
             lengths.append(len(tok(text, add_special_tokens=False)["input_ids"]))
     return {"lengths": lengths}
-
-
-def _err(key: str, value: Any, message: str) -> dict[str, Any]:
-    return {"key": key, "value": value, "message": message}
 
 
 def main() -> None:
