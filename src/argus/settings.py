@@ -72,6 +72,7 @@ class Settings(BaseSettings):
 
     # Scheduling limits
     scheduler_tick_s: float = 1.0
+    scheduler_fast_tick_s: float = 0.2  # while a task is starting or being canceled
     max_running_tasks: int = 64
     max_running_tasks_per_user: int = 16
     max_retries: int = 1

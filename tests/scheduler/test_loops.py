@@ -442,3 +442,15 @@ def test_ray_endpoints_from_settings(settings):
     assert ray_endpoints(s) == ("10.0.0.5:6379", "http://10.0.0.5:9000")
     s = settings.model_copy(update={"ray_dashboard_url": "http://head:8265/"})
     assert ray_endpoints(s)[1] == "http://head:8265"
+
+
+def test_runner_polls_faster_while_a_task_starts(ctx, ray):
+    from argus.scheduler.runner import SchedulerRunner
+
+    runner = SchedulerRunner(ctx)
+    runner.run_pass()
+    assert runner.next_tick() == ctx.settings.scheduler_tick_s
+    submitted(ctx, ray, gpus=2)
+    runner.run_pass()
+    assert runner.monitor.starting == 1
+    assert runner.next_tick() == ctx.settings.scheduler_fast_tick_s < ctx.settings.scheduler_tick_s

@@ -21,6 +21,7 @@ from argus.services.tasks import switch_task_status
 class CancelTasks:
     def __init__(self, ctx: LoopContext) -> None:
         self.ctx = ctx
+        self.pending = 0
 
     def run_once(self) -> int:
         """One pass over CANCELING tasks; returns how many became CANCELED."""
@@ -28,6 +29,7 @@ class CancelTasks:
         with ctx.db.session() as s:
             rows = s.execute(select(TaskModel.id, TaskModel.submission_id)
                              .where(TaskModel.status == TaskStatus.CANCELING.value)).all()
+        self.pending = len(rows)  # CANCELING tasks: the runner polls faster while > 0
         done = 0
         for task_id, sid in rows:
             try:

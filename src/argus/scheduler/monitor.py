@@ -42,6 +42,7 @@ SETUP_ERRORS = {
     "JOB_ENTRYPOINT_COMMAND_START_ERROR",
 }
 INFRA = {TerminationReason.NODE_LOST, TerminationReason.RAY_JOB_LOST}
+FRESH_S = 10.0  # a task that started this recently may end soon: poll it faster
 
 
 @dataclass(frozen=True)
@@ -115,15 +116,22 @@ class MonitorActiveTasks:
     def __init__(self, ctx: LoopContext) -> None:
         self.ctx = ctx
         self.janitor = DeleteFinishedRayJobs(ctx)
+        # SUBMITTED tasks, and tasks that started in the last FRESH_S, seen by the last pass: the runner
+        # polls faster while > 0 (starts and short tasks' ends show at once; long runs cost no extra polls)
+        self.starting = 0
 
     def run_once(self) -> int:
         """One pass over SUBMITTED/RUNNING tasks; returns how many changed."""
         ctx = self.ctx
         with ctx.db.session() as s:
             rows = s.execute(
-                select(TaskModel.id, TaskModel.status, TaskModel.submission_id, TaskModel.attempts)
+                select(TaskModel.id, TaskModel.status, TaskModel.submission_id, TaskModel.attempts,
+                       TaskModel.started_at)
                 .where(TaskModel.status.in_([TaskStatus.SUBMITTED.value, TaskStatus.RUNNING.value]))
             ).all()
+        now = ctx.now()
+        self.starting = sum(1 for r in rows if r.status == TaskStatus.SUBMITTED.value
+                            or (r.started_at is not None and (now - r.started_at).total_seconds() < FRESH_S))
         changed = 0
         try:
             dead = self._dead_nodes() if rows else frozenset()

@@ -3,7 +3,8 @@
 One thread runs every loop in sequence, so the loops never race one another inside this
 process (the guarded status updates still protect against the API and other processes).
 The API wakes it after each write (``AppContext.wake``); otherwise it ticks every
-``scheduler_tick_s``. A loop that raises is logged and retried on the next pass: one bad
+``scheduler_tick_s``, or every ``scheduler_fast_tick_s`` while a task is starting (SUBMITTED)
+or being canceled, so "running" and "canceled" show up within a fraction of a second. A loop that raises is logged and retried on the next pass: one bad
 task or a flaky Ray must not stop scheduling for everyone.
 """
 
@@ -51,15 +52,19 @@ class SchedulerRunner:
             loop.run_once()
         self.passes += 1
 
+    def next_tick(self) -> float:
+        s = self.ctx.settings
+        busy = self.monitor.starting > 0 or self.cancel.pending > 0
+        return min(s.scheduler_tick_s, s.scheduler_fast_tick_s) if busy else s.scheduler_tick_s
+
     def _loop(self) -> None:
-        tick = self.ctx.settings.scheduler_tick_s
         while not self._stop.is_set():
             started = time.monotonic()
             try:
                 self.run_pass()
             except Exception:  # noqa: BLE001 - logged; the next pass retries
                 log.exception("scheduler pass failed")
-            self._wake.wait(max(0.0, tick - (time.monotonic() - started)))
+            self._wake.wait(max(0.0, self.next_tick() - (time.monotonic() - started)))
             self._wake.clear()
 
     def start(self) -> None:
