@@ -55,6 +55,7 @@ class Validator:
 
             GlobalHydra.instance().clear()
             initialize_config_module(config_module="verl.trainer.config", version_base=None)
+        _parse_config_files_once()
         self._schemas: dict[str, Schema] = {}
 
     def compose(self, name: str, overrides: list[str]) -> Any:
@@ -144,6 +145,28 @@ class Validator:
         elif name == "sft_trainer_engine":
             errors.extend(_run_verl(lambda: _validate_sft(cfg), schema))
         return errors
+
+
+def _parse_config_files_once() -> None:
+    """Keep verl's packaged YAML files parsed: Hydra re-reads and re-parses (pure-Python YAML)
+    all ~30 of them on every compose, most of a request's time. The files are package data and
+    cannot change while this process lives; each compose gets its own deep copy."""
+    import copy
+    import dataclasses
+
+    from hydra._internal.core_plugins.importlib_resources_config_source import ImportlibResourcesConfigSource
+
+    original = ImportlibResourcesConfigSource.load_config
+    parsed: dict[tuple[str, str], Any] = {}
+
+    def load_config(self: Any, config_path: str) -> Any:
+        key = (self.path, config_path)
+        if key not in parsed:
+            parsed[key] = original(self, config_path)
+        result = parsed[key]
+        return dataclasses.replace(result, config=copy.deepcopy(result.config), header=dict(result.header))
+
+    ImportlibResourcesConfigSource.load_config = load_config  # type: ignore[method-assign]
 
 
 def _validate_ppo(cfg: Any) -> None:
