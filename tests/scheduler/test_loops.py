@@ -78,6 +78,7 @@ def test_submit_stores_the_id_first_then_calls_ray_with_a_safe_entrypoint(ctx, r
     root = ctx.settings.root
     assert env["PYTHONPATH"].split(":")[0] == str(root / "users" / "alice" / "code")
     assert env["HOME"] == str(root / "users" / "alice")
+    assert env["HF_HOME"] == str(root / "hf")  # hub ids resolve from the shared cache
     assert env["RAY_ADDRESS"] == "127.0.0.1:6380"
     t = task(ctx, tid)
     assert (t.status, t.attempts, t.submission_id, t.pending_reason) == ("SUBMITTED", 1, f"{tid}-a1", None)

@@ -114,7 +114,8 @@ def driver_argv(ctx: LoopContext, user: str, task: TaskModel, attempt: int) -> l
 
 
 def runtime_env(ctx: LoopContext, user: str) -> dict[str, Any]:
-    """Env for the driver: the user's code first on PYTHONPATH, the right cluster, the user's home.
+    """Env for the driver: the user's code first on PYTHONPATH, the right cluster, the user's home,
+    and the shared Hugging Face cache (``$HOME/common/hf``) so a basic spec's hub id resolves there.
 
     RAY_ADDRESS is explicit because with two clusters on one host a driver's ``ray.init()``
     can otherwise attach to the wrong one.
@@ -122,6 +123,7 @@ def runtime_env(ctx: LoopContext, user: str) -> dict[str, Any]:
     env = {
         "PYTHONPATH": str(ctx.layout.code_dir(user)),
         "HOME": str(ctx.layout.home(user)),
+        "HF_HOME": str(ctx.layout.hf_dir),
         "ARGUS_USER": user,
         "PYTHONUNBUFFERED": "1",
         **ctx.extra_env,
