@@ -77,7 +77,6 @@ class Settings(BaseSettings):
     max_running_tasks_per_user: int = 16
     max_retries: int = 1
     start_timeout_s: float = 600.0
-    max_tasks_listed: int = 500
 
     # Admission
     entry_allowlist: list[str] = Field(default_factory=lambda: list(DEFAULT_ENTRY_ALLOWLIST))

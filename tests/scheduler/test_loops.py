@@ -455,3 +455,20 @@ def test_runner_polls_faster_while_a_task_starts(ctx, ray):
     runner.run_pass()
     assert runner.monitor.starting == 1
     assert runner.next_tick() == ctx.settings.scheduler_fast_tick_s < ctx.settings.scheduler_tick_s
+
+
+def test_a_failing_loop_does_not_stop_submission(ctx, ray):
+    from argus.scheduler.runner import SchedulerRunner
+
+    runner = SchedulerRunner(ctx)
+    runner.run_pass()
+
+    def broken() -> int:
+        raise RuntimeError("Ray refused to stop an orphan")
+
+    runner.cancel.run_once = broken  # type: ignore[method-assign]
+    runner.monitor.run_once = broken  # type: ignore[method-assign]
+    uid = add_user(ctx, "alice")
+    tid = add_task(ctx, uid)
+    runner.run_pass()
+    assert task(ctx, tid).status == "SUBMITTED"

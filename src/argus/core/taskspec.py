@@ -17,10 +17,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from argus.errors import FieldError
 
-BASIC_WORKLOADS = ("ppo", "grpo", "sft")
-# "job" is a utility job (e.g. argus.jobs.doctor) that may ask for no GPU.
-ADVANCED_WORKLOADS = ("ppo", "grpo", "sft", "job")
-
 
 class _Spec(BaseModel):
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True, strict=True)
@@ -58,6 +54,7 @@ class AdvancedTaskSpec(_Spec):
     """A free verl command; ``$HOME`` is expanded, then checked (seed 000 §2.4)."""
 
     kind: Literal["advanced"]
+    # "job": a utility job such as argus.jobs.doctor, which may ask for no GPU
     workload: Literal["ppo", "grpo", "sft", "job"]
     command: str = Field(min_length=1, max_length=64 * 1024)
 

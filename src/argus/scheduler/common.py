@@ -25,8 +25,9 @@ from sqlalchemy.orm import Session
 from argus.cluster.types import JobsBackend, NodeInventory
 from argus.core.paths import DataLayout
 from argus.core.states import TERMINAL, TaskStatus
-from argus.db.models import TaskAttemptModel, TaskModel, UserModel, utcnow
+from argus.db.models import TaskAttemptModel, TaskModel, utcnow
 from argus.db.session import Database
+from argus.services.tasks import user_name_of
 from argus.settings import Settings
 
 log = logging.getLogger("argus.scheduler")
@@ -73,10 +74,7 @@ def attempt_by_sid(session: Session, sid: str) -> TaskAttemptModel | None:
     return session.scalar(select(TaskAttemptModel).where(TaskAttemptModel.submission_id == sid))
 
 
-def user_of(session: Session, task: TaskModel) -> str:
-    name = session.scalar(select(UserModel.name).where(UserModel.id == task.user_id))
-    assert name is not None
-    return name
+user_of = user_name_of  # the scheduler's name for the one lookup services.tasks owns
 
 
 def job_dir(ctx: LoopContext, user: str, task_id: str) -> Path:

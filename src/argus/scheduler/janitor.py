@@ -13,11 +13,9 @@ from __future__ import annotations
 
 import time
 
-from sqlalchemy import select
-
 from argus.cluster.types import RayJobStatus
-from argus.db.models import TaskAttemptModel, TaskModel
-from argus.scheduler.common import ATTEMPT_LIVE, LoopContext, log, log_path, user_of
+from argus.db.models import TaskModel
+from argus.scheduler.common import ATTEMPT_LIVE, LoopContext, attempt_by_sid, log, log_path, user_of
 
 FINISHED = (RayJobStatus.SUCCEEDED, RayJobStatus.FAILED, RayJobStatus.STOPPED)
 
@@ -43,7 +41,7 @@ class DeleteFinishedRayJobs:
         with ctx.db.session() as s:
             safe: list[str] = []
             for job in jobs:
-                att = s.scalar(select(TaskAttemptModel).where(TaskAttemptModel.submission_id == job.submission_id))
+                att = attempt_by_sid(s, job.submission_id)
                 if att is None or att.status in ATTEMPT_LIVE:
                     continue  # not ours, or the monitor has not recorded the end yet
                 task = s.get(TaskModel, att.task_id)

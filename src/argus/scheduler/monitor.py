@@ -243,7 +243,12 @@ class MonitorActiveTasks:
         for sid in rows:
             info = ctx.jobs.get(sid)
             if info is not None and info.status in (RayJobStatus.PENDING, RayJobStatus.RUNNING):
-                ctx.jobs.stop(sid)
+                try:
+                    ctx.jobs.stop(sid)
+                except ClusterUnavailable:
+                    raise
+                except Exception as exc:  # noqa: BLE001 - one stubborn orphan must not stall the pass
+                    log.warning("stopping orphan %s failed: %s", sid, exc)
                 continue
             with ctx.db.session() as s:
                 att = attempt_by_sid(s, sid)

@@ -49,7 +49,10 @@ class SchedulerRunner:
                 return
             self.recovered = True
         for loop in (self.cancel, self.monitor, self.submit):
-            loop.run_once()
+            try:
+                loop.run_once()
+            except Exception:  # noqa: BLE001 - e.g. Ray refusing one stop: the other loops still run
+                log.exception("scheduler: %s failed; continuing with the next loop", type(loop).__name__)
         self.passes += 1
 
     def next_tick(self) -> float:

@@ -24,6 +24,7 @@ from argus.scheduler.common import (
     ACTOR,
     UNCONFIRMED,
     LoopContext,
+    attempt_by_sid,
     current_attempt,
     driver_argv,
     entrypoint,
@@ -175,7 +176,7 @@ class SubmitQueuedTasks:
     def _fail(self, task_id: str, sid: str, message: str) -> None:
         with self.ctx.db.session() as s:
             task = s.get(TaskModel, task_id)
-            att = s.scalar(select(TaskAttemptModel).where(TaskAttemptModel.submission_id == sid))
+            att = attempt_by_sid(s, sid)
             if att is not None:
                 att.status, att.termination_reason, att.message = "FAILED", TerminationReason.SUBMIT_ERROR, message
                 att.finished_at = self.ctx.now()
@@ -198,7 +199,7 @@ def mark_submitted(ctx: LoopContext, task_id: str, sid: str, message: str) -> bo
     """QUEUED → SUBMITTED for the attempt ``sid``; if someone else won (cancel), stop the orphan job."""
     with ctx.db.session() as s:
         task = s.get(TaskModel, task_id)
-        att = s.scalar(select(TaskAttemptModel).where(TaskAttemptModel.submission_id == sid))
+        att = attempt_by_sid(s, sid)
         ok = task is not None and task.submission_id == sid and task.status == TaskStatus.QUEUED.value
         if ok:
             try:
@@ -248,7 +249,7 @@ def resubmit_same_id(ctx: LoopContext, task_id: str, sid: str) -> None:
     """
     with ctx.db.session() as s:
         task = s.get(TaskModel, task_id)
-        att = s.scalar(select(TaskAttemptModel).where(TaskAttemptModel.submission_id == sid))
+        att = attempt_by_sid(s, sid)
         if task is None or att is None or task.submission_id != sid or task.status != TaskStatus.SUBMITTED.value:
             return
         user = user_of(s, task)
@@ -279,7 +280,7 @@ def foreign_job(info: JobInfo | None, attempt_created: datetime) -> str | None:
 def _abandon(ctx: LoopContext, sid: str) -> None:
     """Mark an unconfirmed attempt as never run so the next pass creates a fresh attempt id."""
     with ctx.db.session() as s:
-        att = s.scalar(select(TaskAttemptModel).where(TaskAttemptModel.submission_id == sid))
+        att = attempt_by_sid(s, sid)
         if att is not None and att.status == UNCONFIRMED:
             att.status, att.termination_reason = "FAILED", TerminationReason.SUBMIT_ERROR.value
             att.message = "submission id already used by another Ray job"

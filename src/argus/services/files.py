@@ -301,7 +301,8 @@ class UserFiles(ConfinedPaths):
             flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
             tfd = os.open(name, flags | (os.O_DIRECTORY if stat.S_ISDIR(st.st_mode) else 0), dir_fd=fd)
             try:
-                if (os.fstat(tfd).st_ino, os.fstat(tfd).st_dev) != (st.st_ino, st.st_dev):
+                opened = os.fstat(tfd)
+                if (opened.st_ino, opened.st_dev) != (st.st_ino, st.st_dev):
                     raise Forbidden(f"{vpath}: changed while opening; try again", code="race")
                 if mode is not None:
                     os.fchmod(tfd, (mode & 0o777) | (0o700 if stat.S_ISDIR(st.st_mode) else 0o600))

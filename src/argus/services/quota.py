@@ -75,10 +75,12 @@ class UsageLedger:
 
     def charge(self, user: str, delta: int, quota: int | None) -> None:
         """Add ``delta`` bytes to the user's usage, refusing growth past ``quota`` (None: no limit)."""
-        if user not in self._usage or time.monotonic() - self._usage[user][0] >= self.ttl_s:
+        cached = self._usage.get(user)
+        if cached is None or time.monotonic() - cached[0] >= self.ttl_s:
             self.usage(user)
         with self._lock:
-            stamp, used = self._usage[user]
+            # invalidate() may have dropped the entry since: walk again rather than fail the write
+            stamp, used = self._usage.get(user) or (time.monotonic(), walk_usage(self.users_dir / user))
             if delta > 0 and quota is not None and used + delta > quota:
                 raise QuotaExceeded(
                     f"storage quota exceeded: {human(used)} used of {human(quota)}; this write needs "

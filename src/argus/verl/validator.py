@@ -37,6 +37,9 @@ class ValidatorTimeout(RuntimeError):
     """The child did not answer in time; it has been killed and will be restarted."""
 
 
+RESPAWN_BACKOFF_S = 30.0  # after a failed start, report that error for this long before trying again
+
+
 class VerlValidator:
     """A thread-safe handle on the warm child process."""
 
@@ -50,6 +53,7 @@ class VerlValidator:
         self._proc: subprocess.Popen[str] | None = None
         self._ready = threading.Event()
         self._start_error: str | None = None
+        self._failed_at = 0.0
         self._starter: threading.Thread | None = None
         self._next_id = 0
         self._stderr_tail: deque[str] = deque(maxlen=40)
@@ -69,7 +73,7 @@ class VerlValidator:
         try:
             self._spawn()
         except Exception as exc:  # noqa: BLE001 - remembered and reported on the first request
-            self._start_error = str(exc)
+            self._start_error, self._failed_at = str(exc), time.monotonic()
         finally:
             self._ready.set()
 
@@ -137,7 +141,14 @@ class VerlValidator:
                     log.warning("verl validator exited (code %s); restarting", self._proc.returncode)
                     self.restarts += 1
                 self._proc = None
-                self._spawn()
+                if self._start_error and time.monotonic() - self._failed_at < RESPAWN_BACKOFF_S:
+                    # a broken verl must not cost every submit a fresh start attempt
+                    raise ValidatorUnavailable(self._start_error)
+                try:
+                    self._spawn()
+                except ValidatorUnavailable as exc:
+                    self._start_error, self._failed_at = str(exc), time.monotonic()
+                    raise
             try:
                 return self._roundtrip(payload, timeout_s or self.timeout_s)
             except ValidatorTimeout:

@@ -49,7 +49,7 @@ async def submit(
     ctx: AppContext = Depends(get_ctx),
 ) -> SubmitOut:
     """Submit a task spec (YAML or JSON). 400 lists every problem with field, value and fix."""
-    raw = await request.body()
+    raw = await _read_capped(request, ctx.settings.max_spec_bytes)
     try:
         body = raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -67,6 +67,21 @@ async def submit(
     out = await run_in_threadpool(admit_and_queue)
     ctx.wake()
     return out
+
+
+async def _read_capped(request: Request, limit: int) -> bytes:
+    """The body, refusing more than ``limit`` bytes before they are buffered (a spec is small)."""
+    too_big = ClientError("task spec too large", code="invalid_spec",
+                          errors=[FieldError("(body)", None, f"must be at most {limit} bytes")])
+    if int(request.headers.get("content-length") or 0) > limit:
+        raise too_big
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise too_big
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 @router.get("", response_model=TaskListOut)
