@@ -63,6 +63,10 @@ class DataLayout:
     def job_dir(self, user: str, task_id: str) -> PurePosixPath:
         return self.home(user) / "jobs" / task_id
 
+    def attempt_log(self, user: str, task_id: str, attempt: int) -> PurePosixPath:
+        """Where the driver (``runtime/driver.py``, given the job dir) writes an attempt's output."""
+        return self.job_dir(user, task_id) / "logs" / f"attempt-{attempt}.log"
+
     def expand(self, text: str, user: str) -> str:
         """Expand ``$HOME`` macros in the documented order (common folders first)."""
         text = _COMMON_DATASETS.sub(lambda _m: str(self.datasets_dir), text)

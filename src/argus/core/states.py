@@ -60,6 +60,10 @@ TRANSITIONS: dict[TaskStatus, frozenset[TaskStatus]] = {
 }
 
 
+# Attempt rows use the task vocabulary; QUEUED there means "id stored, Ray not yet confirmed".
+LIVE_ATTEMPT: tuple[str, ...] = (TaskStatus.QUEUED.value, TaskStatus.SUBMITTED.value, TaskStatus.RUNNING.value)
+
+
 def is_terminal(status: TaskStatus | str) -> bool:
     return TaskStatus(status) in TERMINAL
 

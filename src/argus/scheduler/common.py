@@ -24,7 +24,7 @@ from sqlalchemy.orm import Session
 
 from argus.cluster.types import JobsBackend, NodeInventory
 from argus.core.paths import DataLayout
-from argus.core.states import TERMINAL, TaskStatus
+from argus.core.states import LIVE_ATTEMPT, TERMINAL, TaskStatus
 from argus.db.models import TaskAttemptModel, TaskModel, utcnow
 from argus.db.session import Database
 from argus.services.tasks import user_name_of
@@ -34,7 +34,7 @@ log = logging.getLogger("argus.scheduler")
 
 ACTOR = "scheduler"
 UNCONFIRMED = TaskStatus.QUEUED.value
-ATTEMPT_LIVE = (UNCONFIRMED, TaskStatus.SUBMITTED.value, TaskStatus.RUNNING.value)
+ATTEMPT_LIVE = LIVE_ATTEMPT
 TERMINAL_VALUES = tuple(s.value for s in TERMINAL)
 DRIVER_MODULE = "argus.runtime.driver"
 
@@ -82,7 +82,7 @@ def job_dir(ctx: LoopContext, user: str, task_id: str) -> Path:
 
 
 def log_path(ctx: LoopContext, user: str, task_id: str, attempt: int) -> Path:
-    return job_dir(ctx, user, task_id) / "logs" / f"attempt-{attempt}.log"
+    return Path(str(ctx.layout.attempt_log(user, task_id, attempt)))
 
 
 def read_driver_status(ctx: LoopContext, user: str, task_id: str, attempt: int) -> dict[str, Any]:

@@ -19,14 +19,13 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from argus.core.paths import DataLayout
-from argus.core.states import is_terminal
+from argus.core.states import LIVE_ATTEMPT, is_terminal
 from argus.db.models import TaskAttemptModel, TaskModel
 from argus.errors import ClientError, FieldError, NotFound
 from argus.services.principal import Principal
 from argus.services.tasks import get_task, user_name_of
 
 CHUNK = 64 * 1024
-LIVE_ATTEMPT = ("QUEUED", "SUBMITTED", "RUNNING")
 
 
 @dataclass(frozen=True)
@@ -37,7 +36,7 @@ class LogRef:
 
 
 def log_file(layout: DataLayout, user: str, task_id: str, attempt: int) -> Path:
-    return Path(str(layout.job_dir(user, task_id))) / "logs" / f"attempt-{attempt}.log"
+    return Path(str(layout.attempt_log(user, task_id, attempt)))
 
 
 def resolve_log(session: Session, principal: Principal, task_id: str, attempt: int | None,

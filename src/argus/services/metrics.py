@@ -66,12 +66,12 @@ def read_log_metrics(path: Path) -> MetricSeries:
 def get_task_metrics(session: Session, principal: Principal, task_id: str, root: Path) -> MetricSeries:
     """Every attempt's metrics for a task the principal may read (404 otherwise)."""
     task = get_task(session, principal, task_id)
-    logs = Path(str(DataLayout.at(str(root)).job_dir(user_name_of(session, task), task.id))) / "logs"
+    first = DataLayout.at(str(root)).attempt_log(user_name_of(session, task), task.id, 1)
+    logs = Path(str(first.parent))
     series = MetricSeries()
     if not logs.is_dir():
         return series
-    attempts = sorted(logs.glob("attempt-*.log"), key=lambda p: _attempt_no(p.name))
-    for path in attempts:
+    for path in sorted(logs.glob("attempt-*.log"), key=lambda p: _attempt_no(p.name)):
         series.merge(read_log_metrics(path))
     return series
 
