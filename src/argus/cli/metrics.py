@@ -25,11 +25,18 @@ def metrics(
     if key:
         for k, pts in out["points"].items():
             console.rule(k)
-            table(["STEP", "VALUE"], ((s, v) for s, v in pts))
+            table(["STEP", "VALUE"], ((s, _show(v)) for s, v in pts))
         return
     console.print(f"last step: {out['last_step']}")
     table(["KEY", "LAST STEP", "VALUE"],
-          ((k, pts[-1][0], pts[-1][1]) for k, pts in out["points"].items() if pts))
+          ((k, pts[-1][0], _show(pts[-1][1])) for k, pts in out["points"].items() if pts))
+
+
+def _show(value: object) -> str:
+    """The API sends NaN/±inf as the strings "nan"/"inf"/"-inf" (JSON has no NaN); show them as such."""
+    if value is None:  # older servers sent null for NaN/inf
+        return "nan"
+    return str(value)
 
 
 def register(app: typer.Typer) -> None:

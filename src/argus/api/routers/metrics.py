@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, Depends, Query
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 from sqlalchemy.orm import Session
 
 from argus.api.context import AppContext
@@ -19,7 +19,9 @@ class MetricsOut(BaseModel):
     task_id: str
     keys: list[str]
     last_step: int | None
-    points: dict[str, list[tuple[int, float | None]]]
+    points: dict[str, list[tuple[int, float | str]]] = Field(
+        description='[step, value] per key; JSON has no NaN/Infinity, so those values are the strings '
+        '"nan", "inf" and "-inf"')
 
 
 @router.get("/{task_id}/metrics", response_model=MetricsOut, responses={404: {"model": ErrorOut}})
