@@ -7,17 +7,22 @@ load → act (ask Ray) → apply (guarded ``switch_task_status``); a StaleTask m
 user (cancel) or another pass won, and the task is simply looked at again next pass.
 
 Infrastructure failures (NODE_LOST, RAY_JOB_LOST) go back to QUEUED as a new attempt up
-to ``max_retries``; user failures (non-zero exit) never retry.
+to ``max_retries``; user failures (non-zero exit) never retry. A non-zero exit's message names
+its cause, the last exception in the attempt's log (``core.failures``), so users need not
+open the log to learn that a module was missing.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
+from dataclasses import dataclass, replace
 from datetime import datetime
+from pathlib import Path
 
 from sqlalchemy import select
 
 from argus.cluster.types import ClusterUnavailable, JobInfo, RayJobStatus
+from argus.core.failures import TAIL_BYTES, failure_cause, failure_message
 from argus.core.states import TaskStatus, TerminationReason
 from argus.db.models import TaskAttemptModel, TaskModel
 from argus.errors import Conflict
@@ -28,6 +33,7 @@ from argus.scheduler.common import (
     LoopContext,
     attempt_by_sid,
     log,
+    log_path,
     read_driver_status,
     user_of,
 )
@@ -112,6 +118,18 @@ def classify(
                    exit_code=exit_code)
 
 
+def with_log_cause(out: Outcome, path: Path) -> Outcome:
+    """``exit code 1: <the exception that caused it>``, from the last TAIL_BYTES of the attempt's log."""
+    try:
+        with path.open("rb") as fh:
+            fh.seek(max(0, fh.seek(0, os.SEEK_END) - TAIL_BYTES))
+            tail = fh.read(TAIL_BYTES).decode("utf-8", errors="replace")
+    except OSError:
+        return out
+    assert out.exit_code is not None
+    return replace(out, message=failure_message(out.exit_code, failure_cause(tail)))
+
+
 class MonitorActiveTasks:
     def __init__(self, ctx: LoopContext) -> None:
         self.ctx = ctx
@@ -164,6 +182,12 @@ class MonitorActiveTasks:
             driver = read_driver_status(ctx, user, task_id, task.attempts)
             out = classify(status, info, submitted_at=task.submitted_at, now=ctx.now(),
                            start_timeout_s=ctx.settings.start_timeout_s, dead_nodes=dead, driver=driver)
+            if out.reason == TerminationReason.EXIT_NONZERO and out.exit_code is not None:
+                if isinstance(driver.get("error"), str) and driver["error"]:
+                    # the driver refused to start the task (no jail, missing rollout engine): its words
+                    out = replace(out, message=failure_message(out.exit_code, driver["error"][:500]))
+                else:
+                    out = with_log_cause(out, log_path(ctx, user, task_id, task.attempts))
             if out.resubmit:
                 pass
             elif out.status is None:
