@@ -46,8 +46,8 @@ def test_failed_logins_are_rate_limited(env):
             env.paramiko("bob", password="guess guess")
     with pytest.raises(paramiko.AuthenticationException):  # right password, still refused in the window
         env.paramiko("bob", password=PASSWORD)
-    with pytest.raises(paramiko.AuthenticationException):  # and the address is limited too
-        env.paramiko("alice", password=PASSWORD)
+    with env.paramiko("bob") as c, c.open_sftp() as s:  # a valid key is never throttled
+        assert "datasets" in s.listdir("/")
 
 
 def test_host_key_is_stable_across_restarts(env, sftp_settings):

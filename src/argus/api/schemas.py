@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
+from fastapi import Path
 from pydantic import BaseModel, ConfigDict
+
+# Database row ids and offsets are 64-bit integers: a larger number in a URL must be a 400 naming the
+# parameter, not an OverflowError (500) from the database driver.
+DB_INT_MAX = 2**63 - 1
+MAX_LIST_OFFSET = 1_000_000_000
+RowId = Annotated[int, Path(ge=1, le=DB_INT_MAX, description="a row id")]
 
 
 class ErrorItem(BaseModel):

@@ -10,12 +10,18 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
+import unicodedata
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from argus.errors import FieldError
+
+INT32_MAX = 2**31 - 1  # batch sizes and token lengths: verl and torch index with int32 in places
+MAX_STEPS = 10**9  # steps, frequencies: more than any run will reach, small enough for every database
+MAX_DEPTH = 32  # a spec is a flat mapping (overrides is a list): deeper nesting is an error, not recursion
 
 
 class _Spec(BaseModel):
@@ -25,6 +31,16 @@ class _Spec(BaseModel):
     priority: int = Field(default=0, ge=-100, le=100)
     nnodes: int = Field(ge=1, le=100_000)
     n_gpus_per_node: int = Field(ge=0, le=1024)
+
+    @field_validator("name", mode="before")
+    @classmethod
+    def _printable_name(cls, value: Any) -> Any:
+        """A label shown in tables and stored in the database: no NUL (PostgreSQL refuses it), no newline
+        (checked before whitespace is stripped, so a trailing ``\\n`` is refused too)."""
+        if isinstance(value, str) and any(unicodedata.category(c) in ("Cc", "Cs") for c in value):
+            raise ValueError("must not contain control characters (NUL, newline, tab, escape, …); use a plain "
+                             "one-line label")
+        return value
 
 
 class BasicTaskSpec(_Spec):
@@ -36,15 +52,15 @@ class BasicTaskSpec(_Spec):
     train_file: str = Field(min_length=1, max_length=4096)
     val_file: str | None = Field(default=None, max_length=4096)
     total_epochs: int = Field(default=1, ge=1, le=100_000)
-    total_training_steps: int | None = Field(default=None, ge=1)
-    save_freq: int = Field(default=-1, ge=-1)
-    test_freq: int = Field(default=-1, ge=-1)
+    total_training_steps: int | None = Field(default=None, ge=1, le=MAX_STEPS)
+    save_freq: int = Field(default=-1, ge=-1, le=MAX_STEPS)
+    test_freq: int = Field(default=-1, ge=-1, le=MAX_STEPS)
     lr: float | None = Field(default=None, gt=0, lt=1)
-    train_batch_size: int | None = Field(default=None, ge=1)
-    max_prompt_length: int = Field(default=512, ge=1)
-    max_response_length: int = Field(default=512, ge=1)
+    train_batch_size: int | None = Field(default=None, ge=1, le=INT32_MAX)
+    max_prompt_length: int = Field(default=512, ge=1, le=INT32_MAX)
+    max_response_length: int = Field(default=512, ge=1, le=INT32_MAX)
     rollout_n: int | None = Field(default=None, ge=1, le=1024)
-    rollout_name: Literal["vllm", "sglang", "hf"] = "vllm"
+    rollout_name: Literal["vllm", "sglang", "trtllm"] = "vllm"  # verl 0.9.1's rollout registry
     reward_path: str | None = Field(default=None, max_length=4096)
     reward_name: str | None = Field(default=None, max_length=256)
     overrides: list[str] = Field(default_factory=list, max_length=512)
@@ -62,8 +78,18 @@ class AdvancedTaskSpec(_Spec):
 TaskSpec = BasicTaskSpec | AdvancedTaskSpec
 
 
+_TOO_DEEP = (f"nested deeper than {MAX_DEPTH} levels; a task spec is a flat mapping of fields "
+             "(only 'overrides' is a list of strings)")
+
+
 class _NoAliasLoader(yaml.SafeLoader):
-    """SafeLoader without aliases: anchors allow recursive and exponentially large documents."""
+    """SafeLoader without aliases (anchors allow recursive and exponentially large documents), with a
+    nesting limit (PyYAML composes recursively: ~5000 ``[`` would raise RecursionError), and with
+    YAML 1.2 floats: PyYAML implements YAML 1.1, where ``1e-4`` (no dot) and ``1.5e3`` (unsigned
+    exponent) are *strings*, so ``lr: 1e-4`` would be refused as "must be a number".
+    """
+
+    _depth = 0
 
     def compose_node(self, parent: Any, index: Any) -> Any:
         if self.check_event(yaml.AliasEvent):
@@ -72,13 +98,59 @@ class _NoAliasLoader(yaml.SafeLoader):
                 None, None, "YAML aliases (*name) are not supported in task specs; write the value out",
                 event.start_mark,
             )
+        if self.check_event(yaml.SequenceStartEvent, yaml.MappingStartEvent):
+            if self._depth >= MAX_DEPTH:
+                raise yaml.composer.ComposerError(None, None, _TOO_DEEP, self.peek_event().start_mark)
+            self._depth += 1
+            try:
+                return super().compose_node(parent, index)
+            finally:
+                self._depth -= 1
         return super().compose_node(parent, index)
+
+
+# YAML 1.2 core-schema floats that YAML 1.1 leaves as strings: an exponent without a dot or without a
+# sign (1e-4, 1E+3, 5e7, -1.5e3). Implicit resolvers are tried in order, so ints ("10") stay ints and
+# only plain (unquoted) scalars are affected: "1e-4" in quotes is still a string.
+_NoAliasLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$"),
+    list("-+0123456789."),
+)
+
+
+_JSON_TOKEN = re.compile(r'[\[\]{}"]')
+_JSON_STRING_REST = re.compile(r'[^"\\]*+(?:\\.[^"\\]*+)*+"')  # after the opening quote; possessive: linear
+
+
+def _json_depth_ok(text: str) -> bool:
+    """True when no JSON array/object nests deeper than MAX_DEPTH (strings skipped; linear, no recursion).
+
+    ``json.loads`` recurses per level and raises RecursionError on ~50 000 ``[``: check first.
+    """
+    depth, pos = 0, 0
+    while (m := _JSON_TOKEN.search(text, pos)) is not None:
+        tok, pos = m.group(), m.end()
+        if tok == '"':
+            end = _JSON_STRING_REST.match(text, pos)
+            if end is None:
+                return True  # an unterminated string: json.loads reports it
+            pos = end.end()
+        elif tok in "[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                return False
+        else:
+            depth -= 1
+    return True
 
 
 def load_spec_document(text: str, content_type: str | None = None) -> dict[str, Any] | list[FieldError]:
     """Read a YAML or JSON body into a mapping, or say precisely why not."""
     try:
         if content_type and "json" in content_type:
+            if not _json_depth_ok(text):
+                return [FieldError("(body)", None, _TOO_DEEP)]
             doc = json.loads(text)
         else:
             doc = yaml.load(text, Loader=_NoAliasLoader)  # noqa: S506 - a SafeLoader subclass
@@ -89,6 +161,8 @@ def load_spec_document(text: str, content_type: str | None = None) -> dict[str, 
         where = f" at line {mark.line + 1} column {mark.column + 1}" if mark else ""
         problem = getattr(exc, "problem", None) or str(exc)
         return [FieldError("(body)", None, f"invalid YAML{where}: {problem}")]
+    except (RecursionError, MemoryError):  # a last resort: the depth checks above should come first
+        return [FieldError("(body)", None, _TOO_DEEP)]
     if not isinstance(doc, dict):
         kind = "empty" if doc is None else type(doc).__name__
         return [FieldError("(body)", None, f"a task spec must be a mapping of fields, got {kind}")]
@@ -104,10 +178,27 @@ def parse_taskspec(doc: dict[str, Any]) -> TaskSpec | list[FieldError]:
     if kind not in ("basic", "advanced"):
         return [FieldError("kind", kind, "must be 'basic' (or omitted) or 'advanced'")]
     model: type[_Spec] = AdvancedTaskSpec if kind == "advanced" else BasicTaskSpec
+    unsafe = _unsafe_strings(doc)
     try:
-        return model.model_validate(doc)  # type: ignore[return-value]
+        spec = model.model_validate(doc)
     except ValidationError as exc:
-        return [_field_error(model, err) for err in exc.errors()]
+        errors = [_field_error(model, err) for err in exc.errors()]
+        seen = {e.field for e in errors}
+        return [*errors, *(e for e in unsafe if e.field not in seen)]
+    return unsafe or spec  # type: ignore[return-value]
+
+
+def _unsafe_strings(doc: dict[str, Any]) -> list[FieldError]:
+    """NUL (PostgreSQL cannot store it, C argv cannot carry it) and lone surrogates (from JSON/YAML
+    ``\\ud800`` escapes: not encodable as UTF-8) are refused in every string of the spec."""
+    errors = []
+    for key, value in doc.items():
+        items = [(str(key), value)] if not isinstance(value, list) else [
+            (f"{key}.{i}", v) for i, v in enumerate(value)]
+        for loc, v in items:
+            if isinstance(v, str) and ("\x00" in v or any(0xD800 <= ord(c) <= 0xDFFF for c in v)):
+                errors.append(FieldError(loc, _short(v), "must not contain NUL bytes or unpaired surrogate escapes"))
+    return errors
 
 
 def _field_error(model: type[_Spec], err: Any) -> FieldError:
@@ -128,8 +219,14 @@ def _field_error(model: type[_Spec], err: Any) -> FieldError:
         op = {"greater_than_equal": "≥", "greater_than": ">", "less_than_equal": "≤", "less_than": "<"}[etype]
         limit = next(iter(ctx.values()), "?")
         return FieldError(loc, value, f"must be {op} {limit}")
+    if etype == "value_error":
+        return FieldError(loc, _short(value), str(ctx.get("error") or err.get("msg", "invalid value")))
     if etype.startswith("int_") or etype == "bool_type":
-        return FieldError(loc, value, "must be a whole number, e.g. 4")
+        low, high = _bounds(model, loc)
+        if isinstance(value, float) and not isinstance(value, bool) and high is not None and not low <= value <= high:
+            return FieldError(loc, value, f"must be a whole number from {low} to {high}")
+        return FieldError(loc, value, "must be a whole number, e.g. 4 (write 1000, not 1e3 or 1000.0)"
+                          if isinstance(value, float) else "must be a whole number, e.g. 4")
     if etype.startswith("float_"):
         return FieldError(loc, value, "must be a number, e.g. 1e-6")
     if etype.startswith("string_") and "too_long" in etype:
@@ -145,7 +242,21 @@ def _field_error(model: type[_Spec], err: Any) -> FieldError:
     return FieldError(loc, _short(value), err.get("msg", "invalid value"))
 
 
+def _bounds(model: type[_Spec], loc: str) -> tuple[float, float | None]:
+    """The (ge, le) bounds declared on an integer field, for messages that name them."""
+    info = model.model_fields.get(loc)
+    low: float = float("-inf")
+    high: float | None = None
+    for m in info.metadata if info is not None else ():
+        low = getattr(m, "ge", None) if getattr(m, "ge", None) is not None else low
+        high = getattr(m, "le", None) if getattr(m, "le", None) is not None else high
+    return low, high
+
+
 def _short(value: Any) -> Any:
+    if isinstance(value, str):  # echoed in a JSON error: make it encodable and one line
+        value = "".join(c if c.isprintable() or c == " " else c.encode("unicode_escape", "backslashreplace")
+                        .decode("ascii") for c in value)
     if isinstance(value, str) and len(value) > 200:
         return value[:200] + "…"
     if isinstance(value, list | dict):

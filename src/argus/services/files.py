@@ -227,16 +227,22 @@ class UserFiles(ConfinedPaths):
         return upload
 
     def mkdir(self, path: object, mode: int = 0o755, *, parents: bool = False) -> FileInfo:
-        """Create a directory; with ``parents`` also the missing ones above it (``mkdir -p``),
-        each through the same confined path as any other write."""
+        """Create a directory; with ``parents`` also the missing ones above it (``mkdir -p``).
+
+        The parents are made in one O_NOFOLLOW walk from the area root (``make_dirs``), linear in
+        depth; stat-ing and creating each level through the full resolve was quadratic (1200 levels:
+        66 s of CPU). Depth and path length are capped (``check_new_path``).
+        """
         parts = self.virtual(path)
+        self.check_new_path(parts)
+        if parents and len(parts) > 1:
+            # one realpath of the parent (an in-area link keeps working), then one O_NOFOLLOW walk
+            area, rel, vpath = self.resolve(path, follow_last=False, write=True)
+            if rel[:-1]:
+                if not area.writable:
+                    raise Forbidden(f"{vpath}: read-only for you", code="read_only")
+                self.make_dirs(area, rel[:-1], (mode & 0o777) | 0o700, vpath)
         if parents:
-            for depth in range(1, len(parts)):
-                above = "/" + "/".join(parts[:depth])
-                try:
-                    self.stat(above)
-                except NotFound:
-                    self.mkdir(above, mode)
             try:
                 info = self.stat(path)
             except NotFound:
@@ -293,8 +299,16 @@ class UserFiles(ConfinedPaths):
         return self.stat(dst, follow=False)
 
     def setstat(self, path: object, *, mode: int | None = None, times_ns: tuple[int, int] | None = None) -> None:
-        """chmod (permission bits only: no setuid/setgid/sticky) and utime; nothing else is settable."""
-        with self._parent(path, write=True, allow_root=True) as (fd, name, _area, vpath), os_errors(vpath):
+        """chmod (permission bits only: no setuid/setgid/sticky) and utime; nothing else is settable.
+
+        The modes of the home itself and of everything in the shared areas (``/common/…``, writable by
+        admins) are the platform's: other users and every task read them, so chmod there is refused.
+        """
+        with self._parent(path, write=True, allow_root=True) as (fd, name, area, vpath), os_errors(vpath):
+            if mode is not None and (area is not self.home or name == "."):
+                where = "your home folder itself" if area is self.home else "/common"
+                raise Forbidden(f"{vpath}: permission denied: the modes of {where} are set by the platform",
+                                code="forbidden")
             st = os.stat(name, dir_fd=fd, follow_symlinks=False)
             if not stat.S_ISDIR(st.st_mode):
                 self._check_regular(st, vpath)

@@ -29,11 +29,15 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from argus.errors import ClientError, Conflict, Forbidden, NotFound, QuotaExceeded
+from argus.errors import ClientError, Conflict, FieldError, Forbidden, NotFound, QuotaExceeded
 
 PART_PREFIX = ".argus-part-"
 SHARED = ("datasets", "hf")
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+# Bounds on a directory a user creates: deeper trees serve no training job and every later
+# access pays one openat per level (Linux refuses real paths over PATH_MAX=4096 anyway).
+MAX_NEW_DEPTH = 256
+MAX_PATH_BYTES = 4096
 
 
 @dataclass(frozen=True)
@@ -163,6 +167,41 @@ class ConfinedPaths:
         parent_area, parent_rel = self._classify(os.path.realpath(os.path.dirname(real)), vpath)
         return parent_area, (*parent_rel, rel[-1]), vpath
 
+    @classmethod
+    def check_new_path(cls, parts: tuple[str, ...]) -> None:
+        """Refuse creating a path deeper than MAX_NEW_DEPTH levels or longer than MAX_PATH_BYTES."""
+        vpath = cls.show(parts)
+        size = len(vpath.encode("utf-8", "surrogateescape"))
+        if len(parts) > MAX_NEW_DEPTH or size > MAX_PATH_BYTES:
+            what = (f"{len(parts)} levels deep (at most {MAX_NEW_DEPTH})" if len(parts) > MAX_NEW_DEPTH
+                    else f"{size} bytes long (at most {MAX_PATH_BYTES})")
+            shown = vpath if len(vpath) <= 200 else vpath[:200] + "…"
+            raise ClientError(f"path is {what}", code="path_too_long",
+                              errors=[FieldError("path", shown, f"is {what}; use a shallower folder layout")])
+
+    def make_dirs(self, area: Area, rel: tuple[str, ...], mode: int, vpath: str) -> None:
+        """``mkdir -p`` of ``area/rel`` in one O_NOFOLLOW walk from the area root: one openat (and at
+        most one mkdirat) per level, so the cost is linear in depth; a link met on the way fails."""
+        with os_errors(vpath):
+            fd = os.open(area.real, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            try:
+                for comp in rel:
+                    try:
+                        nfd = os.open(comp, _DIR_FLAGS, dir_fd=fd)
+                    except FileNotFoundError:
+                        if comp.startswith(PART_PREFIX):
+                            raise ClientError(f"{vpath}: names starting with {PART_PREFIX} are reserved",
+                                              code="bad_path") from None
+                        try:
+                            os.mkdir(comp, mode, dir_fd=fd)
+                        except FileExistsError:  # created meanwhile: open it below like any other
+                            pass
+                        nfd = os.open(comp, _DIR_FLAGS, dir_fd=fd)
+                    os.close(fd)
+                    fd = nfd
+            finally:
+                os.close(fd)
+
     def open_dir(self, area: Area, rel: tuple[str, ...], vpath: str) -> int:
         """An fd on ``area/rel`` reached with O_NOFOLLOW at every step (a swapped-in link fails)."""
         with os_errors(vpath):
@@ -202,4 +241,4 @@ class ConfinedPaths:
             os.close(fd)
 
 
-__all__ = ["PART_PREFIX", "SHARED", "Area", "ConfinedPaths", "check_regular", "os_errors"]
+__all__ = ["MAX_NEW_DEPTH", "MAX_PATH_BYTES", "PART_PREFIX", "SHARED", "Area", "ConfinedPaths", "check_regular", "os_errors"]

@@ -1,35 +1,62 @@
-"""SFTP logins: password and public-key checks, and a per-user / per-address failure limiter.
+"""SFTP logins: password and public-key checks, and the failed-login limiter.
 
-The limiter is in memory (one server process owns the SFTP port): after
-``max_failures`` failed attempts within ``window_s`` by one user name *or* from
-one address, every further attempt for that key is refused, even a correct one,
-until old failures leave the window. Counting by address stops one client
-spraying many names; counting by name stops many clients guessing one password.
-Unknown users cost a failure too, so names cannot be enumerated faster.
+The limiter is in memory (one server process owns the SFTP port) and counts failed
+*password* attempts in a sliding window of ``window_s``:
+
+* per (user, address): after ``max_failures`` failures for one name from one address,
+  password logins for that name from that address are refused, even a correct one, until
+  old failures leave the window. Guessing bob's password from one machine therefore never
+  locks alice out, nor bob himself on another machine.
+* per address, across names: ``address_factor × max_failures`` failures from one address
+  (a client spraying many names) refuse every *password* login from it.
+
+A public-key login is never refused by the limiter: a key cannot be guessed (the client must
+sign with the private key), so throttling it only lets an attacker lock out legitimate users
+who share an address (NAT, a login node). Unknown users cost a failure like wrong passwords,
+so names cannot be enumerated faster. Each lockout is logged with the user, the address and
+the time it ends.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
-from collections import defaultdict, deque
+from collections import deque
+from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from argus.db.models import SshKeyModel, UserModel
 from argus.services.principal import Principal
-from argus.services.users import verify_password
+from argus.services.users import password_too_long, verify_password
+
+log = logging.getLogger(__name__)
+_SWEEP_AT = 10_000  # tracked keys before stale ones are dropped (a name-spraying client creates many)
+
+
+@dataclass(frozen=True)
+class Lockout:
+    """A limit was just reached: password logins for ``user`` (or any user, scope "address") from
+    ``address`` are refused until ``until`` (UTC)."""
+
+    user: str
+    address: str
+    scope: str  # "user+address" | "address"
+    until: datetime
 
 
 class LoginLimiter:
-    def __init__(self, max_failures: int, window_s: float) -> None:
+    def __init__(self, max_failures: int, window_s: float, *, address_factor: int = 10) -> None:
         self.max_failures = max_failures
         self.window_s = window_s
+        self.address_max = max_failures * address_factor
         self._lock = threading.Lock()
-        self._failures: dict[str, deque[float]] = defaultdict(deque)
+        self._failures: dict[tuple[str, ...], deque[float]] = {}
 
-    def _recent(self, key: str, now: float) -> int:
+    def _recent(self, key: tuple[str, ...], now: float) -> int:
         q = self._failures.get(key)
         if not q:
             return 0
@@ -40,16 +67,36 @@ class LoginLimiter:
             return 0
         return len(q)
 
-    def blocked(self, user: str, address: str) -> bool:
-        now = time.monotonic()
-        with self._lock:
-            return any(self._recent(k, now) >= self.max_failures for k in (f"u:{user}", f"a:{address}"))
+    def _limits(self, user: str, address: str) -> tuple[tuple[tuple[str, ...], int, str], ...]:
+        return (("u", user, address), self.max_failures, "user+address"), (("a", address), self.address_max, "address")
 
-    def failed(self, user: str, address: str) -> None:
+    def blocked(self, user: str, address: str) -> bool:
+        """Whether a *password* login for ``user`` from ``address`` is refused now (keys never are)."""
         now = time.monotonic()
         with self._lock:
-            for key in (f"u:{user}", f"a:{address}"):
-                self._failures[key].append(now)
+            return any(self._recent(key, now) >= limit for key, limit, _ in self._limits(user, address))
+
+    def failed(self, user: str, address: str) -> list[Lockout]:
+        """Count a failed password login; returns (and logs) the lockouts it starts, if any."""
+        now = time.monotonic()
+        lockouts = []
+        with self._lock:
+            if len(self._failures) > _SWEEP_AT:
+                for key in list(self._failures):
+                    self._recent(key, now)
+            for key, limit, scope in self._limits(user, address):
+                before = self._recent(key, now)
+                q = self._failures.setdefault(key, deque())
+                q.append(now)
+                if before < limit <= before + 1:
+                    ends = q[-limit] + self.window_s  # when the oldest counted failure leaves the window
+                    lockouts.append(Lockout(user, address, scope, datetime.fromtimestamp(time.time() + ends - now, UTC)))
+        for lock in lockouts:
+            who = f"{user!r}" if lock.scope == "user+address" else f"every user (last tried {user!r})"
+            limit = self.max_failures if lock.scope == "user+address" else self.address_max
+            log.warning("login lockout: password logins for %s from %s refused until %s (%d failures in %g s)",
+                        who, address, lock.until.isoformat(timespec="seconds"), limit, self.window_s)
+        return lockouts
 
 
 def _active_user(session: Session, name: str) -> UserModel | None:
@@ -58,7 +105,11 @@ def _active_user(session: Session, name: str) -> UserModel | None:
 
 
 def login_with_password(session: Session, name: str, password: str) -> Principal | None:
-    """The principal when the password is right and the user enabled; argon2 is slow: call off the loop."""
+    """The principal when the password is right and the user enabled; argon2 is slow: call off the loop.
+
+    A password over ``MAX_PASSWORD_BYTES`` is refused before any look-up or hashing."""
+    if password_too_long(password):
+        return None
     user = _active_user(session, name)
     if user is None or not verify_password(user, password):
         return None

@@ -26,6 +26,9 @@ from argus.services.principal import Principal
 TOKEN_PREFIX = "argus_"
 _hasher = PasswordHasher()
 MIN_PASSWORD_LEN = 8
+# Longer passwords are refused before any hashing: Argon2 digests the whole input, so a megabyte
+# "password" at every SFTP attempt is CPU spent on an attacker; no passphrase needs more.
+MAX_PASSWORD_BYTES = 1024
 
 
 def hash_token(token: str) -> str:
@@ -50,7 +53,7 @@ def ensure_home(root: Path, name: str) -> Path:
 
 
 def validate_user_name(name: object) -> str:
-    if not isinstance(name, str) or not USER_NAME_RE.match(name):
+    if not isinstance(name, str) or not USER_NAME_RE.fullmatch(name):  # `$` alone lets "ab\n" through
         raise ClientError(
             "invalid user name",
             code="invalid_user",
@@ -159,13 +162,25 @@ def set_password(session: Session, user_id: int, password: object) -> None:
             code="invalid_password",
             errors=[FieldError("password", None, f"must be a string of at least {MIN_PASSWORD_LEN} characters")],
         )
+    if password_too_long(password):
+        raise ClientError(
+            "password too long",
+            code="invalid_password",
+            errors=[FieldError("password", None, f"must be at most {MAX_PASSWORD_BYTES} bytes (UTF-8); "
+                                                 "use a shorter passphrase or an SSH key")],
+        )
     user = session.get(UserModel, user_id)
     assert user is not None
     user.password_hash = _hasher.hash(password)
 
 
+def password_too_long(password: str) -> bool:
+    """More than MAX_PASSWORD_BYTES once encoded (cheap: no encoding of huge strings past the bound)."""
+    return len(password) > MAX_PASSWORD_BYTES or len(password.encode("utf-8", "surrogatepass")) > MAX_PASSWORD_BYTES
+
+
 def verify_password(user: UserModel, password: str) -> bool:
-    if not user.password_hash or user.disabled:
+    if not user.password_hash or user.disabled or password_too_long(password):
         return False
     try:
         return _hasher.verify(user.password_hash, password)

@@ -3,7 +3,8 @@
 SFTP only: no shell, no exec, no port/agent/X11 forwarding, no SCP. Users log in
 with their Argus name and either the password they set (``argus passwd``) or a
 registered public key (``argus keys add``). Disabled users are refused; failed
-logins are limited per user and per address (``services.logins``). Argon2
+logins are limited per (user, address) with a ceiling per address; valid keys are never
+throttled (``services.logins``). Argon2
 verification and database look-ups run in a worker thread so one slow login
 does not stall every transfer on the event loop.
 
@@ -34,6 +35,7 @@ import asyncssh
 from argus.services.files import FileStore, user_files
 from argus.services.logins import LoginLimiter, login_with_key, login_with_password
 from argus.services.principal import Principal
+from argus.services.users import password_too_long
 from argus.settings import Settings
 from argus.sftp.handler import ArgusSFTPServer
 
@@ -82,7 +84,10 @@ class _Connection(asyncssh.SSHServer):
     async def validate_password(self, username: str, password: str) -> bool:
         limiter = self.owner.limiter
         if limiter.blocked(username, self.address):
-            log.warning("sftp: login for %r from %s refused: too many failures", username, self.address)
+            log.info("sftp: password login for %r from %s refused: locked out after failures", username, self.address)
+            return False
+        if password_too_long(password):  # refused before any thread, look-up or hashing
+            limiter.failed(username, self.address)
             return False
         principal = await asyncio.to_thread(self.owner.check_password, username, password)
         if principal is None:
@@ -92,9 +97,8 @@ class _Connection(asyncssh.SSHServer):
         return True
 
     async def validate_public_key(self, username: str, key: asyncssh.SSHKey) -> bool:
-        # A key that does not match is not counted: clients offer every key they hold.
-        if self.owner.limiter.blocked(username, self.address):
-            return False
+        # Not throttled (services.logins): a key cannot be guessed, and a key that does not match is
+        # not counted as a failure since clients offer every key they hold.
         principal = await asyncio.to_thread(self.owner.check_key, username, key.get_fingerprint("sha256"))
         if principal is None:
             return False

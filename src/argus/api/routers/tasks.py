@@ -11,6 +11,7 @@ from starlette.concurrency import run_in_threadpool
 from argus.api.context import AppContext
 from argus.api.deps import current_principal, get_ctx, get_session
 from argus.api.schemas import (
+    MAX_LIST_OFFSET,
     AttemptOut,
     CancelOut,
     ErrorOut,
@@ -90,7 +91,7 @@ def list_tasks(
     workload: str | None = None,
     user: str | None = Query(None, description="admin only: one user's tasks"),
     limit: int = Query(50, ge=1, le=500),
-    offset: int = Query(0, ge=0),
+    offset: int = Query(0, ge=0, le=MAX_LIST_OFFSET),
     principal: Principal = Depends(current_principal),
     session: Session = Depends(get_session),
 ) -> TaskListOut:

@@ -13,6 +13,7 @@ from argus.api.schemas import (
     KeyOut,
     MeOut,
     PasswordIn,
+    RowId,
     TokenCreatedOut,
     TokenIn,
     TokenOut,
@@ -52,7 +53,7 @@ def add_key(body: KeyIn, principal: Principal = Depends(current_principal),
 
 
 @router.delete("/me/keys/{key_id}", status_code=204, responses=_ERR)
-def remove_key(key_id: int, principal: Principal = Depends(current_principal),
+def remove_key(key_id: RowId, principal: Principal = Depends(current_principal),
                session: Session = Depends(get_session)) -> Response:
     svc.remove_ssh_key(session, principal.id, key_id)
     return Response(status_code=204)
@@ -93,6 +94,6 @@ def create_token(name: str, body: TokenIn | None = None, _: Principal = Depends(
 
 
 @router.delete("/users/{name}/tokens/{token_id}", response_model=TokenOut, responses=_ERR)
-def revoke_token(name: str, token_id: int, _: Principal = Depends(require_admin),
+def revoke_token(name: str, token_id: RowId, _: Principal = Depends(require_admin),
                  session: Session = Depends(get_session)) -> TokenOut:
     return TokenOut.model_validate(svc.revoke_token(session, svc.get_user(session, name), token_id))
