@@ -18,6 +18,8 @@ import yaml
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from argus.core.envvars import DEFAULT_ENV_ALLOWLIST
+
 DEFAULT_ENTRY_ALLOWLIST = ["verl.trainer.", "verl.model_merger", "argus.jobs."]
 
 
@@ -80,6 +82,8 @@ class Settings(BaseSettings):
 
     # Admission
     entry_allowlist: list[str] = Field(default_factory=lambda: list(DEFAULT_ENTRY_ALLOWLIST))
+    # VAR=value an advanced command may set: NAME, PREFIX_* or NAME=a|b (see core/envvars.py)
+    env_allowlist: list[str] = Field(default_factory=lambda: list(DEFAULT_ENV_ALLOWLIST))
     max_spec_bytes: int = 256 * 1024
     max_nnodes: int = 1024
     max_gpus_per_node: int = 64
@@ -92,6 +96,9 @@ class Settings(BaseSettings):
     reward_check_timeout_s: float = 30.0
     # Jail for head-side processes that handle user input (reward dry-run, verl validator): see verl/sandbox.py
     sandbox: Literal["auto", "bwrap", "off"] = "auto"
+    # Jail for every process of a task on the nodes (driver, trainer, Ray workers): see runtime/jail.py.
+    # auto: on when bubblewrap is installed here; bwrap: required; off: tasks run unconfined.
+    task_jail: Literal["auto", "bwrap", "off"] = "auto"
 
     # Runtime on workers: the interpreter that `python3` means inside a task
     train_python: str = Field(default_factory=lambda: sys.executable)

@@ -161,3 +161,23 @@ def test_home_skeleton_created(live):
     live.new_user("carol")
     home = Path(live.ctx.settings.root) / "users" / "carol"
     assert sorted(p.name for p in home.iterdir()) == ["code", "datasets", "jobs", "models"]
+
+
+def test_unresolvable_interpolation_and_env_are_refused_when_validation_is_off(live):
+    """verl_validation=off: nothing resolves the config, so interpolations into paths are refused."""
+    alice = live.new_user("alice")
+
+    def errors(body):
+        r = submit(alice, body)
+        assert r.status_code == 400, r.text
+        return {(e["field"], e["value"].split("=", 1)[0]): e["message"] for e in r.json()["detail"]["errors"]}
+
+    errs = errors(ADV.replace("PYTHONUNBUFFERED=1 ", "CUDA_VISIBLE_DEVICES=0,1 LD_PRELOAD=$HOME/code/x.so "))
+    assert "Ray gives this task" in errs[("command", "CUDA_VISIBLE_DEVICES")]
+    assert "not allowed" in errs[("command", "LD_PRELOAD")]
+    errs = errors(ADV.replace("+ray_kwargs.ray_init.address=auto",
+                              "'+x=..' 'trainer.default_local_dir=$HOME/${x}/bob/ck'"))
+    assert "cannot resolve the config" in errs[("command: trainer.default_local_dir", "trainer.default_local_dir")]
+    ok = ADV.replace("+ray_kwargs.ray_init.address=auto", "trainer.experiment_name=e1 '+argus_note=${trainer.experiment_name}'")
+    r = submit(alice, ok)
+    assert r.status_code == 201, r.text

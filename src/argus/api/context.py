@@ -33,6 +33,7 @@ class AppContext:
         return AdmissionPolicy(
             layout=self.layout,
             entry_allowlist=tuple(s.entry_allowlist),
+            env_allowlist=tuple(s.env_allowlist),
             max_nnodes=s.max_nnodes,
             max_gpus_per_node=s.max_gpus_per_node,
         )

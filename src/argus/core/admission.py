@@ -14,7 +14,20 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from argus.core.command import ParsedCommand, module_allowed, parse_command, split_list_value
+from argus.core.command import (
+    ParsedCommand,
+    module_allowed,
+    parse_command,
+    shell_expansions,
+    split_list_value,
+)
+from argus.core.envvars import DEFAULT_ENV_ALLOWLIST, check_env_assignments
+from argus.core.interpolation import (
+    check_interpolations,
+    find_interpolations,
+    unresolved_path_errors,
+)
+from argus.core.pathrules import REWARD_KEYS, TRAIN_KEYS, check_literal_path
 from argus.core.paths import DataLayout, is_under, normalize
 from argus.core.taskspec import AdvancedTaskSpec, BasicTaskSpec, TaskSpec
 from argus.errors import FieldError
@@ -26,31 +39,40 @@ _OVERRIDE_KEY = re.compile(r"^(\+\+|\+|~)?[A-Za-z_][\w.\-/@]*=")
 _PIECES = re.compile(r"[^=,\[\]:\s'\"{}()]+")
 _GLOB_OR_VAR = re.compile(r"[*?\[\]$\\{}]")
 _VERL_TRAINER = "verl.trainer."
-TRAIN_KEYS = ("data.train_files", "data.val_files")
-REWARD_KEYS = ("custom_reward_function.path", "reward.custom_reward_function.path")
 RAY_ADDRESS_KEY = "ray_kwargs.ray_init.address"
 # Hydra keys that make verl build objects from config: set from the command line they would run
 # arbitrary code while Argus validates the config on the head.
 HYDRA_INSTANTIATE_KEYS = frozenset({"_target_", "_args_", "_partial_", "_recursive_", "_convert_"})
+# Hydra would chdir into hydra.run.dir: relative paths would no longer be relative to the job dir.
+HYDRA_CHDIR_KEY = "hydra.job.chdir"
+# Basic fields that become verl values: literal only (interpolations belong in `overrides`).
+_BASIC_VALUE_FIELDS = ("model_id", "train_file", "val_file", "reward_path", "reward_name")
 
 
 @dataclass(frozen=True)
 class AdmissionPolicy:
     layout: DataLayout
     entry_allowlist: tuple[str, ...]
+    env_allowlist: tuple[str, ...] = DEFAULT_ENV_ALLOWLIST
     max_nnodes: int = 1024
     max_gpus_per_node: int = 64
 
 
 @dataclass
 class Admitted:
-    """An accepted spec: what to run (before the task id is known) and what to tell the user."""
+    """An accepted spec: what to run (before the task id is known) and what to tell the user.
+
+    ``unresolved`` are errors that stand unless a later check resolves the config and
+    judges every resolved path (``CheckOutcome.paths_resolved``): interpolations that no
+    one would otherwise check (see ``core.interpolation.unresolved_path_errors``).
+    """
 
     spec: TaskSpec
     warnings: list[str] = field(default_factory=list)
     command_expanded: str | None = None
     entry_module: str | None = None
     overrides: dict[str, str] = field(default_factory=dict)
+    unresolved: list[FieldError] = field(default_factory=list)
 
 
 @dataclass
@@ -108,11 +130,23 @@ def _admit_advanced(
         errors.extend(parsed)
         return None
     _check_entry(parsed, policy, errors)
+    check_env_assignments(parsed.env, policy.env_allowlist, errors)
+    for exp in dict.fromkeys(shell_expansions(expanded)):
+        errors.append(
+            FieldError("command", exp, "the shell would fill this in from the task's environment after Argus "
+                       "checked the command; write the value itself (a Hydra interpolation goes in single "
+                       "quotes: 'key=${other.key}')")
+        )
     for tok in parsed.tokens:
         check_foreign_paths(tok, user, layout, errors, fld="command")
+    for arg in parsed.args:
+        check_interpolations(arg, errors, fld="command")
     overrides = {k: v for k, (_p, v) in parsed.overrides.items()}
-    for key in overrides:
+    unresolved: list[FieldError] = []
+    for key, value in overrides.items():
         check_override_key(key, errors, fld="command")
+        check_literal_path(key, value, user, layout, errors, fld=f"command: {key}")
+        unresolved.extend(unresolved_path_errors(key, value, fld=f"command: {key}"))
     for key in TRAIN_KEYS:
         if key in overrides:
             check_data_paths(overrides[key], user, layout, errors, fld=f"command: {key}")
@@ -121,7 +155,8 @@ def _admit_advanced(
             check_reward_path(overrides[key], user, layout, errors, fld=f"command: {key}")
     if parsed.module and parsed.module.startswith(_VERL_TRAINER):
         _weak_checks(spec, parsed, warnings)
-    return Admitted(spec=spec, command_expanded=expanded, entry_module=parsed.module, overrides=overrides)
+    return Admitted(spec=spec, command_expanded=expanded, entry_module=parsed.module, overrides=overrides,
+                    unresolved=unresolved)
 
 
 def _check_entry(parsed: ParsedCommand, policy: AdmissionPolicy, errors: list[FieldError]) -> None:
@@ -182,6 +217,11 @@ def _admit_basic(
     spec: BasicTaskSpec, user: str, policy: AdmissionPolicy, errors: list[FieldError]
 ) -> Admitted | None:
     layout = policy.layout
+    for name in _BASIC_VALUE_FIELDS:
+        value = getattr(spec, name)
+        if isinstance(value, str) and find_interpolations(value):
+            errors.append(FieldError(name, value, "must be written out: ${...} interpolations are only "
+                                     "accepted in 'overrides'"))
     _check_model_id(spec.model_id, user, layout, errors)
     check_data_paths(layout.expand(spec.train_file, user), user, layout, errors, fld="train_file")
     if spec.val_file:
@@ -200,6 +240,7 @@ def _admit_basic(
     if spec.workload == "sft" and spec.rollout_n is not None:
         errors.append(FieldError("rollout_n", spec.rollout_n, "only applies to ppo/grpo; remove it for sft"))
     overrides: dict[str, str] = {}
+    unresolved: list[FieldError] = []
     for i, item in enumerate(spec.overrides):
         fld = f"overrides[{i}]"
         if not _OVERRIDE_KEY.match(item):
@@ -209,13 +250,16 @@ def _admit_basic(
         check_foreign_paths(expanded, user, layout, errors, fld=fld)
         key, _, value = expanded.lstrip("+~").partition("=")
         check_override_key(key, errors, fld=fld)
+        check_interpolations(value, errors, fld=fld)
+        check_literal_path(key, value, user, layout, errors, fld=fld)
+        unresolved.extend(unresolved_path_errors(key, value, fld=fld))
         if key in TRAIN_KEYS:
             check_data_paths(value, user, layout, errors, fld=fld)
         if key in REWARD_KEYS:
             check_reward_path(value, user, layout, errors, fld=fld)
         overrides[key] = value
     entry = "verl.trainer.sft_trainer" if spec.workload == "sft" else "verl.trainer.main_ppo"
-    return Admitted(spec=spec, entry_module=entry, overrides=overrides)
+    return Admitted(spec=spec, entry_module=entry, overrides=overrides, unresolved=unresolved)
 
 
 def _check_model_id(model_id: str, user: str, layout: DataLayout, errors: list[FieldError]) -> None:
@@ -273,6 +317,11 @@ def check_foreign_paths(text: str, user: str, layout: DataLayout, errors: list[F
 
 
 def check_override_key(key: str, errors: list[FieldError], *, fld: str) -> None:
+    if key == HYDRA_CHDIR_KEY:
+        errors.append(
+            FieldError(fld, key, "Argus runs the task in $HOME/jobs/<task> and checks relative paths against it; "
+                       "remove hydra.job.chdir")
+        )
     if HYDRA_INSTANTIATE_KEYS.intersection(key.split(".")):
         errors.append(
             FieldError(fld, key, "overriding Hydra instantiation keys (_target_, _args_, ...) is not allowed: they "
@@ -333,12 +382,15 @@ class CheckOutcome:
 
     ``command_expanded`` replaces the advanced command when the check rewrote it
     (legacy keys); ``info`` is returned with the accepted task (e.g. row counts).
+    ``paths_resolved`` says the check resolved the task's config exactly as verl will and
+    judged every resolved path, which lifts ``Admitted.unresolved``.
     """
 
     errors: list[FieldError] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     command_expanded: str | None = None
     info: dict[str, Any] = field(default_factory=dict)
+    paths_resolved: bool = False
 
 
 # An extra check run after the pure ones: (admitted spec, user name, template overrides) -> outcome.

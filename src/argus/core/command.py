@@ -131,6 +131,44 @@ def split_list_value(value: str) -> list[str]:
     return [p.strip().strip("'\"") for p in v.split(",") if p.strip().strip("'\"")]
 
 
+_EXPANSION_START = re.compile(r"[A-Za-z_0-9{@*#?$!\-]")
+
+
+def shell_expansions(command: str) -> list[str]:
+    """Every ``$NAME`` / ``${...}`` that bash would expand (outside single quotes, not escaped).
+
+    Argus expands its own ``$HOME`` macros first; anything left is filled in by the shell from
+    the task's environment when the command runs (``$PWD/../../../bob``), after admission looked
+    at the text, so admission refuses it. A Hydra interpolation must reach verl unexpanded: in
+    single quotes (``'key=${other.key}'``), where bash leaves it alone.
+    """
+    found: list[str] = []
+    quote: str | None = None
+    i = 0
+    while i < len(command):
+        c = command[i]
+        if quote == "'":
+            quote = None if c == "'" else quote
+        elif c == "\\":
+            i += 1  # the next character is literal (in double quotes too, for $ and ")
+        elif c == '"':
+            quote = None if quote == '"' else '"'
+        elif c == "'" and quote is None:
+            quote = "'"
+        elif c == "$" and i + 1 < len(command) and _EXPANSION_START.match(command[i + 1]):
+            nxt = command[i + 1]
+            if nxt == "{":
+                close = command.find("}", i)
+                end = len(command) if close == -1 else close + 1
+            elif nxt.isalpha() or nxt == "_":
+                end = i + 1 + len(re.match(r"\w*", command[i + 1 :]).group())  # type: ignore[union-attr]
+            else:
+                end = i + 2  # $1, $@, $$, ...
+            found.append(command[i:end])
+        i += 1
+    return found
+
+
 def _snippet(text: str, needle: str) -> str:
     at = text.find(needle)
     return text[max(0, at - 20) : at + 40]

@@ -77,13 +77,17 @@ def submit_task(
         if isinstance(spec, BasicTaskSpec)
         else []
     )
+    resolved = False
     for check in checks:
         outcome: CheckOutcome = check(verdict, principal.name, template)
         errors.extend(outcome.errors)
         warnings.extend(outcome.warnings)
         info.update(outcome.info)
+        resolved = resolved or outcome.paths_resolved
         if outcome.command_expanded is not None:
             verdict.command_expanded = outcome.command_expanded
+    if not resolved:  # no check resolved the config: interpolations into paths cannot be judged
+        errors.extend(verdict.unresolved)
     if errors:
         raise _rejected(errors)
 

@@ -6,6 +6,12 @@ verl's validation for ``nnodes × n_gpus_per_node``, rewrites legacy keys, reads
 the datasets' parquet metadata and dry-runs the custom reward. Every problem
 becomes a FieldError naming the spec field or ``command: <key>``.
 
+Paths are judged in the config verl will resolve, not in the text: the validator
+returns every resolved value that may name a path (``argus.verl.resolve``) and
+Argus's path rules (``core.pathrules``) judge each. Only when every resolved path
+passed are files touched (parquet metadata, tokenizer, reward dry-run), so a path
+that resolves into another home is never opened on the head.
+
 ``settings.verl_validation``: ``required`` rejects when the validator cannot
 run; ``optional`` accepts with a warning; ``off`` skips every check here.
 """
@@ -18,6 +24,8 @@ from typing import Any
 
 from argus.core.admission import Admitted, CheckOutcome
 from argus.core.command import ParsedCommand, parse_command, split_list_value
+from argus.core.pathrules import check_path_value
+from argus.core.paths import DataLayout
 from argus.core.taskspec import AdvancedTaskSpec, BasicTaskSpec
 from argus.errors import FieldError
 from argus.settings import Settings
@@ -61,6 +69,12 @@ class VerlCheck:
         out.info["verl_validation_s"] = round(time.monotonic() - started, 3)
         for e in resp["errors"]:
             out.errors.append(FieldError(self._field(spec, e["key"], overrides), e["value"], e["message"]))
+        if "paths" not in resp:  # a validator from an older Argus: nothing resolved, nothing lifted
+            out.warnings.append("the verl validator did not return resolved paths; restart the server")
+            return out
+        out.paths_resolved = True
+        if self._check_paths(resp["paths"], spec, user, overrides, out):
+            return out  # never open a file (parquet, tokenizer, reward) at a refused path
         resolved = resp.get("resolved", {})
         self._check_datasets(spec.workload, resolved, spec, overrides, out)
         if not out.errors and spec.workload != "sft":
@@ -68,6 +82,22 @@ class VerlCheck:
         if not out.errors:
             self._check_reward(resolved, spec, out)
         return out
+
+    def _check_paths(self, paths: list[dict[str, Any]], spec: Any, user: str, overrides: list[str],
+                     out: CheckOutcome) -> bool:
+        """Argus's path rules on every resolved value; True when one failed."""
+        layout = DataLayout.at(self.settings.root)
+        seen: set[tuple[str, str]] = set()
+        failed = False
+        for p in paths:
+            key, value = str(p["key"]), str(p["value"])
+            if (key, value) in seen:
+                continue
+            seen.add((key, value))
+            for e in check_path_value(key, value, user, layout, fld=self._field(spec, key, overrides), resolved=True):
+                out.errors.append(e)
+                failed = True
+        return failed
 
     # ------------------------------------------------------------ overrides
 
@@ -94,7 +124,8 @@ class VerlCheck:
         if flags:
             out.warnings.append(f"command passes Hydra flags ({' '.join(flags[:3])}); verl validation skipped")
             return None
-        items = [a for a in parsed.args if "=" in a and not a.lstrip("+~").startswith("hydra.")]
+        # hydra.* overrides go too: hydra.run.dir/sweep.dir are resolved and checked like any path
+        items = [a for a in parsed.args if "=" in a]
         # Validate with the spec's gang size where the command is silent (the admission warning says add it).
         for key, value in (("trainer.nnodes", spec.nnodes), ("trainer.n_gpus_per_node", spec.n_gpus_per_node)):
             if key not in parsed.overrides:
@@ -138,8 +169,7 @@ class VerlCheck:
             for i, item in enumerate(spec.overrides):
                 if item.lstrip("+~").split("=", 1)[0] == key:
                     return f"overrides[{i}]"
-            if key in _BASIC_FIELD:
-                return _BASIC_FIELD[key]
+            return _BASIC_FIELD.get(key, "overrides")
         return f"command: {key}" if key else "command"
 
     # ------------------------------------------------------------ files

@@ -3,8 +3,9 @@
 Runs as ``<verl_python> -m argus.verl.worker`` inside the *training* environment,
 so the verl that judges a task is the verl that will run it. It must stay
 self-contained (stdlib + verl + hydra + omegaconf): the training environment has
-none of the server's dependencies; the only argus module it imports is its
-sibling ``argus.verl.messages`` (the error wording), held to the same rule.
+none of the server's dependencies; the only argus modules it imports are its
+siblings ``argus.verl.messages`` (the error wording) and ``argus.verl.resolve``
+(resolved paths), held to the same rule.
 Importing verl costs seconds, composing and validating a config well under one,
 hence a warm process.
 
@@ -12,7 +13,8 @@ Protocol: one JSON object per line in, one per line out, same ``id``.
   {"op": "info"}                       -> {"verl_version", "reward_moved", "estimators"}
   {"op": "validate", "config": "ppo_trainer" | "sft_trainer_engine",
    "overrides": ["key=value", "+key=value", ...]}
-                                       -> {"errors": [{"key", "value", "message"}], "resolved": {...}}
+                                       -> {"errors": [{"key", "value", "message"}], "resolved": {...},
+                                           "paths": [{"key", "value"}]}  (see argus.verl.resolve)
   {"op": "sleep", "seconds": s}        -> used by tests to exercise the caller's timeout
 """
 
@@ -33,6 +35,7 @@ import warnings
 from typing import Any
 
 from argus.verl.messages import Schema, compose_error, did_you_mean, err, key_in, value_errors
+from argus.verl.resolve import lock_resolvers, resolved_paths
 
 _OVERRIDE = re.compile(r"^(?P<prefix>\+\+|\+|~)?(?P<key>[A-Za-z_][\w.\-/@]*)(?:=(?P<value>.*))?$", re.S)
 # Keys whose values the server needs for its own checks (datasets, reward, token lengths).
@@ -56,13 +59,14 @@ class Validator:
             GlobalHydra.instance().clear()
             initialize_config_module(config_module="verl.trainer.config", version_base=None)
         _parse_config_files_once()
+        lock_resolvers()
         self._schemas: dict[str, Schema] = {}
 
-    def compose(self, name: str, overrides: list[str]) -> Any:
+    def compose(self, name: str, overrides: list[str], *, with_hydra: bool = False) -> Any:
         from hydra import compose
 
         with contextlib.redirect_stdout(sys.stderr):
-            return compose(config_name=name, overrides=overrides)
+            return compose(config_name=name, overrides=overrides, return_hydra_config=with_hydra)
 
     def schema(self, name: str) -> Schema:
         if name not in self._schemas:
@@ -98,17 +102,20 @@ class Validator:
             else:
                 keep.append(item)
         try:
-            cfg = self.compose(name, keep)
+            full = self.compose(name, keep, with_hydra=True)  # hydra.run.dir etc. are checked too
         except Exception as exc:  # noqa: BLE001 - Hydra's composition errors come in several types
             errors.append(compose_error(exc, schema))
-            return {"errors": errors, "resolved": {}}
+            return {"errors": errors, "resolved": {}, "paths": []}
+        cfg = _without_hydra(full)  # what the trainer's main() receives
+        paths, unresolvable = resolved_paths(cfg, full)
+        errors.extend(unresolvable)
         errors.extend(self._verl_checks(name, cfg, schema))
-        return {"errors": errors, "resolved": _resolved(cfg)}
+        return {"errors": errors, "resolved": _resolved(cfg), "paths": paths}
 
     def _precheck(self, schema: Schema, item: str) -> list[dict[str, Any]]:
         m = _OVERRIDE.match(item)
-        if not m or "/" in m.group("key") or "@" in m.group("key"):
-            return []  # config-group overrides and odd syntax: Hydra itself decides
+        if not m or "/" in m.group("key") or "@" in m.group("key") or m.group("key").startswith("hydra."):
+            return []  # config-group overrides, Hydra's own settings and odd syntax: Hydra itself decides
         prefix, key, value = m.group("prefix") or "", m.group("key"), m.group("value")
         if prefix in ("", "~") and not schema.has(key):
             hint = did_you_mean(schema.suggest(key))
@@ -249,6 +256,15 @@ def _run_verl(fn: Any, schema: Schema) -> list[dict[str, Any]]:
 
 class _ArgusRule(ValueError):
     """A rule verl enforces only once training starts, checked here in our words."""
+
+
+def _without_hydra(full: Any) -> Any:
+    from omegaconf import open_dict
+
+    cfg = full.copy()
+    with open_dict(cfg):
+        cfg.pop("hydra", None)
+    return cfg
 
 
 def _select(cfg: Any, key: str) -> Any:

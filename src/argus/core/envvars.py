@@ -1,0 +1,78 @@
+"""Which ``VAR=value`` assignments an advanced command may put in front of ``python3``.
+
+An assignment changes the environment of the training process, so it can undo what
+the platform set up: ``CUDA_VISIBLE_DEVICES`` would reach GPUs Ray gave another task,
+``LD_PRELOAD`` / ``PATH`` / ``PYTHONHOME`` / ``PYTHONPATH`` change what code runs,
+``HOME`` moves where ``~`` points. So assignments are an allowlist
+(``settings.env_allowlist``), each entry one of:
+
+* ``NAME`` — exactly this variable, any value;
+* ``PREFIX_*`` — every variable starting with ``PREFIX_`` (``NCCL_*``, ``VLLM_*``);
+* ``NAME=a|b`` — this variable with one of the listed values only (``WANDB_MODE=offline|disabled``:
+  the other modes upload to a service).
+
+The default is what verl's own example scripts set in front of their commands that only
+tunes the run (logging, NCCL/vLLM/SGLang/TransformerEngine knobs, thread counts, offline
+switches). ``GPU_VISIBILITY`` variables are refused even when an admin lists them: Ray
+sets them from the GPUs it gives the task. Values are paths like any other word of the
+command: admission's path checks apply to them.
+"""
+
+from __future__ import annotations
+
+from argus.errors import FieldError
+
+DEFAULT_ENV_ALLOWLIST = (
+    "PYTHONUNBUFFERED", "PYTHONHASHSEED", "PYTHONFAULTHANDLER", "PYTHONDONTWRITEBYTECODE",
+    "HYDRA_FULL_ERROR", "TOKENIZERS_PARALLELISM", "WANDB_MODE=offline|disabled",
+    "HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE",
+    "RAY_DEDUP_LOGS", "RAY_LOGGING_LEVEL",
+    "CUDA_DEVICE_MAX_CONNECTIONS", "CUDA_LAUNCH_BLOCKING", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
+    "PYTORCH_CUDA_ALLOC_CONF", "TORCH_NCCL_*", "TORCH_DISTRIBUTED_DEBUG",
+    "NCCL_*", "VLLM_*", "SGLANG_*", "NVTE_*", "VERL_*",
+)
+GPU_VISIBILITY = ("CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES",
+                  "ROCR_VISIBLE_DEVICES", "ASCEND_RT_VISIBLE_DEVICES")
+# Why well-known variables outside the allowlist are refused, beyond "not on the list".
+_WHY = {
+    **{name: "the platform sets it for python3 and the training environment" for name in
+       ("PATH", "PYTHONHOME", "PYTHONPATH", "PYTHONSTARTUP", "PYTHONUSERBASE", "PYTHONNOUSERSITE",
+        "VIRTUAL_ENV")},
+    **{name: "it changes which native code every process loads" for name in
+       ("LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT")},
+    "HOME": "Argus sets HOME to your home; '~' and $HOME already mean it",
+    "RAY_ADDRESS": "Argus points the task at its Ray cluster",
+}
+
+
+def env_allowed(name: str, value: str, allowlist: tuple[str, ...] | list[str]) -> tuple[bool, str | None]:
+    """(allowed, the values allowed when only the value is wrong)."""
+    for entry in allowlist:
+        pattern, eq, values = entry.partition("=")
+        matches = name.startswith(pattern[:-1]) if pattern.endswith("*") else name == pattern
+        if not matches:
+            continue
+        if not eq or value in values.split("|"):
+            return True, None
+        return False, values.replace("|", ", ")
+    return False, None
+
+
+def check_env_assignments(env: dict[str, str], allowlist: tuple[str, ...] | list[str],
+                          errors: list[FieldError], *, fld: str = "command") -> None:
+    """A 400 per assignment that is not allowed, naming the variable and the fix."""
+    for name, value in env.items():
+        if name in GPU_VISIBILITY:
+            errors.append(FieldError(fld, f"{name}={value}", f"{name} is set by the platform from the GPUs Ray "
+                                     "gives this task (setting it would use GPUs another task holds); remove "
+                                     "it and size the task with n_gpus_per_node"))
+            continue
+        ok, values = env_allowed(name, value, allowlist)
+        if ok:
+            continue
+        if values is not None:
+            errors.append(FieldError(fld, f"{name}={value}", f"{name} may only be set to {values}"))
+            continue
+        why = f" ({_WHY[name]})" if name in _WHY else ""
+        errors.append(FieldError(fld, f"{name}={value}", f"setting {name} is not allowed{why}; remove it. A "
+                                 f"command may set only: {', '.join(allowlist)} (setting env_allowlist)"))

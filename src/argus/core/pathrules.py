@@ -1,0 +1,103 @@
+"""Argus's path rules applied to one config value, literal or resolved by verl's config.
+
+The same rules judge a path the user wrote (``trainer.default_local_dir=$HOME/ck``) and
+a path OmegaConf built (``$HOME/${x}/bob/ck`` with ``x=..``), so an interpolation can
+never reach what a literal could not. For a value under key ``key``:
+
+* every value: after ``~`` → the owner's home (the task's ``HOME``) and relative → the
+  task's job dir (``$HOME/jobs/<task>``: the driver's cwd), it must not land in another
+  user's home nor be the users directory itself; ``~name`` is refused (a Unix account);
+* path-like keys (``core.interpolation.is_path_key``):
+  - ``data.train_files`` / ``data.val_files``: own home or the shared datasets;
+  - the custom reward file: under ``$HOME/code/``;
+  - outputs (``*dir``, ``*dirs``, ``save_path``): inside the owner's home only — the
+    shared datasets/hf are read-only and nothing outside the data root is the user's;
+  - other inputs (model, tokenizer, configs): own home, shared datasets or hf; elsewhere
+    in the data root is refused; outside the data root is left to the task's jail (the
+    training environment is readable there, and verl has defaults such as
+    ``/tmp/ray/.../prometheus.yml``).
+* URLs (``hdfs://``, ``s3://``, ...) are not local paths and are not judged here.
+
+Lexical by design, like the rest of admission: the jail on the nodes and the file
+service enforce the real filesystem (symlinks).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import PurePosixPath
+
+from argus.core.command import split_list_value
+from argus.core.interpolation import is_output_key, is_path_key
+from argus.core.paths import DataLayout, is_under, normalize
+from argus.errors import FieldError
+
+TRAIN_KEYS = ("data.train_files", "data.val_files")
+REWARD_KEYS = ("custom_reward_function.path", "reward.custom_reward_function.path")
+JOB_PLACEHOLDER = "<task>"  # the task id is not known at admission; any one name has the same depth
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*://")
+_SHARED = "use your own files ($HOME/...) and the shared $HOME/common/datasets and $HOME/common/hf"
+
+
+def where(value: str, user: str, layout: DataLayout) -> PurePosixPath | None:
+    """The absolute path a task process would use for ``value`` (None: a URL or ``~name``)."""
+    v = value.strip()
+    if v.startswith("file://"):
+        v = v[len("file://"):]
+    elif _URL.match(v) or (v.startswith("~") and not v.startswith(("~/",)) and v != "~"):
+        return None
+    if v == "~" or v.startswith("~/"):
+        v = str(layout.home(user)) + v[1:]
+    return normalize(v, layout.job_dir(user, JOB_PLACEHOLDER))
+
+
+def check_path_value(key: str, value: str, user: str, layout: DataLayout, *, fld: str,
+                     resolved: bool = False) -> list[FieldError]:
+    """Errors for one value of ``key`` (an item of a list value); see the module doc for the rules."""
+    v = value.strip()
+    if not v:
+        return []
+    shown = f"{key} resolves to {v}" if resolved else f"{key}={v}"
+    if v.startswith("~") and not v.startswith("~/") and v != "~":
+        return [FieldError(fld, v, f"{shown}: '~name' is another account's home; write $HOME/... instead")]
+    real = where(v, user, layout)
+    if real is None:
+        return []
+    at = f"{shown} ({real})" if str(real) != v else shown
+    if real == layout.users_dir or (is_under(real, layout.users_dir) and real.relative_to(layout.users_dir).parts[0] != user):
+        owner = "" if real == layout.users_dir else f" ({layout.users_dir}/{real.relative_to(layout.users_dir).parts[0]})"
+        return [FieldError(fld, str(real), f"{at} is in another user's home{owner}; {_SHARED}")]
+    if not is_path_key(key):
+        return []
+    home = layout.home(user)
+    if key in TRAIN_KEYS:
+        if not any(is_under(real, b) for b in (home, layout.datasets_dir, layout.legacy_datasets_dir)):
+            return [FieldError(fld, str(real), f"{at}: training data must be under your home ($HOME/datasets/...) "
+                               "or the shared datasets ($HOME/common/datasets/...)")]
+    elif key in REWARD_KEYS:
+        code = layout.code_dir(user)
+        if not is_under(real, code) or real == code:
+            return [FieldError(fld, str(real), f"{at}: the reward function file must be under $HOME/code/")]
+    elif is_output_key(key):
+        if not is_under(real, home):
+            return [FieldError(fld, str(real), f"{at}: verl writes there, and a task may only write inside your "
+                               f"home; use $HOME/jobs/... or a relative path (relative to $HOME/jobs/<task>)")]
+    elif is_under(real, layout.root) and not any(
+        is_under(real, b) for b in (home, layout.datasets_dir, layout.hf_dir, layout.legacy_datasets_dir)
+    ):
+        return [FieldError(fld, str(real), f"{at} is in the data root but outside your home and the shared "
+                           f"folders; {_SHARED}")]
+    return []
+
+
+def check_literal_path(key: str, value: str, user: str, layout: DataLayout, errors: list[FieldError], *,
+                       fld: str) -> None:
+    """Argus's path rules (core.pathrules) for a path-like key's literal value.
+
+    Values with an interpolation are judged once resolved (verl validator), or refused when
+    nothing resolves them (``Admitted.unresolved``); data and reward keys keep their own checks.
+    """
+    if not is_path_key(key) or key in TRAIN_KEYS or key in REWARD_KEYS or "${" in value:
+        return
+    for item in split_list_value(value):
+        errors.extend(check_path_value(key, item, user, layout, fld=fld))
