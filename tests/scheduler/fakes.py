@@ -23,6 +23,7 @@ class Submission:
     entrypoint_resources: dict[str, float]
     runtime_env: dict[str, Any]
     metadata: dict[str, str]
+    entrypoint_num_gpus: float = 0
 
 
 @dataclass
@@ -45,7 +46,7 @@ class FakeRay:
 
     # JobsBackend
     def submit(self, submission_id: str, entrypoint: str, *, entrypoint_resources: dict[str, float],
-               runtime_env: dict[str, Any], metadata: dict[str, str]) -> None:
+               entrypoint_num_gpus: float = 0, runtime_env: dict[str, Any], metadata: dict[str, str]) -> None:
         self._check()
         if self.on_submit:
             self.on_submit(submission_id)
@@ -53,7 +54,8 @@ class FakeRay:
             raise self.submit_error
         if submission_id in self.jobs:
             raise JobAlreadyExists(submission_id)
-        self.submissions.append(Submission(submission_id, entrypoint, entrypoint_resources, runtime_env, metadata))
+        self.submissions.append(Submission(submission_id, entrypoint, entrypoint_resources, runtime_env, metadata,
+                                          entrypoint_num_gpus))
         self.jobs[submission_id] = JobInfo(submission_id, RayJobStatus.PENDING, metadata=metadata)
 
     def get(self, submission_id: str) -> JobInfo | None:

@@ -36,6 +36,7 @@ class RayJobsClient:
         entrypoint: str,
         *,
         entrypoint_resources: dict[str, float],
+        entrypoint_num_gpus: float = 0,
         runtime_env: dict[str, Any],
         metadata: dict[str, str],
     ) -> None:
@@ -43,6 +44,7 @@ class RayJobsClient:
             "submission_id": submission_id,
             "entrypoint": entrypoint,
             "entrypoint_resources": entrypoint_resources,
+            **({"entrypoint_num_gpus": entrypoint_num_gpus} if entrypoint_num_gpus else {}),
             "runtime_env": runtime_env,
             "metadata": metadata,
         }

@@ -63,6 +63,7 @@ class JobsBackend(Protocol):
         entrypoint: str,
         *,
         entrypoint_resources: dict[str, float],
+        entrypoint_num_gpus: float = 0,
         runtime_env: dict[str, Any],
         metadata: dict[str, str],
     ) -> None: ...

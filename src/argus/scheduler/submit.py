@@ -16,6 +16,7 @@ from datetime import datetime
 from sqlalchemy import bindparam, select, update
 
 from argus.cluster.types import ClusterUnavailable, JobAlreadyExists, JobInfo, WorkerNode
+from argus.core.gpu_binding import driver_gpus
 from argus.core.states import ACTIVE, TaskStatus, TerminationReason
 from argus.db.models import TaskAttemptModel, TaskModel
 from argus.errors import Conflict
@@ -151,10 +152,11 @@ class SubmitQueuedTasks:
             user = user_of(s, task)
             sid, attempt, created_at = att.submission_id, att.attempt, att.created_at
             argv = driver_argv(ctx, user, task, attempt)
+            task_argv, n_gpus = list(task.argv), task.n_gpus_per_node
         # 2. act: no transaction open across the Ray call
         adopted = False
         try:
-            ray_submit(ctx, sid, placement.task_id, user, attempt, argv)
+            ray_submit(ctx, sid, placement.task_id, user, attempt, argv, task_argv, n_gpus)
         except JobAlreadyExists:
             adopted = True  # an earlier call reached Ray: adopt that job, never submit twice
             foreign = foreign_job(ctx.jobs.get(sid), created_at)
@@ -188,9 +190,12 @@ class SubmitQueuedTasks:
                     pass
 
 
-def ray_submit(ctx: LoopContext, sid: str, task_id: str, user: str, attempt: int, argv: list[str]) -> None:
-    """The one place a Ray job is created: driver on a worker node, env for the user."""
+def ray_submit(ctx: LoopContext, sid: str, task_id: str, user: str, attempt: int, argv: list[str],
+               task_argv: list[str], n_gpus_per_node: int) -> None:
+    """The one place a Ray job is created: driver on a worker node, env for the user, and the GPUs
+    reserved for the entry point when it uses them itself (core.gpu_binding)."""
     ctx.jobs.submit(sid, entrypoint(argv), entrypoint_resources={"worker_node": 1},
+                    entrypoint_num_gpus=driver_gpus(task_argv, n_gpus_per_node),
                     runtime_env=runtime_env(ctx, user),
                     metadata={"argus_task_id": task_id, "argus_user": user, "argus_attempt": str(attempt)})
 
@@ -254,9 +259,10 @@ def resubmit_same_id(ctx: LoopContext, task_id: str, sid: str) -> None:
             return
         user = user_of(s, task)
         argv = driver_argv(ctx, user, task, att.attempt)
+        task_argv, n_gpus = list(task.argv), task.n_gpus_per_node
     log.info("Ray does not know %s of SUBMITTED task %s; submitting it again with the same id", sid, task_id)
     try:
-        ray_submit(ctx, sid, task_id, user, att.attempt, argv)
+        ray_submit(ctx, sid, task_id, user, att.attempt, argv, task_argv, n_gpus)
     except JobAlreadyExists:
         pass
 
