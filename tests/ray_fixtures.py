@@ -24,10 +24,15 @@ from tests.helpers import free_port
 
 @contextmanager
 def local_ray(state_dir: Path, **overrides: Any) -> Iterator[LocalCluster]:
-    """A LocalCluster on free ports (never the defaults: other clusters may run on this host)."""
-    settings = Settings(state_dir=state_dir, worker_gpus=0, ray_head_port=free_port(),
-                        ray_dashboard_port=free_port(), ray_client_server_port=free_port(),
-                        sftp_enabled=False, verl_validation="off", **overrides)
+    """A LocalCluster on free ports (never the defaults: other clusters may run on this host).
+
+    Jobs submitted straight to Ray (the cluster tests) carry no signed owner, so the task jail
+    is off unless a caller turns it on (the e2e suite does, as ``argus up`` does).
+    """
+    fields: dict[str, Any] = {"worker_gpus": 0, "sftp_enabled": False, "verl_validation": "off",
+                              "task_jail": "off", **overrides}
+    settings = Settings(state_dir=state_dir, ray_head_port=free_port(), ray_dashboard_port=free_port(),
+                        ray_client_server_port=free_port(), **fields)
     with LocalCluster(settings) as cluster:
         yield cluster
 

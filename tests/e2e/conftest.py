@@ -21,16 +21,20 @@ pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture(scope="session")
-def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """The e2e suite's own cluster (not tests/cluster's): node kills there must not leak into it."""
-    with local_ray(tmp_path_factory.mktemp("ray")) as cluster:
+def ray_cluster(e2e_settings: Settings) -> Iterator[Any]:
+    """The e2e suite's own cluster (not tests/cluster's): node kills there must not leak into it.
+
+    It shares the server's state dir, as ``argus up`` does: the nodes' jails then hide the
+    same database and show the same data root the server writes homes into.
+    """
+    with local_ray(e2e_settings.state_dir, task_jail="bwrap") as cluster:
         yield cluster
 
 
 @pytest.fixture(scope="session")
 def e2e_settings(tmp_path_factory: pytest.TempPathFactory) -> Settings:
     return Settings(state_dir=tmp_path_factory.mktemp("argus"), sftp_enabled=False, verl_validation="off",
-                    scheduler_tick_s=0.5, start_timeout_s=120, max_retries=1)
+                    scheduler_tick_s=0.5, start_timeout_s=120, max_retries=1, task_jail="bwrap")
 
 
 @pytest.fixture(scope="session")

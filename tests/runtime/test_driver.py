@@ -148,3 +148,35 @@ def test_broken_reward_is_reported_and_training_still_starts(tmp_path: Path) -> 
     log = (tmp_path / "job" / "logs" / "attempt-1.log").read_text()
     assert rc == 0 and "cannot load customized reward function 'compute_score'" in log
     assert "ModuleNotFoundError" in log and "trainer ran" in log
+
+
+def test_outside_its_jail_a_task_that_requires_one_never_starts(tmp_path: Path) -> None:
+    job = tmp_path / "users" / "alice" / "jobs" / "t-1"
+    marker = tmp_path / "ran"
+    p = subprocess.run([*DRIVER, "--job-dir", str(job), "--attempt", "1", "--require-jail", "alice", "--",
+                        "touch", str(marker)], capture_output=True, text=True, timeout=60,
+                       env={k: v for k, v in os.environ.items() if k != "ARGUS_JAILED"})
+    assert p.returncode == 126 and not marker.exists()
+    status = json.loads((job / "status.json").read_text())
+    assert "must run in alice's jail" in status["error"] and status["exit_code"] == 126
+    assert "[argus] error: this task must run in alice's jail" in (job / "logs" / "attempt-1.log").read_text()
+
+
+def test_a_basic_template_gets_the_attention_kernel_this_worker_has(tmp_path: Path) -> None:
+    """No flash-attn here: the sdpa overrides go in right after the module, before the template's own."""
+    job = tmp_path / "users" / "alice" / "jobs" / "t-1"
+    probe = tmp_path / "verl" / "trainer"
+    probe.mkdir(parents=True)
+    for d in (tmp_path / "verl", probe):
+        (d / "__init__.py").write_text("")
+    (probe / "sft_trainer.py").write_text("import sys; print('ARGS', sys.argv[1:])\n")
+    p = subprocess.run([*DRIVER, "--job-dir", str(job), "--attempt", "1", "--attention", "auto", "--",
+                        sys.executable, "-m", "verl.trainer.sft_trainer", "trainer.total_epochs=1"],
+                       capture_output=True, text=True, timeout=60, cwd=tmp_path,
+                       env={**os.environ, "PYTHONPATH": str(tmp_path)})
+    assert p.returncode == 0, p.stdout
+    log = (job / "logs" / "attempt-1.log").read_text()
+    assert "[argus] attention: sdpa (flash-attn is not installed on this worker" in log
+    assert ("ARGS ['+model.override_config.attn_implementation=sdpa', 'model.use_remove_padding=False', "
+            "'trainer.total_epochs=1']") in log
+    assert json.loads((job / "status.json").read_text())["notes"][0].startswith("attention: sdpa")

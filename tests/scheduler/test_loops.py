@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shlex
+from pathlib import Path
 
 import pytest
 from sqlalchemy import select
@@ -72,11 +73,18 @@ def test_submit_stores_the_id_first_then_calls_ray_with_a_safe_entrypoint(ctx, r
     assert sub.submission_id == f"{tid}-a1"
     assert sub.entrypoint_resources == {"worker_node": 1}
     argv = shlex.split(sub.entrypoint)
-    assert argv[:3] == [ctx.settings.train_python, "-m", "argus.runtime.driver"]
+    # -I: PYTHONPATH (the user's code/) can never shadow the driver
+    assert argv[:4] == [ctx.settings.train_python, "-I", "-m", "argus.runtime.driver"]
     assert argv[argv.index("--") + 1:] == ["bash", "-lc", "python3 -m argus.jobs.exit 3; echo 'x y'"]
+    assert sub.entrypoint_num_gpus == 0  # a CPU job's driver holds no GPU
     env = sub.runtime_env["env_vars"]
     root = ctx.settings.root
-    assert env["PYTHONPATH"].split(":")[0] == str(root / "users" / "alice" / "code")
+    # the platform's path hook first, before (not instead of) an inherited PYTHONPATH (Ray expands
+    # ${PYTHONPATH} on the node); it appends the user's code/ after the installed packages
+    hook, inherited = env["PYTHONPATH"].split(":")
+    assert (Path(hook) / "sitecustomize.py").is_file() and inherited == "${PYTHONPATH}"
+    assert env["ARGUS_USER_CODE"] == str(root / "users" / "alice" / "code")
+    assert env["RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO"] == "1"
     assert env["HOME"] == str(root / "users" / "alice")
     assert env["HF_HOME"] == str(root / "hf")  # hub ids resolve from the shared cache
     assert env["RAY_ADDRESS"] == "127.0.0.1:6380"
@@ -266,6 +274,42 @@ def test_nonzero_exit_is_a_user_failure_never_retried(ctx, ray):
     t = task(ctx, tid)
     assert (t.status, t.termination_reason, t.status_message) == ("FAILED", "EXIT_NONZERO", "exit code 3")
     assert attempts(ctx, tid)[0].exit_code == 3
+
+
+def test_nonzero_exit_message_names_the_exception_from_the_log_tail(ctx, ray):
+    """The cause is the last exception of the attempt's log, read from its tail only."""
+    tid, sid = submitted(ctx, ray)
+    logs = ctx.settings.root / "users" / "alice" / "jobs" / tid / "logs"
+    logs.mkdir(parents=True)
+    early = "Traceback (most recent call last):\n  File \"x\", line 1\nOSError: an old warning, long scrolled away\n"
+    noise = "".join(f"(TaskRunner pid=4242) step:{i} - actor/pg_loss:0.1\n" for i in range(2000))  # > 64 KiB
+    (logs / "attempt-1.log").write_text(
+        early + noise + "Error executing job with overrides: []\n"
+        "Traceback (most recent call last):\n"
+        '  File "/opt/venv/lib/python3.11/site-packages/verl/trainer/main_ppo.py", line 42, in main\n'
+        "    run_ppo(config)\n"
+        "ray.exceptions.RayTaskError(ValueError): ray::TaskRunner.run() (pid=4242, ip=10.0.0.5, actor_id=ab)\n"
+        '  File "/opt/venv/lib/python3.11/site-packages/verl/trainer/main_ppo.py", line 317, in run\n'
+        "    trainer.init_workers()\n"
+        "ValueError: real_train_batch_size (60) must be divisible by minimal possible batch size (8)\n\n"
+        "Set the environment variable HYDRA_FULL_ERROR=1 for a complete stack trace.\n")
+    assert (logs / "attempt-1.log").stat().st_size > 64 * 1024
+    ray.set(sid, RayJobStatus.FAILED, driver_exit_code=1, error_type="JOB_ENTRYPOINT_COMMAND_ERROR")
+    MonitorActiveTasks(ctx).run_once()
+    t = task(ctx, tid)
+    want = "exit code 1: ValueError: real_train_batch_size (60) must be divisible by minimal possible batch size (8)"
+    assert (t.status, t.termination_reason, t.status_message) == ("FAILED", "EXIT_NONZERO", want)
+    assert attempts(ctx, tid)[0].message == want
+
+
+def test_nonzero_exit_without_a_traceback_keeps_the_plain_message(ctx, ray):
+    tid, sid = submitted(ctx, ray)
+    logs = ctx.settings.root / "users" / "alice" / "jobs" / tid / "logs"
+    logs.mkdir(parents=True)
+    (logs / "attempt-1.log").write_text("step:1 - a:1\nKilled\n")
+    ray.set(sid, RayJobStatus.FAILED, driver_exit_code=137)
+    MonitorActiveTasks(ctx).run_once()
+    assert task(ctx, tid).status_message == "exit code 137"
 
 
 def test_exit_code_from_status_json_when_ray_has_none(ctx, ray):

@@ -62,7 +62,8 @@ def worker(
     overrides = dict(mode="cluster", data_root=data_root, state_dir=state_dir)
     settings = Settings(**{k: v for k, v in overrides.items() if v is not None})
     cfg = WorkerConfig(discovery=discovery or discovery_path(settings.root), state_dir=settings.state_dir,
-                       name=name or "", gpus=gpus, cpus=cpus, capacity=settings.worker_node_capacity)
+                       name=name or "", gpus=gpus, cpus=cpus, capacity=settings.worker_node_capacity,
+                       data_root=settings.root, task_jail=settings.task_jail, python=settings.train_python)
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())

@@ -2,8 +2,11 @@
 
 Why it is built this way:
 
-* The head advertises no GPUs and no ``worker_node`` resource, and drivers ask for
-  ``worker_node: 1``, so no driver ever runs on the head, exactly as on a real cluster.
+* The head advertises no GPUs, no CPUs and no ``worker_node`` resource, and drivers ask for
+  ``worker_node: 1``, so no driver — and no actor a trainer starts — runs on the head.
+* With ``task_jail`` on, every node (the head too) loads the Argus jail plugin into its
+  runtime-env agent (``argus.runtime.ray_plugin``), so every worker process of a task runs
+  confined to its owner's home.
 * Every node is one ``ray start --block`` process started in its own session. That process is the
   node's handle: its process group holds the GCS/raylet/dashboard/agents, and on SIGTERM it shuts
   its node down. ``stop()`` therefore ends exactly what this object started. ``ray stop`` is never
@@ -36,6 +39,7 @@ from pathlib import Path
 import httpx
 import psutil
 
+from argus.runtime import jail
 from argus.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -70,6 +74,11 @@ def ray_bin() -> str:
     return str(candidate) if candidate.exists() else "ray"
 
 
+def ray_start(jailed: bool) -> list[str]:
+    """``ray start``, or on a jailing node the same CLI whose raylet starts workers through the guard."""
+    return [sys.executable, "-m", "argus.runtime.ray_node", "start"] if jailed else [ray_bin(), "start"]
+
+
 @dataclass
 class RayNode:
     """One ``ray start --block`` process and what is needed to start it again."""
@@ -99,6 +108,19 @@ class LocalCluster:
         self.log_dir = settings.state_dir / "ray-logs"
         self.head: RayNode | None = None
         self.workers: dict[str, RayNode] = {}
+        self.node_env = self._jail_env()
+
+    def _jail_env(self) -> dict[str, str]:
+        """``ray start`` environment that loads the task jail into every node's runtime-env agent."""
+        s = self.settings
+        if not jail.jail_enabled(s.task_jail):
+            return {}
+        jail.ensure_key(s.root)
+        cfg = jail.node_config(data_root=s.root, state_dirs=[s.state_dir], ray_temp_dir=self.temp_dir,
+                               python=s.train_python)
+        path = s.state_dir / "jail" / "node.json"
+        cfg.dump(path)
+        return jail.node_env(path)
 
     @property
     def gcs_address(self) -> str:
@@ -135,14 +157,14 @@ class LocalCluster:
                 f"use it with --ray-address {self.gcs_address}, or stop it first"
             )
         argv = [
-            ray_bin(), "start", "--head", "--block", "--disable-usage-stats",
+            *ray_start(bool(self.node_env)), "--head", "--block", "--disable-usage-stats",
             f"--port={s.ray_head_port}",
             f"--dashboard-host={HOST}", f"--dashboard-port={s.ray_dashboard_port}",
             f"--ray-client-server-port={s.ray_client_server_port}",
-            "--dashboard-agent-listen-port=0", "--num-gpus=0", f"--temp-dir={self.temp_dir}",
+            "--dashboard-agent-listen-port=0", "--num-gpus=0", "--num-cpus=0", f"--temp-dir={self.temp_dir}",
             *([f"--node-ip-address={self.host}"] if self.host != HOST else []),
         ]
-        env = {"RAY_health_check_period_ms": "1000", "RAY_health_check_failure_threshold": "3"}
+        env = {"RAY_health_check_period_ms": "1000", "RAY_health_check_failure_threshold": "3", **self.node_env}
         self.head = RayNode("head", argv, env, self.log_dir / "head.log")
         started = time.monotonic()
         spawn_node(self.head)
@@ -166,14 +188,14 @@ class LocalCluster:
         if name in self.workers and self.workers[name].running:
             raise LocalClusterError(f"{name} is already running")
         argv = [
-            ray_bin(), "start", "--block", "--disable-usage-stats",
+            *ray_start(bool(self.node_env)), "--block", "--disable-usage-stats",
             f"--address={self.gcs_address}",
             f"--resources={json.dumps({'worker_node': self.settings.worker_node_capacity})}",
             "--dashboard-agent-listen-port=0", "--include-log-monitor=false", f"--temp-dir={self.temp_dir}",
             *([f"--num-gpus={gpus}"] if gpus is not None else []),
             *([f"--num-cpus={cpus}"] if cpus is not None else []),
         ]
-        node = RayNode(name, argv, {}, self.log_dir / f"{name}.log")
+        node = RayNode(name, argv, dict(self.node_env), self.log_dir / f"{name}.log")
         self.workers[name] = node
         self._join(node)
         return node

@@ -15,14 +15,16 @@ from __future__ import annotations
 import json
 import logging
 import socket
+import sys
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from argus.cluster.discovery import DiscoveryError, HeadInfo, local_ray_version, read_discovery
-from argus.cluster.local import RayNode, ray_bin, ray_temp_dir, snapshot_descendants, spawn_node, stop_node
+from argus.cluster.local import RayNode, ray_start, ray_temp_dir, snapshot_descendants, spawn_node, stop_node
 from argus.cluster.watchdog import Action, Backoff, Decision, Observation, decide
+from argus.runtime import jail
 
 log = logging.getLogger(__name__)
 
@@ -39,9 +41,22 @@ class WorkerConfig:
     probe_timeout_s: float = 2.0
     silence_limit_s: float = 30.0
     backoff: Backoff | None = None
+    data_root: Path | None = None  # the shared filesystem: the homes the node's jails show
+    task_jail: str = "off"  # settings.task_jail: auto | bwrap | off
+    python: str = sys.executable  # the training interpreter (bound into the jails read-only)
 
     def __post_init__(self) -> None:
         self.name = self.name or socket.gethostname()
+
+    def jail_env(self) -> dict[str, str]:
+        """The ``ray start`` environment that jails this node's tasks ({} when off); see runtime/jail.py."""
+        if self.data_root is None or not jail.jail_enabled(self.task_jail):
+            return {}
+        cfg = jail.node_config(data_root=self.data_root, state_dirs=[self.state_dir],
+                               ray_temp_dir=ray_temp_dir(self.state_dir), python=self.python)
+        path = self.state_dir / "jail" / "node.json"
+        cfg.dump(path)
+        return jail.node_env(path)
 
 
 class WorkerWatchdog:
@@ -112,8 +127,9 @@ class WorkerWatchdog:
     def join(self, head: HeadInfo) -> None:
         cfg = self.cfg
         temp_dir = ray_temp_dir(cfg.state_dir)
+        env = cfg.jail_env()
         argv = [
-            ray_bin(), "start", "--block", "--disable-usage-stats", f"--address={head.gcs_address}",
+            *ray_start(bool(env)), "--block", "--disable-usage-stats", f"--address={head.gcs_address}",
             f"--resources={json.dumps({'worker_node': cfg.capacity})}", f"--node-name={cfg.name}",
             f"--temp-dir={temp_dir}",
             *([f"--num-gpus={cfg.gpus}"] if cfg.gpus is not None else []),
@@ -123,7 +139,7 @@ class WorkerWatchdog:
             # A second raylet next to the head's: the default agent port is taken (else a 6 s start and no
             # job logs from this node) and a second log monitor would duplicate every driver's output.
             argv += ["--dashboard-agent-listen-port=0", "--include-log-monitor=false"]
-        self.node = RayNode(cfg.name, argv, {}, cfg.state_dir / "ray-logs" / f"worker-{cfg.name}.log")
+        self.node = RayNode(cfg.name, argv, env, cfg.state_dir / "ray-logs" / f"worker-{cfg.name}.log")
         log.info("starting raylet: %s (log %s)", " ".join(argv), self.node.log_path)
         spawn_node(self.node)
         self.joined = head

@@ -22,6 +22,11 @@ Why it exists (ARCHITECTURE §2.4):
   command itself starts with the PATH assignment (bash still execs the last command).
 * ``status.json`` (node, host, ``CUDA_VISIBLE_DEVICES``, times, exit code) is replaced atomically,
   so a reader never sees half a file.
+* It refuses to run a task outside its jail when the server asks for one (``--require-jail``):
+  a worker without the Argus jail plugin would otherwise run user code with every home
+  in reach. It is started with ``python -I``, so no user folder can shadow it.
+* Basic templates (``--attention auto``) get the attention kernel the worker has, and a
+  Ray trainer whose rollout engine is missing fails at once, naming it (runtime/kernels.py).
 
 The exit status is the child's (128+N when a signal N killed it), so Ray's ``driver_exit_code`` is
 the task's.
@@ -44,6 +49,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from argus.runtime import kernels
+from argus.runtime.jail import JAILED_ENV
+
 CHUNK = 64 * 1024
 # Ray stops a job with SIGTERM and sends SIGKILL after RAY_JOB_STOP_WAIT_TIME_S (3 s by default);
 # escalate a little earlier so the whole child group, not only the driver, is gone by then.
@@ -57,6 +65,8 @@ def parse_args(args: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--job-dir", required=True, type=Path, help="<root>/users/<user>/jobs/<task_id> (created)")
     p.add_argument("--attempt", required=True, type=int, help="attempt number: logs/attempt-<n>.log")
     p.add_argument("--python", help="the training interpreter that `python3` means inside the task")
+    p.add_argument("--attention", choices=["auto"], help="choose verl's attention kernel from what this worker has")
+    p.add_argument("--require-jail", metavar="USER", help="refuse to run unless inside USER's jail")
     p.add_argument("argv", nargs=argparse.REMAINDER, help="-- then the command to run")
     ns = p.parse_args(args)
     if ns.argv[:1] == ["--"]:
@@ -150,7 +160,7 @@ def reward_banner(ns: argparse.Namespace, env: dict[str, str], job_dir: Path) ->
     """
     if not any("custom_reward_function.path=" in a for a in ns.argv):
         return b""
-    cmd = [ns.python or sys.executable, "-m", "argus.verl.reward_banner", *ns.argv]
+    cmd = [ns.python or sys.executable, "-I", "-m", "argus.verl.reward_banner", *ns.argv]
     try:
         done = subprocess.run(cmd, cwd=job_dir, env=env, stdin=subprocess.DEVNULL, capture_output=True,
                               timeout=REWARD_BANNER_TIMEOUT_S)
@@ -159,13 +169,45 @@ def reward_banner(ns: argparse.Namespace, env: dict[str, str], job_dir: Path) ->
     return done.stdout + (done.stderr[-2000:] if done.returncode else b"")
 
 
+def jail_problem(user: str, job_dir: Path) -> str | None:
+    """Why this process is not in ``user``'s jail, or None (the marker, and what the file system shows)."""
+    if os.environ.get(JAILED_ENV) != user:
+        return (f"this task must run in {user}'s jail, but the worker node did not start it in one (the node has no "
+                f"Argus jail plugin: start workers with `argus worker`/`argus up` and install bubblewrap there)")
+    users_dir = job_dir.parents[2]
+    others = sorted(p.name for p in users_dir.iterdir() if p.name != user) if users_dir.is_dir() else []
+    if others:
+        return f"the jail shows other homes ({', '.join(others[:3])}…): refusing to run"
+    return None
+
+
+def preflight(ns: argparse.Namespace, job_dir: Path) -> tuple[list[str], list[str], str | None]:
+    """(argv to run, lines for the log, a reason not to start) — checks that need only this worker."""
+    notes: list[str] = []
+    if ns.require_jail:
+        problem = jail_problem(ns.require_jail, job_dir)
+        if problem:
+            return ns.argv, notes, problem
+        notes.append(f"jail: {ns.require_jail}'s home read-write, shared datasets/hf read-only, no other home")
+    missing = kernels.missing_rollout_engine(ns.argv)
+    if missing:
+        return ns.argv, notes, missing
+    argv = ns.argv
+    if ns.attention == "auto":
+        extra, note = kernels.attention_overrides(argv, kernels.flash_attn_version())
+        argv = kernels.insert_overrides(argv, extra)
+        if note:
+            notes.append(note + (f" — added {' '.join(extra)}" if extra else ""))
+    return argv, notes, None
+
+
 def run(ns: argparse.Namespace) -> int:
     started = time.monotonic()
     job_dir = ns.job_dir.resolve()
     logs = job_dir / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ)
-    argv = ns.argv
+    argv, notes, refusal = preflight(ns, job_dir)
     if ns.python:
         bin_dir = python_bin_dir(job_dir, ns.python)
         prefix = os.pathsep.join([bin_dir, os.path.dirname(ns.python)])
@@ -183,6 +225,8 @@ def run(ns: argparse.Namespace) -> int:
         "finished_at": None,
         "exit_code": None,
         "signal": None,
+        "notes": notes,
+        "error": refusal,
     }
     write_status(job_dir / "status.json", status)
     echo = sys.stdout.buffer
@@ -190,23 +234,17 @@ def run(ns: argparse.Namespace) -> int:
         first = (f"[argus] attempt {ns.attempt} on {status['hostname']} (ray node {status['node_id'] or '?'}), "
                  f"CUDA_VISIBLE_DEVICES={status['cuda_visible_devices'] or '<unset>'}, "
                  f"python3={ns.python or 'from PATH'}, cwd={job_dir}\n").encode()
+        first += "".join(f"[argus] {n}\n" for n in notes).encode()
         log_file.write(first)
         echo.write(first)
         echo.flush()
-        banner = reward_banner(ns, env, job_dir)
-        log_file.write(banner)
-        echo.write(banner)
-        try:
-            child = subprocess.Popen(argv, cwd=job_dir, env=env, stdin=subprocess.DEVNULL,
-                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                     process_group=0, preexec_fn=_die_with_parent)
-        except OSError as e:
-            msg = f"[argus] cannot start {ns.argv[0]!r}: {e}\n".encode()
+        if refusal:
+            msg = f"[argus] error: {refusal}\n".encode()
             log_file.write(msg)
             echo.write(msg)
-            code = 127
+            code = 126
         else:
-            code = _supervise(child, log_file, echo, status)
+            code = _start(ns, argv, env, job_dir, log_file, echo, status)
         last = f"[argus] exit code {code} after {time.monotonic() - started:.1f} s\n".encode()
         log_file.write(last)
         echo.write(last)
@@ -214,6 +252,24 @@ def run(ns: argparse.Namespace) -> int:
     status.update(finished_at=_now(), exit_code=code)
     write_status(job_dir / "status.json", status)
     return code
+
+
+def _start(ns: argparse.Namespace, argv: list[str], env: dict[str, str], job_dir: Path, log_file: Any,
+           echo: Any, status: dict[str, Any]) -> int:
+    """The reward banner, then the task's command under supervision; its exit code."""
+    banner = reward_banner(ns, env, job_dir)
+    log_file.write(banner)
+    echo.write(banner)
+    try:
+        child = subprocess.Popen(argv, cwd=job_dir, env=env, stdin=subprocess.DEVNULL,
+                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                 process_group=0, preexec_fn=_die_with_parent)
+    except OSError as e:
+        msg = f"[argus] cannot start {ns.argv[0]!r}: {e}\n".encode()
+        log_file.write(msg)
+        echo.write(msg)
+        return 127
+    return _supervise(child, log_file, echo, status)
 
 
 def _supervise(child: subprocess.Popen[bytes], log_file: Any, echo: Any, status: dict[str, Any]) -> int:

@@ -27,6 +27,7 @@ from argus.core.paths import DataLayout
 from argus.core.states import LIVE_ATTEMPT, TERMINAL, TaskStatus
 from argus.db.models import TaskAttemptModel, TaskModel, utcnow
 from argus.db.session import Database
+from argus.runtime import jail
 from argus.services.tasks import user_name_of
 from argus.settings import Settings
 
@@ -37,6 +38,7 @@ UNCONFIRMED = TaskStatus.QUEUED.value
 ATTEMPT_LIVE = LIVE_ATTEMPT
 TERMINAL_VALUES = tuple(s.value for s in TERMINAL)
 DRIVER_MODULE = "argus.runtime.driver"
+USER_PATH_DIR = str(Path(jail.__file__).with_name("userpath"))
 
 
 @dataclass
@@ -48,6 +50,7 @@ class LoopContext:
     jobs: JobsBackend
     inventory: NodeInventory
     ray_address: str | None = None  # the GCS address drivers must attach to (RAY_ADDRESS)
+    jail_key: bytes | None = None  # signs each job's owner for the nodes' jails; None: tasks run unjailed
     now: Callable[[], datetime] = utcnow
     extra_env: dict[str, str] = field(default_factory=dict)
 
@@ -100,26 +103,41 @@ def read_driver_status(ctx: LoopContext, user: str, task_id: str, attempt: int) 
 
 
 def driver_argv(ctx: LoopContext, user: str, task: TaskModel, attempt: int) -> list[str]:
-    """``<train_python> -m argus.runtime.driver …`` with the task's argv after ``--``."""
+    """``<train_python> -I -m argus.runtime.driver …`` with the task's argv after ``--``.
+
+    ``-I`` (isolated mode) ignores PYTHONPATH, so nothing in the user's ``code/`` folder can
+    shadow the driver; the user's code is on the path of the training process only.
+    Basic templates ask the driver to pick the attention kernel the worker really has.
+    """
     return [
-        ctx.settings.train_python, "-m", DRIVER_MODULE,
+        ctx.settings.train_python, "-I", "-m", DRIVER_MODULE,
         "--job-dir", str(job_dir(ctx, user, task.id)),
         "--attempt", str(attempt),
         "--python", ctx.settings.train_python,
+        *(["--attention", "auto"] if task.kind == "basic" else []),
+        *(["--require-jail", user] if ctx.jail_key is not None else []),
         "--",
         *task.argv,
     ]
 
 
 def runtime_env(ctx: LoopContext, user: str) -> dict[str, Any]:
-    """Env for the driver: the user's code first on PYTHONPATH, the right cluster, the user's home,
-    and the shared Hugging Face cache (``$HOME/common/hf``) so a basic spec's hub id resolves there.
+    """The job's runtime_env, inherited by every Ray worker of the task.
 
-    RAY_ADDRESS is explicit because with two clusters on one host a driver's ``ray.init()``
-    can otherwise attach to the wrong one.
+    * the user's ``code/`` on the path of every task process, *after* the installed packages
+      (runtime/userpath/sitecustomize.py, first on PYTHONPATH, before — not instead of — an
+      inherited PYTHONPATH), so it can never shadow Argus or Ray; the driver runs with ``-I``;
+    * the right cluster: RAY_ADDRESS is explicit because with two clusters on one host a
+      driver's ``ray.init()`` can otherwise attach to the wrong one;
+    * the user's home and the shared Hugging Face cache (``$HOME/common/hf``);
+    * ``RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO``: a process that holds no GPU gets an empty
+      ``CUDA_VISIBLE_DEVICES`` instead of seeing every GPU of its node;
+    * the signed owner for the nodes' jails (``argus_jail``, see argus.runtime.jail).
     """
     env = {
-        "PYTHONPATH": str(ctx.layout.code_dir(user)),
+        "PYTHONPATH": f"{USER_PATH_DIR}:${{PYTHONPATH}}",
+        "ARGUS_USER_CODE": str(ctx.layout.code_dir(user)),
+        "RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO": "1",
         "HOME": str(ctx.layout.home(user)),
         "HF_HOME": str(ctx.layout.hf_dir),
         "ARGUS_USER": user,
@@ -128,7 +146,10 @@ def runtime_env(ctx: LoopContext, user: str) -> dict[str, Any]:
     }
     if ctx.ray_address:
         env["RAY_ADDRESS"] = ctx.ray_address
-    return {"env_vars": env}
+    out: dict[str, Any] = {"env_vars": env}
+    if ctx.jail_key is not None:
+        out[jail.FIELD] = jail.sign(ctx.jail_key, user)
+    return out
 
 
 def entrypoint(argv: list[str]) -> str:

@@ -7,6 +7,7 @@ find out on their first pass and queued tasks then say "Ray cluster unreachable:
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -16,10 +17,13 @@ from argus.cluster.inventory import RayInventory
 from argus.cluster.jobs import RayJobsClient
 from argus.cluster.types import JobsBackend, NodeInventory
 from argus.db.session import Database
+from argus.runtime import jail
 from argus.scheduler.common import LoopContext
 from argus.scheduler.nodes import nodes_view
 from argus.scheduler.runner import SchedulerComponent, SchedulerRunner
 from argus.settings import Settings
+
+log = logging.getLogger(__name__)
 
 
 def ray_endpoints(settings: Settings) -> tuple[str, str]:
@@ -45,7 +49,12 @@ def build_scheduler(db: Database, settings: Settings, *, jobs: JobsBackend | Non
     dash = Dashboard(dashboard or url, token=settings.ray_auth_token)
     jobs = jobs or RayJobsClient(dash)
     inventory = inventory or RayInventory(dash, cache_s=settings.inventory_cache_s)
+    jail_key = jail.ensure_key(settings.root) if jail.jail_enabled(settings.task_jail) else None
+    if jail_key is None:
+        log.warning("tasks run WITHOUT a jail (task_jail=%s%s): any task can read every home on its node; "
+                    "apt-get install bubblewrap", settings.task_jail,
+                    "" if settings.task_jail == "off" else ", bubblewrap is not installed")
     runner = SchedulerRunner(LoopContext(db=db, settings=settings, jobs=jobs, inventory=inventory,
-                                         ray_address=ray_address or gcs))
+                                         ray_address=ray_address or gcs, jail_key=jail_key))
     inv = inventory
     return Scheduler(runner, SchedulerComponent(runner), lambda: nodes_view(db, inv))

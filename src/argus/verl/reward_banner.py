@@ -82,4 +82,7 @@ def announce_reward(argv: Sequence[str], out: TextIO | None = None) -> bool:
 
 
 if __name__ == "__main__":
+    # Started with ``python -I`` (PYTHONPATH ignored, so the user's code/ cannot replace this module);
+    # the user's folders go on the path only now, after ours, as the reward's own imports expect.
+    sys.path.extend(p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p)
     announce_reward(sys.argv[1:])
