@@ -2,12 +2,18 @@
 
 It is the first task a new user runs (examples/doctor.yaml): a real job through the whole path
 (queue → Ray → driver on a worker → logs) that needs no GPU, and whose report answers the usual
-"why does my task fail on that node" questions: which Python/torch/verl/ray, which GPUs, which
-NCCL settings, whether the home is writable and the shared folders readable, how much disk is free.
+"why does my task fail on that node" questions: which Python/torch/verl/ray, whether verl's
+trainers can start here (every package their imports reach, also those imported inside functions,
+which an ``import`` alone never runs: ``argus.verl.imports``), which rollout engines and attention
+kernels are installed, which GPUs, which NCCL settings, whether the home is writable and the
+shared folders readable, how much disk is free.
 
 It reports and never crashes on a missing piece. Exit status 0 when the essentials pass (the
-home is readable and writable, torch/verl/ray are installed), 1 otherwise. No GPU is not a
-failure: CPU jobs and the queue still work, GPU tasks wait with a reason.
+home is readable and writable, torch/verl/ray are installed, the trainers Argus templates import
+and no package they need is missing), 1 otherwise. No GPU is not a failure: CPU jobs and the queue
+still work, GPU tasks wait with a reason. A missing optional engine or kernel is reported, not
+failed: the basic templates pick sdpa without flash-attn, and a rollout engine is checked by the
+driver of the task that names it.
 
 Paths: ``--home`` (admission expands ``$HOME`` in the command) or, by default, the home that the
 driver's working directory ``<root>/users/<user>/jobs/<task_id>`` belongs to, else ``$HOME``.
@@ -17,6 +23,7 @@ driver's working directory ``<root>/users/<user>/jobs/<task_id>`` belongs to, el
 from __future__ import annotations
 
 import argparse
+import importlib
 import importlib.metadata
 import os
 import platform
@@ -24,9 +31,16 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
+from argus.verl.imports import ENTRY_MODULES, is_installed, walk
+
+# (import name, distribution name) of what a basic task may pick; shown with its version or "absent"
+ROLLOUT_ENGINES = (("vllm", "vllm"), ("sglang", "sglang"), ("tensorrt_llm", "tensorrt_llm"))
+ATTENTION_KERNELS = (("flash_attn", "flash-attn"), ("liger_kernel", "liger-kernel"))
 ENV_PREFIXES = ("NCCL_", "CUDA_", "GLOO_", "TP_SOCKET", "NVIDIA_", "RAY_ADDRESS", "MASTER_")
 SENSITIVE = ("TOKEN", "KEY", "SECRET", "PASSWORD")
 
@@ -67,8 +81,76 @@ def check_versions(r: Report) -> None:
             r.fail(f"{dist} is not installed in {sys.executable}")
 
 
+def _version(import_name: str, dist: str) -> str | None:
+    """The installed version, ``"?"`` when importable without metadata, None when absent."""
+    if not is_installed(import_name):
+        return None
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return "?"
+
+
+def check_trainers(r: Report, entries: tuple[str, ...] = ENTRY_MODULES) -> None:
+    """Import the trainers Argus templates, then walk everything their code may import later."""
+    if not is_installed("verl"):
+        r.fail("verl is not installed: no trainer can start")
+        return
+    for module in entries:
+        t0 = time.monotonic()
+        try:
+            with warnings.catch_warnings():  # verl warns once per absent optional engine: noise here
+                warnings.simplefilter("ignore")
+                importlib.import_module(module)
+        except BaseException as e:  # noqa: BLE001 - SystemExit/ImportError alike: report and go on
+            r.fail(f"import {module}: {type(e).__name__}: {e}")
+        else:
+            r.ok(f"import {module} ({time.monotonic() - t0:.1f} s)")
+    rep = walk(entries)
+    for module in rep.unresolved:
+        r.fail(f"verl module {module} not found in verl's source")
+    required = [p for p in rep.packages.values() if p.required]
+    r.info(f"verl's trainers reach {len(rep.modules)} verl modules importing {len(rep.packages)} "
+           f"third-party packages: {len(required)} required, {len(rep.packages) - len(required)} optional")
+    missing = rep.missing(required=True)
+    for pkg in missing:
+        r.fail(f"required package '{pkg.name}' is not installed (imported at {pkg.where}); "
+               "a task fails when it gets there (install verl's verl-core extra)")
+    if not missing:
+        r.ok(f"all {len(required)} required packages are installed")
+    absent: dict[str, list[str]] = {}
+    for pkg in rep.missing(required=False):
+        absent.setdefault(pkg.optional or "", []).append(pkg.name)
+    for reason, names in sorted(absent.items()):
+        r.info(f"optional, absent: {', '.join(names)} — {reason}")
+
+
+def check_engines(r: Report) -> None:
+    """Rollout engines and attention kernels: what a basic task's template can choose from."""
+    for name, dist in ROLLOUT_ENGINES:
+        v = _version(name, dist)
+        r.info(f"rollout engine {name}: {v or 'absent'}")
+    if not any(_version(n, d) for n, d in ROLLOUT_ENGINES):
+        r.warn("no rollout engine installed: ppo/grpo tasks cannot run on this node (sft can)")
+    for name, dist in ATTENTION_KERNELS:
+        v = _version(name, dist)
+        r.info(f"kernel {name}: {v or 'absent'}")
+    try:
+        import torch
+
+        sdpa = hasattr(torch.nn.functional, "scaled_dot_product_attention")
+        r.info(f"torch sdpa: {'available' if sdpa else 'absent'}")
+        if not sdpa and not _version("flash_attn", "flash-attn"):
+            r.warn("neither flash-attn nor torch sdpa: no attention implementation for training")
+    except Exception as e:  # noqa: BLE001 - a broken torch is reported by check_versions too
+        r.warn(f"torch could not be imported: {e!r}")
+
+
 def check_gpus(r: Report) -> None:
-    r.info(f"CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES', '<unset>')}")
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    r.info(f"CUDA_VISIBLE_DEVICES={'<unset>' if visible is None else visible}")
+    if visible == "":
+        r.info("this task holds no GPU (CUDA_VISIBLE_DEVICES is empty); the node's GPUs follow if nvidia-smi lists them")
     try:
         import torch
 
@@ -77,17 +159,23 @@ def check_gpus(r: Report) -> None:
             r.ok(f"{n} GPU(s) visible to torch (CUDA {torch.version.cuda})")
             for i in range(n):
                 p = torch.cuda.get_device_properties(i)
-                r.info(f"  cuda:{i} {p.name}, {p.total_memory / 2**30:.1f} GiB")
+                uuid = getattr(p, "uuid", None)
+                r.info(f"  cuda:{i} {p.name}, {p.total_memory / 2**30:.1f} GiB" + (f", GPU-{uuid}" if uuid else ""))
             return
     except Exception as e:  # noqa: BLE001 - a broken torch is reported, not fatal here
         r.warn(f"torch could not query CUDA: {e!r}")
     smi = shutil.which("nvidia-smi")
     if smi:
-        res = subprocess.run([smi, "--query-gpu=name,memory.total", "--format=csv,noheader"],
+        res = subprocess.run([smi, "--query-gpu=index,name,memory.total,uuid", "--format=csv,noheader"],
                              capture_output=True, text=True, timeout=30)
         lines = [ln for ln in res.stdout.splitlines() if ln.strip()]
         if res.returncode == 0 and lines:
-            r.warn(f"torch sees no GPU, but nvidia-smi lists {len(lines)}: {'; '.join(lines)}")
+            if visible == "":
+                r.ok(f"torch sees no GPU, as this task asked for none; the node has {len(lines)}:")
+            else:
+                r.warn(f"torch sees no GPU, but nvidia-smi lists {len(lines)}:")
+            for ln in lines:
+                r.info(f"  {ln}")
             return
     r.ok("no GPU on this node (CPU jobs run; GPU tasks wait for a node with GPUs)")
 
@@ -152,6 +240,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"argus doctor on {platform.node()} ({platform.platform()}), cwd {cwd}", flush=True)
     for title, check in (
         ("versions", lambda: check_versions(r)),
+        ("trainers", lambda: check_trainers(r)),
+        ("engines and kernels", lambda: check_engines(r)),
         ("GPUs", lambda: check_gpus(r)),
         ("environment", lambda: check_env(r)),
         ("home", lambda: check_home(r, home)),
