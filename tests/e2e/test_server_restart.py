@@ -25,7 +25,9 @@ TOKEN = "e2e-admin-token-0123456789abcdef"
 def start_server(state: Path, port: int, stack: Stack) -> subprocess.Popen[bytes]:
     env = {**os.environ, "ARGUS_ADMIN_TOKEN": TOKEN, "ARGUS_SFTP_ENABLED": "false",
            "ARGUS_VERL_VALIDATION": "off", "ARGUS_SCHEDULER_TICK_S": "0.5",
-           "ARGUS_RAY_DASHBOARD_URL": stack.dashboard_url}
+           "ARGUS_RAY_DASHBOARD_URL": stack.dashboard_url,
+           # the cluster's nodes jail tasks with the key of the data root they were started with
+           "ARGUS_DATA_ROOT": str(stack.settings.root)}
     proc = subprocess.Popen([sys.executable, "-m", "argus.cli.main", "server", "--state-dir", str(state),
                              "--port", str(port), "--ray-address", stack.gcs_address],
                             env=env, stdout=subprocess.DEVNULL, stderr=open(state / "server.log", "ab"))  # noqa: SIM115
@@ -49,12 +51,12 @@ def test_sigkill_after_submission_then_restart_runs_the_attempt_once(stack: Stac
     proc = start_server(state, port, stack)
     try:
         admin = httpx.Client(base_url=url, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30)
-        assert admin.post("/api/v2/users", json={"name": "carol"}).status_code == 201
-        token = admin.post("/api/v2/users/carol/tokens", json={}).json()["token"]
-        carol = httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=30)
+        assert admin.post("/api/v2/users", json={"name": "erin"}).status_code == 201
+        token = admin.post("/api/v2/users/erin/tokens", json={}).json()["token"]
+        erin = httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=30)
         # another workload than the session server's tasks: its own id sequence, so the two databases
         # sharing this Ray cluster never derive the same submission id
-        tid = submit(carol, spec("python3 -m argus.jobs.sleep 6 --lines 6", workload="sft"))
+        tid = submit(erin, spec("python3 -m argus.jobs.sleep 6 --lines 6", workload="sft"))
         db = Database(f"sqlite:///{state / 'argus.db'}")
         deadline = time.monotonic() + 30
         while not _stored(db, tid):  # the id is stored just before Ray is called: kill right there
@@ -63,11 +65,11 @@ def test_sigkill_after_submission_then_restart_runs_the_attempt_once(stack: Stac
         proc.send_signal(signal.SIGKILL)
         proc.wait(10)
         proc = start_server(state, port, stack)
-        t = wait_status(carol, tid, "RUNNING", timeout=60)
+        t = wait_status(erin, tid, "RUNNING", timeout=60)
         ours = [j for j in stack.ray_jobs() if (j.submission_id or "").startswith(f"{tid}-")]
         assert [j.submission_id for j in ours] == [f"{tid}-a1"], ours
         assert len(t["attempts"]) == 1
-        t = wait_status(carol, tid, "SUCCEEDED", timeout=60)
+        t = wait_status(erin, tid, "SUCCEEDED", timeout=60)
         assert [a["submission_id"] for a in t["attempts"]] == [f"{tid}-a1"]
         db.dispose()
     finally:

@@ -61,9 +61,11 @@ def worker(
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     overrides = dict(mode="cluster", data_root=data_root, state_dir=state_dir)
     settings = Settings(**{k: v for k, v in overrides.items() if v is not None})
+    # the discovery file lives at <data root>/.argus/head.json on the shared filesystem
+    root = Path(data_root) if data_root else (discovery.parent.parent if discovery else settings.root)
     cfg = WorkerConfig(discovery=discovery or discovery_path(settings.root), state_dir=settings.state_dir,
                        name=name or "", gpus=gpus, cpus=cpus, capacity=settings.worker_node_capacity,
-                       data_root=settings.root, task_jail=settings.task_jail, python=settings.train_python)
+                       data_root=root, task_jail=settings.task_jail, python=settings.train_python)
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())

@@ -52,6 +52,9 @@ class WorkerConfig:
         """The ``ray start`` environment that jails this node's tasks ({} when off); see runtime/jail.py."""
         if self.data_root is None or not jail.jail_enabled(self.task_jail):
             return {}
+        if not jail.key_path(self.data_root).is_file():
+            raise jail.JailError(f"no jail key at {jail.key_path(self.data_root)}: the head creates it on the shared "
+                                 f"filesystem; is it mounted at {self.data_root} here (argus worker --data-root)?")
         cfg = jail.node_config(data_root=self.data_root, state_dirs=[self.state_dir],
                                ray_temp_dir=ray_temp_dir(self.state_dir), python=self.python)
         path = self.state_dir / "jail" / "node.json"
@@ -127,7 +130,14 @@ class WorkerWatchdog:
     def join(self, head: HeadInfo) -> None:
         cfg = self.cfg
         temp_dir = ray_temp_dir(cfg.state_dir)
-        env = cfg.jail_env()
+        try:
+            env = cfg.jail_env()
+        except jail.JailError as e:  # not joining unjailed: retry with back-off, the log says why
+            log.error("cannot join: %s", e)
+            now = time.monotonic()
+            self.backoff.started(now)
+            self.backoff.ended(now)
+            return
         argv = [
             *ray_start(bool(env)), "--block", "--disable-usage-stats", f"--address={head.gcs_address}",
             f"--resources={json.dumps({'worker_node': cfg.capacity})}", f"--node-name={cfg.name}",
