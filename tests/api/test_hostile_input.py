@@ -10,6 +10,8 @@ import pytest
 
 from argus.services.fs_paths import MAX_NEW_DEPTH, MAX_PATH_BYTES
 
+pytestmark = pytest.mark.hostile  # the hostile-input suite: grows with every hole found
+
 HUGE = "100000000000000000000"  # > 2**63: SQLite cannot bind it
 
 

@@ -7,6 +7,8 @@ from argus.core.paths import DataLayout
 from argus.core.taskspec import parse_taskspec
 from argus.settings import DEFAULT_ENTRY_ALLOWLIST
 
+pytestmark = pytest.mark.hostile  # the hostile-input suite: grows with every hole found
+
 POLICY = AdmissionPolicy(layout=DataLayout.at("/private"), entry_allowlist=tuple(DEFAULT_ENTRY_ALLOWLIST))
 GOOD_ARGS = (
     "data.train_files=$HOME/common/datasets/gsm8k/train.parquet data.val_files=$HOME/datasets/v.parquet "

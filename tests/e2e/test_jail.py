@@ -20,7 +20,7 @@ import pytest
 
 from tests.e2e.stack import Stack, spec, submit, wait_status
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.hostile]
 
 EVIL_REWARD = """\
 import os

@@ -18,6 +18,8 @@ from argus.runtime import jail
 from argus.runtime.ray_plugin import JailPlugin, expand_env, refuse_foreign_fields
 from argus.runtime.worker_guard import jailed
 
+pytestmark = pytest.mark.hostile  # the hostile-input suite: grows with every hole found
+
 
 def test_a_signed_owner_verifies_and_a_forged_or_missing_one_does_not(tmp_path: Path) -> None:
     key = jail.ensure_key(tmp_path)

@@ -2,6 +2,7 @@
 
 from pathlib import Path
 
+import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -14,6 +15,8 @@ from argus.services.principal import Principal
 from argus.services.tasks import submit_task
 from argus.services.users import create_user
 from argus.settings import DEFAULT_ENTRY_ALLOWLIST
+
+pytestmark = pytest.mark.hostile  # the hostile-input suite: grows with every hole found
 
 FIELDS = ["kind", "workload", "nnodes", "n_gpus_per_node", "command", "model_id", "train_file", "val_file",
           "name", "priority", "overrides", "total_epochs", "lr", "reward_path", "bogus"]

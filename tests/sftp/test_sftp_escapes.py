@@ -8,6 +8,8 @@ import os
 import paramiko
 import pytest
 
+pytestmark = pytest.mark.hostile  # the hostile-input suite: grows with every hole found
+
 DENIED = (errno.EACCES, errno.ENOENT)
 
 

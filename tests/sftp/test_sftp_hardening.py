@@ -16,6 +16,8 @@ from argus.services.logins import LoginLimiter
 from argus.services.users import MAX_PASSWORD_BYTES
 from tests.sftp.conftest import PASSWORD
 
+pytestmark = pytest.mark.hostile  # the hostile-input suite: grows with every hole found
+
 
 def _refused(env, user: str, password: str) -> None:
     with pytest.raises(paramiko.AuthenticationException):

@@ -7,6 +7,8 @@ import yaml
 
 from tests.verl.test_verl_admission import PPO_ARGS, advanced, errors_of, submit
 
+pytestmark = pytest.mark.hostile  # the hostile-input suite: grows with every hole found
+
 BOB = "users/bob"
 
 
