@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 
@@ -9,7 +10,7 @@ import httpx
 from sqlalchemy import update
 
 from argus.db.models import TaskAttemptModel, TaskModel
-from argus.services.logs import follow, read_range
+from argus.services.logs import LogRef, follow, read_range
 from tests.helpers import live_server
 
 SPEC = "kind: advanced\nworkload: job\nnnodes: 1\nn_gpus_per_node: 0\ncommand: python3 -m argus.jobs.sleep 1\n"
@@ -34,16 +35,35 @@ def finish(srv, tid: str) -> None:
         s.execute(update(TaskAttemptModel).where(TaskAttemptModel.task_id == tid).values(status="SUCCEEDED"))
 
 
+def _ref(tmp_path, name: str) -> LogRef:
+    return LogRef("t", 1, tmp_path / name, tmp_path)
+
+
 def test_read_range_is_chunked_and_bounded(tmp_path):
     p = tmp_path / "big.log"
     p.write_bytes(b"x" * (300 * 1024))
-    end, chunks = read_range(p, 1000, 200 * 1024)
+    end, chunks = read_range(_ref(tmp_path, "big.log"), 1000, 200 * 1024)
     parts = list(chunks)
     assert end == 1000 + 200 * 1024
     assert max(len(c) for c in parts) <= 64 * 1024 and sum(map(len, parts)) == 200 * 1024
-    assert read_range(tmp_path / "missing.log", 5)[0] == 0
-    end, chunks = read_range(p, 10**9)
+    assert read_range(_ref(tmp_path, "missing.log"), 5)[0] == 0
+    end, chunks = read_range(_ref(tmp_path, "big.log"), 10**9)
     assert end == 300 * 1024 and list(chunks) == []
+
+
+def test_a_log_replaced_by_a_link_or_a_fifo_reads_as_empty(tmp_path):
+    """A task owns its job folder: its log may become a link to someone else's file, or a FIFO."""
+    secret = tmp_path / "bob-secret.txt"
+    secret.write_text("BOB")
+    home = tmp_path / "alice"
+    (home / "logs").mkdir(parents=True)
+    (home / "logs" / "attempt-1.log").symlink_to(secret)
+    (home / "logs" / "attempt-2.log").hardlink_to(secret)
+    os.mkfifo(home / "logs" / "attempt-3.log")
+    (home / "link").symlink_to(tmp_path)  # a linked folder on the way
+    for rel in ("logs/attempt-1.log", "logs/attempt-2.log", "logs/attempt-3.log", "link/bob-secret.txt"):
+        end, chunks = read_range(LogRef("t", 1, home / rel, home), 0)
+        assert (end, b"".join(chunks)) == (0, b""), rel
 
 
 def test_follow_holds_partial_lines_and_ends_after_draining(tmp_path):
@@ -59,7 +79,7 @@ def test_follow_holds_partial_lines_and_ends_after_draining(tmp_path):
         state["done"] = True
 
     threading.Thread(target=writer).start()
-    for pos, data in follow(p, 0, lambda: state["done"], poll_s=0.05):
+    for pos, data in follow(_ref(tmp_path, "a.log"), 0, lambda: state["done"], poll_s=0.05):
         got.append((pos, data))
     assert b"".join(d for _, d in got) == b"one\ntwo\nthree"
     assert got[0] == (4, b"one\n")

@@ -5,7 +5,10 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from sqlalchemy import update
+
 from argus.core.metrics import MetricsParser, parse_metric_line
+from argus.db.models import TaskModel
 from argus.services.metrics import read_log_metrics
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -89,13 +92,13 @@ def test_incremental_reader_handles_partial_lines_and_rewrites(tmp_path):
     text = FIXTURE.read_text()
     cut = text.index("step:2") + 20  # in the middle of a metrics line
     log.write_text(text[:cut])
-    assert read_log_metrics(log).last_step == 1
+    assert read_log_metrics(tmp_path, log).last_step == 1
     with log.open("a") as fh:
         fh.write(text[cut:])
-    assert read_log_metrics(log).as_lists(["actor/pg_loss"])["actor/pg_loss"] == [(1, -0.00213), (2, 0.00102),
+    assert read_log_metrics(tmp_path, log).as_lists(["actor/pg_loss"])["actor/pg_loss"] == [(1, -0.00213), (2, 0.00102),
                                                                                    (3, -0.0051)]
     log.write_text("step:7 - x:1\n")  # shorter: the file was rewritten, parse again from the start
-    assert read_log_metrics(log).keys == ["x"]
+    assert read_log_metrics(tmp_path, log).keys == ["x"]
 
 
 def test_metrics_api_and_cli(live, monkeypatch, capsys):
@@ -112,6 +115,8 @@ def test_metrics_api_and_cli(live, monkeypatch, capsys):
     logs.mkdir(parents=True)
     (logs / "attempt-1.log").write_text(FIXTURE.read_text())
     (logs / "attempt-2.log").write_text("(TaskRunner pid=9) step:3 - critic/score/mean:0.5\n")
+    with live.ctx.db.session() as s:  # the task's two attempts (only real attempts' logs are read)
+        s.execute(update(TaskModel).where(TaskModel.id == tid).values(attempts=2))
     out = alice.get(f"/api/v2/tasks/{tid}/metrics", params={"key": "critic/score/mean"}).json()
     assert out["last_step"] == 3 and "actor/pg_loss" in out["keys"]
     assert out["points"] == {"critic/score/mean": [[1, 0.125], [2, 0.1875], [3, 0.5]]}  # attempt 2 wins step 3

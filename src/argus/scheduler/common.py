@@ -28,6 +28,7 @@ from argus.core.states import LIVE_ATTEMPT, TERMINAL, TaskStatus
 from argus.db.models import TaskAttemptModel, TaskModel, utcnow
 from argus.db.session import Database
 from argus.runtime import jail
+from argus.services.home_files import read_plain
 from argus.services.tasks import user_name_of
 from argus.settings import Settings
 
@@ -38,6 +39,7 @@ UNCONFIRMED = TaskStatus.QUEUED.value
 ATTEMPT_LIVE = LIVE_ATTEMPT
 TERMINAL_VALUES = tuple(s.value for s in TERMINAL)
 DRIVER_MODULE = "argus.runtime.driver"
+STATUS_MAX_BYTES = 1 << 20  # the driver's status.json is a few hundred bytes
 USER_PATH_DIR = str(Path(jail.__file__).with_name("userpath"))
 
 
@@ -57,6 +59,9 @@ class LoopContext:
     @property
     def layout(self) -> DataLayout:
         return DataLayout.at(self.settings.root)
+
+    def layout_home(self, user: str) -> Path:
+        return Path(str(self.layout.home(user)))
 
 
 def submission_id(task_id: str, attempt: int) -> str:
@@ -92,10 +97,12 @@ def read_driver_status(ctx: LoopContext, user: str, task_id: str, attempt: int) 
     """The driver's ``status.json`` for this attempt, or ``{}`` (absent, torn, or another attempt's).
 
     It lives on the shared filesystem, so it is there even when Ray lost the node that wrote it.
+    The task can change it, so it is read without following links, bounded, and as data only.
     """
+    raw = read_plain(ctx.layout_home(user), job_dir(ctx, user, task_id) / "status.json", STATUS_MAX_BYTES)
     try:
-        data = json.loads((job_dir(ctx, user, task_id) / "status.json").read_text())
-    except (OSError, ValueError):
+        data = json.loads(raw or b"")
+    except ValueError:
         return {}
     if isinstance(data, dict) and data.get("attempt") == attempt:
         return data

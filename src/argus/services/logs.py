@@ -10,6 +10,7 @@ across a wait: each status check is its own short transaction.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ from argus.core.paths import DataLayout
 from argus.core.states import LIVE_ATTEMPT, is_terminal
 from argus.db.models import TaskAttemptModel, TaskModel
 from argus.errors import ClientError, FieldError, NotFound
+from argus.services.home_files import open_plain
 from argus.services.principal import Principal
 from argus.services.tasks import get_task, user_name_of
 
@@ -33,6 +35,7 @@ class LogRef:
     task_id: str
     attempt: int
     path: Path
+    home: Path  # the owner's home: the log is reached from there without following links
 
 
 def log_file(layout: DataLayout, user: str, task_id: str, attempt: int) -> Path:
@@ -47,29 +50,32 @@ def resolve_log(session: Session, principal: Principal, task_id: str, attempt: i
         attempt = max(task.attempts, 1)
     elif attempt < 1 or attempt > max(task.attempts, 1):
         raise NotFound(f"task {task_id} has no attempt {attempt} (it has {task.attempts})", code="attempt_not_found")
-    return LogRef(task_id, attempt, log_file(layout, user_name_of(session, task), task_id, attempt))
+    user = user_name_of(session, task)
+    return LogRef(task_id, attempt, log_file(layout, user, task_id, attempt), Path(str(layout.home(user))))
 
 
-def read_range(path: Path, offset: int = 0, limit: int | None = None) -> tuple[int, Iterator[bytes]]:
+def read_range(ref: LogRef, offset: int = 0, limit: int | None = None) -> tuple[int, Iterator[bytes]]:
     """(end offset, chunks) for bytes ``[offset, min(size, offset+limit))`` as the file is now.
 
     The end is fixed when called so a growing file yields a consistent range and the
-    client knows the next offset (``X-Next-Offset``).
+    client knows the next offset (``X-Next-Offset``). The task can replace its log with a
+    link or a FIFO: it is opened from the home without following links, and anything but a
+    plain file reads as empty (services/home_files.py).
     """
     if offset < 0 or (limit is not None and limit < 0):
         raise ClientError("offset and limit must be ≥ 0", code="invalid_range",
                           errors=[FieldError("offset", offset, "must be ≥ 0")])
-    try:
-        size = path.stat().st_size
-    except FileNotFoundError:
-        size = 0
+    f = open_plain(ref.home, ref.path)
+    size = 0 if f is None else os.fstat(f.fileno()).st_size
     start = min(offset, size)
     end = size if limit is None else min(size, start + limit)
 
     def chunks() -> Iterator[bytes]:
-        if end <= start:
+        if f is None:
             return
-        with path.open("rb") as f:
+        with f:
+            if end <= start:
+                return
             f.seek(start)
             left = end - start
             while left > 0:
@@ -94,7 +100,7 @@ def attempt_finished(session: Session, task_id: str, attempt: int) -> bool:
     return status is not None and status not in LIVE_ATTEMPT
 
 
-def follow(path: Path, offset: int, finished: Callable[[], bool], *, poll_s: float = 0.5,
+def follow(ref: LogRef, offset: int, finished: Callable[[], bool], *, poll_s: float = 0.5,
            heartbeat: bool = False) -> Iterator[tuple[int, bytes]]:
     """Yield ``(offset_after, complete lines)`` as the file grows, until the attempt ended and the
     file is drained. A partial last line is held back until its newline arrives (or the end).
@@ -103,7 +109,7 @@ def follow(path: Path, offset: int, finished: Callable[[], bool], *, poll_s: flo
     pos = offset
     while True:
         done = finished()  # read before the file: whatever was written before the end is drained
-        end, chunks = read_range(path, pos)
+        end, chunks = read_range(ref, pos)
         for data in chunks:
             pos += len(data)
             pending += data

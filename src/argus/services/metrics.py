@@ -10,6 +10,7 @@ order, so a retry that resumes from a checkpoint overrides the steps it redoes.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from sqlalchemy.orm import Session
 
 from argus.core.metrics import MetricSeries, MetricsParser
 from argus.core.paths import DataLayout
+from argus.services.home_files import open_plain
 from argus.services.principal import Principal
 from argus.services.tasks import get_task, user_name_of
 
@@ -36,28 +38,30 @@ _cache: OrderedDict[str, _Cursor] = OrderedDict()
 _lock = threading.Lock()
 
 
-def read_log_metrics(path: Path) -> MetricSeries:
-    """The metric series of one log file, reading only what was appended since the last call."""
+def read_log_metrics(home: Path, path: Path) -> MetricSeries:
+    """The metric series of one log file, reading only what was appended since the last call.
+
+    Opened from the owner's home without following links (a task can replace its log).
+    """
     key = str(path)
-    try:
-        size = path.stat().st_size
-    except FileNotFoundError:
+    fh = open_plain(home, path)
+    if fh is None:
         return MetricSeries()
-    with _lock:
+    with fh, _lock:
+        size = os.fstat(fh.fileno()).st_size
         cur = _cache.pop(key, None)
         if cur is None or size < cur.offset:
             cur = _Cursor(0, MetricsParser())
         _cache[key] = cur
         while len(_cache) > _MAX_FILES:
             _cache.popitem(last=False)
-        with path.open("rb") as fh:
-            fh.seek(cur.offset)
-            while cur.offset < size:
-                chunk = fh.read(min(_CHUNK, size - cur.offset))
-                if not chunk:
-                    break
-                cur.offset += len(chunk)
-                cur.parser.feed(chunk.decode("utf-8", errors="replace"))
+        fh.seek(cur.offset)
+        while cur.offset < size:
+            chunk = fh.read(min(_CHUNK, size - cur.offset))
+            if not chunk:
+                break
+            cur.offset += len(chunk)
+            cur.parser.feed(chunk.decode("utf-8", errors="replace"))
         out = MetricSeries()
         out.merge(cur.parser.series)
         return out
@@ -66,16 +70,11 @@ def read_log_metrics(path: Path) -> MetricSeries:
 def get_task_metrics(session: Session, principal: Principal, task_id: str, root: Path) -> MetricSeries:
     """Every attempt's metrics for a task the principal may read (404 otherwise)."""
     task = get_task(session, principal, task_id)
-    first = DataLayout.at(str(root)).attempt_log(user_name_of(session, task), task.id, 1)
-    logs = Path(str(first.parent))
+    layout = DataLayout.at(str(root))
+    user = user_name_of(session, task)
+    home = Path(str(layout.home(user)))
     series = MetricSeries()
-    if not logs.is_dir():
-        return series
-    for path in sorted(logs.glob("attempt-*.log"), key=lambda p: _attempt_no(p.name)):
-        series.merge(read_log_metrics(path))
+    for attempt in range(1, max(task.attempts, 1) + 1):
+        series.merge(read_log_metrics(home, Path(str(layout.attempt_log(user, task.id, attempt)))))
     return series
 
-
-def _attempt_no(name: str) -> int:
-    digits = name.removeprefix("attempt-").removesuffix(".log")
-    return int(digits) if digits.isdigit() else 0

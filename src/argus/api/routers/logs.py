@@ -46,7 +46,7 @@ def get_logs(
         start = int(last) if last.isdigit() else offset
         return StreamingResponse(_sse(ctx, principal, ref, start), media_type="text/event-stream",
                                  headers={**headers, "X-Accel-Buffering": "no"})
-    end, chunks = svc.read_range(ref.path, offset, limit)
+    end, chunks = svc.read_range(ref, offset, limit)
     return StreamingResponse(chunks, media_type="text/plain; charset=utf-8",
                              headers={**headers, "X-Next-Offset": str(end)})
 
@@ -58,7 +58,7 @@ def _sse(ctx: AppContext, principal: Principal, ref: svc.LogRef, offset: int) ->
 
     idle = 0
     pos = offset
-    for pos, data in svc.follow(ref.path, offset, finished, poll_s=0.5, heartbeat=True):
+    for pos, data in svc.follow(ref, offset, finished, poll_s=0.5, heartbeat=True):
         if not data:
             idle += 1
             if idle % HEARTBEAT_POLLS == 0:

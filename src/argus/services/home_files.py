@@ -1,0 +1,77 @@
+"""Reading and writing in a user's home from the server, which runs unjailed.
+
+A task's processes can change everything in their owner's home — the job folder included —
+so a path the server reads there (``jobs/<task>/logs/attempt-1.log``, ``status.json``)
+may have become a symlink to another user's file or to the server's own, a FIFO that
+blocks forever, or a hard link. Every access here walks from the home with
+``O_NOFOLLOW`` at each step and accepts only a plain, singly-linked file; anything else
+reads as absent. ``O_NONBLOCK`` keeps a FIFO from blocking the open.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+from typing import BinaryIO
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def open_in_home(home: Path, rel: tuple[str, ...], flags: int, *, make_dirs: bool = False) -> int:
+    """An fd for ``home/rel…`` opened without following any link below ``home``."""
+    if not rel or any(part in ("", ".", "..") for part in rel):
+        raise OSError(f"not a path below the home: {'/'.join(rel)!r}")
+    fd = os.open(home, _DIR_FLAGS)
+    try:
+        for name in rel[:-1]:
+            if make_dirs:
+                try:
+                    os.mkdir(name, 0o755, dir_fd=fd)
+                except FileExistsError:
+                    pass
+            sub = os.open(name, _DIR_FLAGS, dir_fd=fd)
+            os.close(fd)
+            fd = sub
+        return os.open(rel[-1], flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o644, dir_fd=fd)
+    finally:
+        os.close(fd)
+
+
+def _plain(fd: int) -> bool:
+    st = os.fstat(fd)
+    return stat.S_ISREG(st.st_mode) and st.st_nlink == 1
+
+
+def open_plain(home: Path, path: Path) -> BinaryIO | None:
+    """``path`` (below ``home``) opened for reading, or None: missing, or not a plain file reached without links."""
+    try:
+        fd = open_in_home(home, path.relative_to(home).parts, os.O_RDONLY)
+    except (OSError, ValueError):
+        return None
+    if not _plain(fd):
+        os.close(fd)
+        return None
+    return os.fdopen(fd, "rb")
+
+
+def read_plain(home: Path, path: Path, limit: int) -> bytes | None:
+    """At most ``limit`` bytes of a plain file below ``home`` (see :func:`open_plain`), or None."""
+    f = open_plain(home, path)
+    if f is None:
+        return None
+    with f:
+        return f.read(limit)
+
+
+def append_in_home(home: Path, rel: tuple[str, ...], data: bytes) -> None:
+    """Append ``data`` to a plain, singly-linked file ``home/rel…``, making its folders (no links followed)."""
+    out = open_in_home(home, rel, os.O_WRONLY | os.O_CREAT | os.O_APPEND, make_dirs=True)
+    try:
+        if not _plain(out):
+            raise OSError(f"{'/'.join(rel)} is not a plain file")
+        view = memoryview(data)
+        while view:
+            view = view[os.write(out, view):]
+    finally:
+        os.close(out)
