@@ -39,6 +39,9 @@ class FakeRay:
     on_submit: Callable[[str], None] | None = None
     submit_error: Exception | None = None
     invalidations: int = 0
+    driver_logs: dict[str, str] = field(default_factory=dict)  # Ray's job-driver-<id>.log, by submission id
+    log_requests: list[str] = field(default_factory=list)
+    log_error: Exception | None = None
 
     def _check(self) -> None:
         if self.down:
@@ -75,6 +78,14 @@ class FakeRay:
     def list(self) -> list[JobInfo]:
         self._check()
         return list(self.jobs.values())
+
+    def driver_log_tail(self, submission_id: str, max_bytes: int, *, timeout_s: float = 5.0) -> str | None:
+        self._check()
+        self.log_requests.append(submission_id)
+        if self.log_error:
+            raise self.log_error
+        text = self.driver_logs.get(submission_id)
+        return None if text is None else text.encode()[-max_bytes:].decode(errors="ignore")
 
     # NodeInventory
     def worker_nodes(self) -> list[WorkerNode]:

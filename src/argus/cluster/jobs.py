@@ -7,7 +7,8 @@ Ray answers in ways the scheduler must not guess at, so they are mapped here onc
 * an unknown id → 404 → ``get`` returns None, ``stop``/``delete`` return False;
 * deleting a job that has not finished → 500 "non-terminal state" → ``delete`` returns False;
 * no reachable dashboard, 502-504, "No available agent" → ``ClusterUnavailable`` (retry later);
-* any other refusal (a malformed runtime env, say) → ``RayJobsError`` with Ray's text.
+* any other refusal (a malformed runtime env, say) → ``RayJobsError`` with Ray's text;
+* no driver log to give (unknown id, the driver's node gone) → ``driver_log_tail`` returns None.
 """
 
 from __future__ import annotations
@@ -83,6 +84,27 @@ class RayJobsClient:
             return False
         _expect_ok(resp, f"delete job {submission_id}")
         return bool(resp.json().get("deleted"))
+
+    def driver_log_tail(self, submission_id: str, max_bytes: int, *, timeout_s: float = 5.0) -> str | None:
+        """The last ``max_bytes`` of Ray's own driver log for the job (``job-driver-<id>.log`` on its node).
+
+        Only for a driver that died before writing the attempt's log (its log is then a few lines):
+        Ray's endpoint has no range, so the whole file crosses the wire and is cut here; the short
+        timeout keeps the monitor's pass quick. None when Ray has no log to give (unknown id, the
+        driver's node gone: Ray answers 500) — the caller then has nothing better than the exit code.
+        """
+        resp = self.dashboard.request("GET", f"/api/jobs/{_quote(submission_id)}/logs", timeout=timeout_s)
+        if resp.status_code != 200:
+            log.info("Ray has no driver log for %s (%s): %s", submission_id, resp.status_code, _last_line(resp.text))
+            return None
+        try:
+            text = resp.json().get("logs")
+        except ValueError:
+            return None
+        if not isinstance(text, str):
+            return None
+        data = text.encode("utf-8", errors="replace")
+        return data[-max_bytes:].decode("utf-8", errors="ignore") if len(data) > max_bytes else text
 
     def list(self) -> list[JobInfo]:
         """Every submission job Ray knows (plain drivers that called ``ray.init`` are left out)."""

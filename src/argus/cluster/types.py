@@ -77,6 +77,9 @@ class JobsBackend(Protocol):
 
     def list(self) -> list[JobInfo]: ...
 
+    def driver_log_tail(self, submission_id: str, max_bytes: int, *, timeout_s: float = 5.0) -> str | None:
+        """The last ``max_bytes`` of Ray's driver log for the job, or None when Ray has none."""
+
 
 class NodeInventory(Protocol):
     def worker_nodes(self) -> list[WorkerNode]:

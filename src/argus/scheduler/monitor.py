@@ -10,6 +10,13 @@ Infrastructure failures (NODE_LOST, RAY_JOB_LOST) go back to QUEUED as a new att
 to ``max_retries``; user failures (non-zero exit) never retry. A non-zero exit's message names
 its cause, the last exception in the attempt's log (``core.failures``), so users need not
 open the log to learn that a module was missing.
+
+A driver that dies before it writes the attempt's log (its job folder cannot be made, the
+interpreter is missing) leaves its words only in Ray's driver log, on the node's local disk,
+which users cannot reach. For such a failure (non-zero exit, attempt log empty or missing) the
+monitor asks Ray once for the tail of that log (one bounded HTTP call, only for these failures)
+and copies it into the attempt's log, marked as copied from Ray, before recording the end;
+the cause is then read from it as from any log, and ``argus logs`` shows it.
 """
 
 from __future__ import annotations
@@ -38,6 +45,7 @@ from argus.scheduler.common import (
     user_of,
 )
 from argus.scheduler.janitor import DeleteFinishedRayJobs
+from argus.services.home_files import append_in_home, open_plain
 from argus.services.tasks import switch_task_status
 
 NODE_DEATH = {"JOB_SUPERVISOR_ACTOR_DIED"}
@@ -48,6 +56,7 @@ SETUP_ERRORS = {
     "JOB_ENTRYPOINT_COMMAND_START_ERROR",
 }
 INFRA = {TerminationReason.NODE_LOST, TerminationReason.RAY_JOB_LOST}
+RAY_LOG_TIMEOUT_S = 5.0  # the one HTTP call for a driver that died before writing its log
 FRESH_S = 10.0  # a task that started this recently may end soon: poll it faster
 
 
@@ -118,16 +127,41 @@ def classify(
                    exit_code=exit_code)
 
 
-def with_log_cause(out: Outcome, path: Path) -> Outcome:
-    """``exit code 1: <the exception that caused it>``, from the last TAIL_BYTES of the attempt's log."""
-    try:
-        with path.open("rb") as fh:
+def with_log_cause(out: Outcome, home: Path, path: Path, fallback: str | None = None) -> Outcome:
+    """``exit code 1: <the exception that caused it>``, from the last TAIL_BYTES of the attempt's log.
+
+    The log is opened without following links below the owner's ``home`` and never read if it
+    is a FIFO or device (services/home_files.py). ``fallback``: Ray's driver log, used when the
+    attempt's log shows no cause (copying it there failed).
+    """
+    tail = ""
+    fh = open_plain(home, path)
+    if fh is None and fallback is None:
+        return out
+    if fh is not None:
+        with fh:
             fh.seek(max(0, fh.seek(0, os.SEEK_END) - TAIL_BYTES))
             tail = fh.read(TAIL_BYTES).decode("utf-8", errors="replace")
-    except OSError:
-        return out
+    cause = failure_cause(tail)
+    if cause is None and fallback:
+        cause = failure_cause(fallback[-TAIL_BYTES:])
     assert out.exit_code is not None
-    return replace(out, message=failure_message(out.exit_code, failure_cause(tail)))
+    return replace(out, message=failure_message(out.exit_code, cause))
+
+
+def died_before_logging(info: JobInfo | None, dead: frozenset[str]) -> bool:
+    """Could this be a driver that never wrote its log? A non-zero exit Ray saw (not a lost node)."""
+    return (info is not None and info.status == RayJobStatus.FAILED and info.driver_exit_code not in (None, 0)
+            and info.error_type not in NODE_DEATH and info.driver_node_id not in dead)
+
+
+def log_is_empty(home: Path, path: Path) -> bool:
+    """Does the attempt's log offer nothing to read (missing, empty, or not a plain file reached without links)?"""
+    f = open_plain(home, path)
+    if f is None:
+        return True
+    with f:
+        return os.fstat(f.fileno()).st_size == 0
 
 
 class MonitorActiveTasks:
@@ -174,6 +208,7 @@ class MonitorActiveTasks:
     def _check(self, task_id: str, status: TaskStatus, sid: str, dead: frozenset[str]) -> int:
         ctx = self.ctx
         info = ctx.jobs.get(sid)  # act: no transaction open
+        ray_log = self._copy_ray_log(task_id, sid) if died_before_logging(info, dead) else None
         with ctx.db.session() as s:
             task = s.get(TaskModel, task_id)
             if task is None or task.status != status.value or task.submission_id != sid:
@@ -187,7 +222,8 @@ class MonitorActiveTasks:
                     # the driver refused to start the task (no jail, missing rollout engine): its words
                     out = replace(out, message=failure_message(out.exit_code, driver["error"][:500]))
                 else:
-                    out = with_log_cause(out, log_path(ctx, user, task_id, task.attempts))
+                    out = with_log_cause(out, Path(str(ctx.layout.home(user))),
+                                         log_path(ctx, user, task_id, task.attempts), ray_log)
             if out.resubmit:
                 pass
             elif out.status is None:
@@ -200,6 +236,42 @@ class MonitorActiveTasks:
 
         resubmit_same_id(ctx, task_id, sid)
         return 0
+
+    def _copy_ray_log(self, task_id: str, sid: str) -> str | None:
+        """Ray's driver log, copied into the attempt's log when the driver left that empty; or None.
+
+        Load (short read), act (one bounded call to Ray, no transaction open), write the file; the
+        caller records the outcome afterwards. Any failure here only loses the copy, never the pass.
+        """
+        ctx = self.ctx
+        with ctx.db.session() as s:
+            task = s.get(TaskModel, task_id)
+            if task is None or task.submission_id != sid or not task.attempts:
+                return None
+            user, attempt = user_of(s, task), task.attempts
+        if read_driver_status(ctx, user, task_id, attempt).get("error"):
+            return None  # the driver started and said why it refused: its log has it
+        path, home = log_path(ctx, user, task_id, attempt), Path(str(ctx.layout.home(user)))
+        if not log_is_empty(home, path):
+            return None
+        try:
+            text = ctx.jobs.driver_log_tail(sid, TAIL_BYTES, timeout_s=RAY_LOG_TIMEOUT_S)
+        except Exception as exc:  # noqa: BLE001 - ClusterUnavailable, a timeout: the exit code must do
+            log.warning("monitor: no driver log from Ray for %s (%s)", sid, exc)
+            return None
+        if not text or not text.strip():
+            return None
+        body = text if text.endswith("\n") else text + "\n"
+        data = (f"[argus] the driver wrote nothing to this log; below, copied from Ray by the server: the "
+                f"end (at most {TAIL_BYTES // 1024} KiB) of Ray's driver log for job {sid}\n{body}"
+                "[argus] end of the copy of Ray's driver log\n").encode("utf-8", errors="replace")
+        try:
+            append_in_home(home, tuple(path.relative_to(home).parts), data)
+        except (OSError, ValueError) as exc:
+            log.warning("monitor: cannot copy Ray's driver log for %s into %s (%s)", sid, path, exc)
+        else:
+            log.info("task %s: the driver wrote no log; copied Ray's driver log (%d bytes)", task_id, len(data))
+        return text
 
     def _apply(self, s, task: TaskModel, sid: str, info: JobInfo | None, driver: dict, out: Outcome) -> int:
         ctx = self.ctx
