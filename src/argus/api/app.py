@@ -16,6 +16,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from argus import __version__
 from argus.api.context import AppContext
+from argus.api.docs import install_docs
 from argus.api.routers import files, health, logs, metrics, nodes, tasks, users
 from argus.errors import (
     ArgusError,
@@ -45,10 +46,12 @@ def create_app(ctx: AppContext, extra_routers: tuple = ()) -> FastAPI:
         version=__version__,
         description="Multi-tenant control plane for verl post-training on Ray. Authenticate with "
         "`Authorization: Bearer <token>`.",
-        docs_url="/docs",
+        docs_url=None,  # FastAPI's pages load Swagger UI/ReDoc from a CDN: api.docs serves them locally
+        redoc_url=None,
         openapi_url="/openapi.json",
     )
     app.state.ctx = ctx
+    install_docs(app)
     for r in (health.router, tasks.router, users.router, metrics.router, files.router, logs.router, nodes.router, *extra_routers):
         app.include_router(r)
     _install_error_handlers(app)
