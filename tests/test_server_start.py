@@ -2,11 +2,13 @@
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
 
 import httpx
+import pytest
 
 from tests.helpers import free_port
 
@@ -68,3 +70,109 @@ def test_fixed_admin_token(tmp_path):
         assert r.status_code == 200 and r.json()["is_admin"]
     finally:
         stop(proc)
+
+
+# ---------------------------------------------------------------- start errors and the admin token
+
+
+def run_cli(*args, timeout=60, **env):
+    """Run `argus …` to completion (a start that fails does so before Ray starts); (rc, stdout, stderr)."""
+    e = {**os.environ, "ARGUS_VERL_VALIDATION": "off", **env}
+    for name in ("ARGUS_ADMIN_TOKEN", "ARGUS_RAY_HEAD_PORT", "ARGUS_RAY_DASHBOARD_PORT", "ARGUS_RAY_CLIENT_SERVER_PORT"):
+        e.pop(name, None) if name not in env else None
+    p = subprocess.run([sys.executable, "-m", "argus.cli.main", *map(str, args)], capture_output=True, text=True,
+                       env=e, timeout=timeout)
+    return p.returncode, p.stdout, p.stderr
+
+
+def one_error_line(rc, out, err):
+    assert rc != 0, out + err
+    assert "Traceback" not in out + err, out + err
+    errors = [line for line in (out + err).splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1, out + err
+    return errors[0]
+
+
+@pytest.fixture
+def taken_port():
+    """A port something else listens on (as another user's server would)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        yield sock.getsockname()[1]
+
+
+def test_taken_api_port_is_one_line_naming_the_flag(tmp_path, taken_port):
+    rc, out, err = run_cli("up", "--state-dir", tmp_path, "--port", taken_port, "--no-sftp")
+    line = one_error_line(rc, out, err)
+    assert f"127.0.0.1:{taken_port}" in line and "--port" in line and "in use" in line
+    assert rc == 1 and "admin token:" not in out
+
+
+def test_taken_sftp_port_names_its_flag_and_no_sftp(tmp_path, taken_port):
+    rc, out, err = run_cli("server", "--state-dir", tmp_path, "--port", free_port(), "--sftp-port", taken_port,
+                           "--ray-address", "127.0.0.1:1")
+    line = one_error_line(rc, out, err)
+    assert "SFTP" in line and "--sftp-port" in line and "--no-sftp" in line
+
+
+def test_ray_port_in_worker_range_is_refused_naming_the_flag(tmp_path):
+    rc, out, err = run_cli("up", "--state-dir", tmp_path, "--port", free_port(), "--no-sftp", "--ray-port", 12000)
+    line = one_error_line(rc, out, err)
+    assert "--ray-port" in line and "10002-19999" in line and rc == 2
+    rc, out, err = run_cli("up", "--state-dir", tmp_path, "--no-sftp", ARGUS_RAY_DASHBOARD_PORT="19999")
+    assert "ARGUS_RAY_DASHBOARD_PORT" in one_error_line(rc, out, err)
+
+
+def test_taken_ray_port_fails_before_ray_and_keeps_the_first_token(tmp_path, taken_port):
+    """A failed start (here: the Ray dashboard port asked for is taken) prints no token and uses none up:
+    the next start that gets up prints it."""
+    rc, out, err = run_cli("up", "--state-dir", tmp_path, "--port", free_port(), "--no-sftp",
+                           "--ray-dashboard-port", taken_port)
+    line = one_error_line(rc, out, err)
+    assert str(taken_port) in line and "--ray-dashboard-port" in line and rc == 1
+    assert "admin token:" not in out
+    port = free_port()
+    proc = start(tmp_path, port)
+    wait_healthy(port, proc)
+    out = stop(proc)
+    lines = out.splitlines()
+    tokens = [i for i, line in enumerate(lines) if line.startswith("admin token: ")]
+    api = [i for i, line in enumerate(lines) if line.startswith("Argus API: ")]
+    assert len(tokens) == 1 and api and api[0] < tokens[0], out  # printed once the API answers
+
+
+def test_admin_token_reset_running_and_stopped(tmp_path):
+    port = free_port()
+    me = f"http://127.0.0.1:{port}/api/v2/me"
+
+    def status(token):
+        return httpx.get(me, headers={"Authorization": f"Bearer {token}"}).status_code
+
+    proc = start(tmp_path, port)
+    try:
+        wait_healthy(port, proc)
+        rc, out, err = run_cli("admin", "token", "--reset", "--state-dir", tmp_path)  # server running
+        assert rc == 0, err
+        new = out.strip().removeprefix("admin token: ")
+        assert status(new) == 200
+    finally:
+        first = stop(proc)
+    old = next(line.split(": ", 1)[1] for line in first.splitlines() if line.startswith("admin token: "))
+    rc, out, err = run_cli("admin", "token", "--reset", "--state-dir", tmp_path)  # server stopped
+    assert rc == 0, err
+    newest = out.strip().removeprefix("admin token: ")
+    proc = start(tmp_path, port)
+    try:
+        wait_healthy(port, proc)
+        assert status(newest) == 200
+        assert status(old) == 401 and status(new) == 401
+    finally:
+        assert "admin token:" not in stop(proc)
+
+
+def test_admin_token_reset_needs_a_state_dir_with_a_database(tmp_path):
+    rc, out, err = run_cli("admin", "token", "--reset", "--state-dir", tmp_path / "typo")
+    assert "no Argus database" in one_error_line(rc, out, err)
+    rc, out, err = run_cli("admin", "token", "--state-dir", tmp_path)
+    assert "--reset" in one_error_line(rc, out, err)

@@ -5,26 +5,41 @@ call ``run_server``; tests call ``build_context`` + ``create_app`` directly.
 Background parts (scheduler loops, SFTP, the verl validator) implement
 ``Component`` and are started after the database is ready and stopped in
 reverse order on Ctrl-C/SIGTERM.
+
+Start-up problems a user fixes (a port taken, Ray not starting, a bad setting) end the
+process with one ``error: …`` line and a non-zero exit status, never a traceback. The admin token
+is created and printed only once the API answers its health check, so a failed start
+never consumes the one showing of it (``argus admin token --reset`` makes a new one).
 """
 
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import signal
+import socket
+import sys
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Protocol
 
+import httpx
 import uvicorn
 
 from argus.api.app import create_app
 from argus.api.context import AppContext
 from argus.db.session import Database
-from argus.services.users import ensure_admin
+from argus.errors import ArgusError
+from argus.services.users import ensure_admin, ensure_layout, reset_admin_token
 from argus.settings import Settings
 
 log = logging.getLogger("argus")
+
+
+class StartError(Exception):
+    """The server cannot start for a reason the user fixes; the message is the one line printed."""
 
 
 class Component(Protocol):
@@ -35,19 +50,76 @@ class Component(Protocol):
     async def stop(self) -> None: ...
 
 
-def build_context(settings: Settings, *, announce: Callable[[str], None] = print) -> AppContext:
-    """Open and migrate the database, make sure the admin exists, print its token once."""
+def build_context(settings: Settings, *, announce: Callable[[str], None] = print, admin: bool = True) -> AppContext:
+    """Open and migrate the database; with ``admin``, make sure the admin exists and print its token once
+    (``run_server`` passes ``admin=False`` and does that once the API answers, see ``announce_admin``)."""
     settings.state_dir.mkdir(parents=True, exist_ok=True)
     settings.root.mkdir(parents=True, exist_ok=True)
     db = Database(settings.db_url)
     db.migrate()
-    with db.session() as session:
-        token = ensure_admin(session, settings.root, settings.admin_name, settings.admin_token)
-    if token:
-        announce(f"admin token: {token}")
     ctx = AppContext(settings=settings, db=db)
+    if admin:
+        announce_admin(ctx, announce)
+    else:
+        ensure_layout(settings.root)
     _wire_verl(ctx)
     return ctx
+
+
+def announce_admin(ctx: AppContext, announce: Callable[[str], None] = print) -> None:
+    """Create the admin (and its first token) when missing and print that token: the only time it is shown."""
+    s = ctx.settings
+    try:
+        with ctx.db.session() as session:
+            token = ensure_admin(session, s.root, s.admin_name, s.admin_token)
+    except ArgusError as exc:  # ARGUS_ADMIN_TOKEN of a non-admin user
+        raise StartError(str(exc)) from None
+    if token:
+        announce(f"admin token: {token}")
+
+
+def reset_admin_token_in(settings: Settings) -> str:
+    """``argus admin token --reset``: revoke the admin's tokens and return a new one, written straight into
+    the database of ``settings.state_dir`` (local access to it is the proof), server running or not."""
+    if settings.db_url.startswith("sqlite:///") and not settings.db_url.endswith(":memory:"):
+        path = settings.db_url.split("///", 1)[1]
+        if not Path(path).is_file():
+            raise StartError(f"no Argus database at {path}; is --state-dir the one `argus up` uses?")
+    db = Database(settings.db_url)
+    try:
+        db.migrate()
+        with db.session() as session:
+            return reset_admin_token(session, settings.root, settings.admin_name)
+    finally:
+        db.dispose()
+
+
+def check_listen_ports(settings: Settings) -> None:
+    """The API and SFTP ports are user-facing (saved in CLI configs and ssh configs), so a taken one is never
+    swapped for another: refuse in one line naming the flag, before Ray spends half a minute starting."""
+    wanted = [(settings.api_host, settings.api_port, "the API", "--port N (ARGUS_API_PORT)")]
+    if settings.sftp_enabled:
+        wanted.append((settings.sftp_host, settings.sftp_port, "SFTP", "--sftp-port N (ARGUS_SFTP_PORT), or --no-sftp"))
+    for host, port, what, flag in wanted:
+        problem = _bind_problem(host, port)
+        if problem:
+            raise StartError(f"cannot listen on {host}:{port} for the {what} ({problem}); choose another with {flag}")
+
+
+def _bind_problem(host: str, port: int) -> str | None:
+    """Why ``host:port`` cannot be listened on now ("already in use", …), or None when it can."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        return f"unknown host: {exc.strerror}"
+    family, _, _, _, addr = infos[0]
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn/asyncssh: TIME_WAIT is no conflict
+        try:
+            sock.bind(addr)
+        except OSError as exc:
+            return "port already in use" if exc.errno == errno.EADDRINUSE else (exc.strerror or str(exc))
+    return None
 
 
 def _wire_verl(ctx: AppContext) -> None:
@@ -59,7 +131,9 @@ def _wire_verl(ctx: AppContext) -> None:
     ctx.extras["verl_validator"] = validator
 
 
-async def serve(ctx: AppContext, components: list[Component], *, announce: Callable[[str], None] = print) -> None:
+async def serve(ctx: AppContext, components: list[Component], *, announce: Callable[[str], None] = print,
+                on_ready: Callable[[Callable[[str], None]], None] | None = None) -> None:
+    """Start the components, then the API; once it answers: its URL, ``on_ready`` (the admin token), banners."""
     s = ctx.settings
     app = create_app(ctx, extra_routers=tuple(ctx.extras.get("routers", ())))
     config = uvicorn.Config(app, host=s.api_host, port=s.api_port, log_level="warning", lifespan="off")
@@ -67,16 +141,22 @@ async def serve(ctx: AppContext, components: list[Component], *, announce: Calla
     started: list[Component] = []
     try:
         for comp in components:
-            await comp.start()
+            try:
+                await comp.start()
+            except OSError as exc:  # a port taken since check_listen_ports, a missing binary, …
+                raise StartError(f"{comp.name} failed to start: {exc}") from None
             started.append(comp)
         _survive_uvicorn_sigterm()
-        serve_task = asyncio.create_task(server.serve())
+        serve_task = asyncio.create_task(_serve_api(server, s))
         while not server.started and not serve_task.done():
             await asyncio.sleep(0.05)
         if serve_task.done():
             await serve_task
-            raise SystemExit(f"API server failed to start on {s.api_host}:{s.api_port}")
+            raise StartError(f"the API server failed to start on {s.api_host}:{s.api_port}")
+        await _wait_healthy(s, serve_task)
         announce(f"Argus API: {s.api_url}  (docs: {s.api_url}/docs)")
+        if on_ready is not None:
+            on_ready(announce)
         for line in ctx.extras.get("banner", []):
             announce(line)
         await serve_task
@@ -87,6 +167,36 @@ async def serve(ctx: AppContext, components: list[Component], *, announce: Calla
             except Exception:  # noqa: BLE001 - keep stopping the rest
                 log.exception("stopping %s failed", comp.name)
         ctx.db.dispose()
+
+
+async def _serve_api(server: uvicorn.Server, s: Settings) -> None:
+    """uvicorn answers a port it cannot bind with ``sys.exit(1)``; here that is a one-line StartError."""
+    try:
+        await server.serve()
+    except SystemExit:
+        raise StartError(f"cannot listen on {s.api_host}:{s.api_port} for the API; choose another with "
+                         "--port N (ARGUS_API_PORT)") from None
+
+
+async def _wait_healthy(s: Settings, serve_task: asyncio.Task[None], timeout_s: float = 30.0) -> None:
+    """Poll ``/api/v2/health`` on the listening socket until it answers 200 (the database is reachable)."""
+    host = {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(s.api_host, s.api_host)  # noqa: S104 - a match, not a bind
+    url = f"http://{f'[{host}]' if ':' in host else host}:{s.api_port}/api/v2/health"
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    async with httpx.AsyncClient(timeout=5, trust_env=False) as client:
+        while True:
+            try:
+                if (await client.get(url)).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            if serve_task.done():
+                await serve_task
+                raise StartError(f"the API server on {s.api_host}:{s.api_port} stopped while starting")
+            if asyncio.get_running_loop().time() > deadline:
+                raise StartError(f"the API server on {s.api_host}:{s.api_port} did not answer {url} "
+                                 f"within {timeout_s:.0f} s")
+            await asyncio.sleep(0.1)
 
 
 def _survive_uvicorn_sigterm() -> None:
@@ -105,14 +215,35 @@ def run_server(
 ) -> None:
     """Serve until Ctrl-C/SIGTERM; with ``start_ray`` (``argus up`` without ``--ray-address``) the
     embedded Ray cluster starts before every other component and stops after them; in cluster mode
-    (``argus head``) that is a Ray head alone plus the discovery file workers join through."""
+    (``argus head``) that is a Ray head alone plus the discovery file workers join through.
+
+    A start-up problem the user fixes prints ``error: <one line>`` on stderr and exits with status 1."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one INFO line per Ray poll otherwise
+    from argus.cluster.local import LocalClusterError
+
+    try:
+        _run_server(settings, components_factory, start_ray=start_ray)
+    except (StartError, LocalClusterError) as exc:
+        print(f"error: {exc}", file=sys.stderr, flush=True)
+        raise SystemExit(1) from None
+    except KeyboardInterrupt:  # Ctrl-C/SIGTERM while starting: what started was stopped on the way out
+        print("interrupted", file=sys.stderr, flush=True)
+        raise SystemExit(130) from None
+
+
+def _run_server(
+    settings: Settings,
+    components_factory: Callable[[AppContext], list[Component]] | None,
+    *,
+    start_ray: bool,
+) -> None:
+    check_listen_ports(settings)
     embedded: Component | None = None
     if start_ray:
         from argus.cluster.local import EmbeddedRay, LocalCluster
 
-        cluster = LocalCluster(settings)
+        cluster = LocalCluster(settings)  # picks free ports for the Ray ports nobody asked for
         settings.ray_address = cluster.gcs_address
         settings.ray_dashboard_url = settings.ray_dashboard_url or cluster.dashboard_url  # loopback-only
         embedded = EmbeddedRay(cluster)
@@ -124,9 +255,29 @@ def run_server(
             if not settings.public_url and settings.api_host in ("0.0.0.0", "::"):
                 api_url = f"http://{cluster.host}:{settings.api_port}"
             embedded = HeadRay(ClusterHead(cluster, discovery_path(settings.root), api_url))
-    ctx = build_context(settings)
+    ctx = build_context(settings, admin=False)
+    on_ready = _admin_when_ready(ctx)
     components = components_factory(ctx) if components_factory else default_components(ctx)
-    asyncio.run(serve(ctx, [embedded, *components] if embedded else components))
+    asyncio.run(serve(ctx, [embedded, *components] if embedded else components, on_ready=on_ready))
+
+
+def _admin_when_ready(ctx: AppContext) -> Callable[[Callable[[str], None]], None]:
+    """What ``serve`` does once the API answers: print the admin token, when there is a new one.
+
+    A generated token is created only then, so a failed start never uses up its one showing.
+    ``ARGUS_ADMIN_TOKEN`` is registered now instead: automation waits for health and then uses it,
+    and it is no secret to lose; its line (first registration only) still comes after health.
+    """
+    if not ctx.settings.admin_token:
+        return lambda announce: announce_admin(ctx, announce)
+    lines: list[str] = []
+    announce_admin(ctx, lines.append)
+
+    def replay(announce: Callable[[str], None]) -> None:
+        for line in lines:
+            announce(line)
+
+    return replay
 
 
 def default_components(ctx: AppContext) -> list[Component]:

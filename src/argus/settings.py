@@ -15,12 +15,15 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from argus.core.envvars import DEFAULT_ENV_ALLOWLIST
 
 DEFAULT_ENTRY_ALLOWLIST = ["verl.trainer.", "verl.model_merger", "argus.jobs."]
+# Ray's default --min-worker-port/--max-worker-port: a Ray port of ours in there makes `ray start` fail
+RAY_WORKER_PORTS = (10002, 19999)
+RAY_PORT_FIELDS = ("ray_head_port", "ray_dashboard_port", "ray_client_server_port")
 
 
 class _YamlFileSource(PydanticBaseSettingsSource):
@@ -63,6 +66,9 @@ class Settings(BaseSettings):
     ray_address: str | None = None
     ray_dashboard_url: str | None = None
     ray_auth_token: str | None = None  # for clusters with Ray token auth (RAY_AUTH_MODE=token)
+    # The ports of the Ray head Argus starts itself. Left unset (not given by flag, env or YAML), the
+    # embedded cluster picks free ones (see cluster/local.py); the defaults are what `argus head` uses for
+    # its GCS and what `argus server --ray-address` assumes for an existing cluster's dashboard.
     ray_head_port: int = 6380
     ray_dashboard_port: int = 8265
     ray_client_server_port: int = 10001
@@ -119,6 +125,21 @@ class Settings(BaseSettings):
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         return (init_settings, env_settings, _YamlFileSource(settings_cls))
+
+    @field_validator(*RAY_PORT_FIELDS)
+    @classmethod
+    def _outside_ray_worker_ports(cls, port: int) -> int:
+        """Refused here, in one line, rather than by ``ray start``'s traceback 30 s later."""
+        lo, hi = RAY_WORKER_PORTS
+        if not 1 <= port <= 65535:
+            raise ValueError(f"port {port} is not a TCP port (1-65535)")
+        if lo <= port <= hi:
+            raise ValueError(f"port {port} is inside Ray's worker port range {lo}-{hi}; choose one outside it")
+        return port
+
+    def port_given(self, name: str) -> bool:
+        """Whether a port setting was asked for (flag, ``ARGUS_*`` or YAML) rather than left at its default."""
+        return name in self.model_fields_set
 
     @model_validator(mode="after")
     def _derive_paths(self) -> Settings:

@@ -17,15 +17,15 @@ import typer
 
 def head(
     state_dir: Path | None = typer.Option(None, "--state-dir", help="where the database, keys and Ray logs live"),
-    host: str = typer.Option("0.0.0.0", "--host", help="API/WebUI and SFTP listen address"),  # noqa: S104
-    port: int | None = typer.Option(None, "--port", help="API/WebUI port"),
+    host: str = typer.Option("0.0.0.0", "--host", help="API and SFTP listen address"),  # noqa: S104
+    port: int | None = typer.Option(None, "--port", help="API port"),
     sftp_port: int | None = typer.Option(None, "--sftp-port"),
     ray_port: int | None = typer.Option(None, "--ray-port", help="Ray GCS port workers join"),
     dashboard_port: int | None = typer.Option(None, "--dashboard-port", help="Ray dashboard (loopback only)"),
     advertise_address: str | None = typer.Option(
         None, "--advertise-address", help="this machine's IP as workers reach it (default: detected)"),
 ) -> None:
-    """Run the head machine: Ray head (no training), API/WebUI/SFTP/scheduler, discovery file.
+    """Run the head machine: Ray head (no training), API/SFTP/scheduler, discovery file.
 
     The data root defaults to /private (ARGUS_DATA_ROOT overrides it) and must be the shared
     filesystem every worker mounts at the same path.

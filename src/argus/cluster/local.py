@@ -18,6 +18,11 @@ Why it is built this way:
   exists, and every Jobs REST call would answer 401. The dashboard (Jobs API) binds to loopback.
 * Health checks every 1 s with 3 misses on the head: a dead worker is DEAD after ~3 s instead of
   ~13 s, so a lost task is noticed and retried quickly.
+* Ray's own ports (GCS, dashboard, client server) are the ones asked for (flag, ``ARGUS_*``), else
+  free ones picked here outside Ray's worker port range, so a Ray left running, another user's Ray or
+  a second ``argus up`` never collide with this one. ``argus head`` keeps 6380 for the GCS unless told
+  otherwise: workers' firewalls are opened for it. A port asked for that is taken is refused in one
+  line naming the flag, before anything starts.
 * Ray puts unix sockets under ``<temp>/session_<date>_<pid>/sockets/``; a socket path must fit in
   107 bytes, so a long state directory is reached through a short symlink (see ``ray_temp_dir``).
 """
@@ -29,6 +34,7 @@ import json
 import logging
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -40,7 +46,7 @@ import httpx
 import psutil
 
 from argus.runtime import jail
-from argus.settings import Settings
+from argus.settings import RAY_PORT_FIELDS, RAY_WORKER_PORTS, Settings
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +57,53 @@ MAX_TEMP_DIR_LEN = 40
 
 
 class LocalClusterError(RuntimeError):
-    """The embedded cluster could not start (the message says why and where the log is)."""
+    """The embedded cluster could not start (the message, one line, says why and where the log is)."""
+
+
+# What each Ray port is called and how a user changes it: `argus up` flags, `argus head` flags, setting
+_PORTS = {
+    "ray_head_port": ("Ray GCS", "--ray-port", "--ray-port"),
+    "ray_dashboard_port": ("Ray dashboard", "--ray-dashboard-port", "--dashboard-port"),
+    "ray_client_server_port": ("Ray client server", "--ray-client-port", None),
+}
+
+
+def port_hint(settings: Settings, name: str) -> str:
+    """How to choose another value for a Ray port setting, e.g. ``--ray-port N (ARGUS_RAY_HEAD_PORT)``."""
+    _, up_flag, head_flag = _PORTS[name]
+    flag = up_flag if settings.mode == "embedded" else head_flag
+    env = f"ARGUS_{name.upper()}"
+    return f"{flag} N ({env})" if flag else env
+
+
+def port_free(port: int, host: str = "") -> bool:
+    """Nothing listens on ``port`` (all interfaces by default). SO_REUSEADDR as servers set it, so a
+    connection of a just-stopped run in TIME_WAIT does not count as taken."""
+    with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def pick_free_ports(count: int) -> list[int]:
+    """``count`` distinct free ports outside Ray's worker port range (the kernel's ephemeral range is)."""
+    lo, hi = RAY_WORKER_PORTS
+    held: list[socket.socket] = []
+    try:
+        while len(held) < count:
+            sock = socket.socket()
+            sock.bind(("", 0))
+            if lo <= sock.getsockname()[1] <= hi:
+                sock.close()
+                continue
+            held.append(sock)
+        return [sock.getsockname()[1] for sock in held]
+    finally:
+        for sock in held:
+            sock.close()
 
 
 def ray_temp_dir(state_dir: Path) -> Path:
@@ -106,6 +158,7 @@ class LocalCluster:
         self.host = settings.advertise_address or HOST
         self.temp_dir = ray_temp_dir(settings.state_dir)
         self.log_dir = settings.state_dir / "ray-logs"
+        self._choose_ports()
         self.head: RayNode | None = None
         self.workers: dict[str, RayNode] = {}
         self.node_env = self._jail_env()
@@ -121,6 +174,30 @@ class LocalCluster:
         path = s.state_dir / "jail" / "node.json"
         cfg.dump(path)
         return jail.node_env(path)
+
+    def _choose_ports(self) -> None:
+        """Free ports for the Ray ports nobody asked for (``argus head`` keeps its documented GCS port)."""
+        s = self.settings
+        pick = [name for name in RAY_PORT_FIELDS if not s.port_given(name) and self._pickable(name)]
+        for name, port in zip(pick, pick_free_ports(len(pick)), strict=True):
+            setattr(s, name, port)
+        self.picked_ports = set(pick)
+
+    def _pickable(self, name: str) -> bool:
+        return not (name == "ray_head_port" and self.settings.mode == "cluster")
+
+    def _check_ports(self) -> None:
+        """A Ray port that is taken is refused in one line naming the flag, before ``ray start`` fails on it."""
+        s = self.settings
+        for name in RAY_PORT_FIELDS:
+            port = getattr(s, name)
+            if port_free(port):
+                continue
+            fix = f"choose another with {port_hint(s, name)}"
+            if name not in self.picked_ports and self._pickable(name):
+                fix += ", or leave it unset to have a free one picked"
+            raise LocalClusterError(f"port {port} ({_PORTS[name][0]}) is already in use on this machine "
+                                    f"(a Ray left running, or another user's?); {fix}")
 
     @property
     def gcs_address(self) -> str:
@@ -151,11 +228,7 @@ class LocalCluster:
 
     def start_head(self) -> RayNode:
         s = self.settings
-        if _answers(f"{self.dashboard_url}/api/version"):
-            raise LocalClusterError(
-                f"a Ray dashboard already answers on {self.dashboard_url} (left over from an earlier run?); "
-                f"use it with --ray-address {self.gcs_address}, or stop it first"
-            )
+        self._check_ports()
         argv = [
             *ray_start(bool(self.node_env)), "--head", "--block", "--disable-usage-stats",
             f"--port={s.ray_head_port}",
@@ -246,8 +319,9 @@ class LocalCluster:
         deadline = time.monotonic() + self.timeout_s
         while not ready():
             if not node.running:
-                raise LocalClusterError(f"Ray {node.name} exited while waiting for {what}; see {node.log_path}:\n"
-                                        f"{_tail(node.log_path)}")
+                why = _last_error(node.log_path)
+                raise LocalClusterError(f"Ray {node.name} exited while waiting for {what}"
+                                        f"{f' ({why})' if why else ''}; see {node.log_path}")
             if time.monotonic() > deadline:
                 raise LocalClusterError(f"Ray {node.name}: no {what} after {self.timeout_s:.0f} s; see {node.log_path}")
             time.sleep(0.1)
@@ -332,6 +406,13 @@ def _tail(path: Path, lines: int = 20) -> str:
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
     except OSError:
         return ""
+
+
+def _last_error(path: Path, limit: int = 200) -> str:
+    """The last line of a node's log that names an error (Ray ends a failed start with one), shortened."""
+    lines = [line.strip() for line in _tail(path, 60).splitlines() if line.strip()]
+    found = next((line for line in reversed(lines) if "Error" in line or "error" in line), "")
+    return found if len(found) <= limit else found[: limit - 1] + "…"
 
 
 class EmbeddedRay:

@@ -152,6 +152,27 @@ def ensure_admin(session: Session, root: Path, admin_name: str, fixed_token: str
     return created
 
 
+
+def reset_admin_token(session: Session, root: Path, admin_name: str) -> str:
+    """Revoke every token of the admin and return a new one (``argus admin token --reset``).
+
+    For the admin who lost the token printed once: whoever can write the state directory's
+    database is trusted already, so this runs locally against it, no API call. The admin is
+    created when missing and enabled when disabled, so the new token always works.
+    """
+    ensure_layout(root)
+    admin = session.scalar(select(UserModel).where(UserModel.name == admin_name))
+    if admin is None:
+        admin = create_user(session, root, admin_name, is_admin=True)
+    admin.is_admin = True
+    admin.disabled = False
+    now = datetime.now(UTC)
+    for tok in session.scalars(select(ApiTokenModel).where(ApiTokenModel.user_id == admin.id,
+                                                           ApiTokenModel.revoked_at.is_(None))):
+        tok.revoked_at = now
+    return create_token(session, admin, name="reset")[1]
+
+
 # ---------------------------------------------------------------- passwords and keys (SFTP logins)
 
 
