@@ -1,14 +1,18 @@
-"""Admin commands: `argus user ...`, `argus token ...`; and `argus login`, `argus me`."""
+"""Admin commands: `argus user ...`, `argus token ...`, `argus admin token --reset`; `argus login`, `argus me`."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import typer
 
 from argus.cli.client import CliConfig
-from argus.cli.common import client, console, handle_errors, table
+from argus.cli.common import Output, client, console, emit, handle_errors, output_option, table, when
 
 user_app = typer.Typer(help="Manage users (admin).", no_args_is_help=True)
 token_app = typer.Typer(help="Manage API tokens (admin).", no_args_is_help=True)
+local_app = typer.Typer(help="On the server's machine, through its state directory (no token needed).",
+                        no_args_is_help=True)
 
 
 @user_app.command("create")
@@ -26,9 +30,12 @@ def user_create(name: str, admin: bool = typer.Option(False, "--admin", help="ma
 
 @user_app.command("list")
 @handle_errors
-def user_list() -> None:
+def user_list(output: Output = output_option()) -> None:
+    users = client().get("/api/v2/users")
+    if emit(users, output):
+        return
     table(["USER", "ADMIN", "DISABLED", "CREATED"],
-          ((u["name"], u["is_admin"], u["disabled"], u["created_at"][:19]) for u in client().get("/api/v2/users")))
+          ((u["name"], u["is_admin"], u["disabled"], when(u["created_at"])) for u in users))
 
 
 @user_app.command("disable")
@@ -69,13 +76,41 @@ def token_revoke(user: str, token_id: int) -> None:
     console.print(f"revoked token {token_id} of {user}")
 
 
+@local_app.command("token")
+def admin_token(
+    reset: bool = typer.Option(False, "--reset", help="revoke the admin's tokens and print a new one"),
+    state_dir: Path | None = typer.Option(None, "--state-dir", help="the server's state directory [default: ~/.argus]"),
+) -> None:
+    """Give the admin a new token (the one printed at first start is shown only once).
+
+    Writes straight into the state directory's database: being able to do that is the proof of
+    being the operator. Works with the server stopped or running; the old admin tokens stop working.
+    """
+    if not reset:
+        typer.echo("error: admin tokens are stored only as hashes and cannot be shown again; "
+                   "`argus admin token --reset` revokes them and prints a new one", err=True)
+        raise typer.Exit(2)
+    from argus.cli.startup import settings_or_exit
+    from argus.server import StartError, reset_admin_token_in
+
+    settings = settings_or_exit(state_dir=state_dir)
+    try:
+        token = reset_admin_token_in(settings)
+    except StartError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(1) from None
+    typer.echo(f"admin token: {token}")
+
+
 @handle_errors
-def me() -> None:
-    """Show who you are and where your home is."""
+def me(output: Output = output_option()) -> None:
+    """Show who you are, where your home is, and the `sftp` command that logs you in."""
     m = client().get("/api/v2/me")
-    console.print(f"{m['name']}{' (admin)' if m['is_admin'] else ''}  home: {m['home']}")
+    if emit(m, output):
+        return
+    console.print(f"{m['name']}{' (admin)' if m['is_admin'] else ''}  home: {m['home']}", markup=False)
     if m.get("sftp"):
-        console.print(f"files: {m['sftp']}")
+        console.print(f"files: {m['sftp']}", markup=False)
 
 
 @handle_errors
@@ -93,5 +128,6 @@ def login(url: str = typer.Option(..., "--url", prompt=True), token: str = typer
 def register(app: typer.Typer) -> None:
     app.add_typer(user_app, name="user")
     app.add_typer(token_app, name="token")
+    app.add_typer(local_app, name="admin")
     app.command("me")(me)
     app.command("login")(login)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import typer
 
-from argus.cli.common import client, console, handle_errors, table
+from argus.cli.common import Output, client, console, emit, fail, handle_errors, output_option, table
 
 files_app = typer.Typer(help="Your files (the SFTP layout) over HTTP.", no_args_is_help=True)
 keys_app = typer.Typer(help="SSH public keys for SFTP logins.", no_args_is_help=True)
@@ -27,8 +27,11 @@ def _read_chunks(path: Path) -> Iterator[bytes]:
 
 @files_app.command("ls")
 @handle_errors
-def ls(path: str = typer.Argument("/")) -> None:
+def ls(path: str = typer.Argument("/"), output: Output = output_option()) -> None:
+    """List a folder (or show one file)."""
     out = client().get("/api/v2/files", params={"path": path})
+    if emit(out, output):
+        return
     entries = out.get("entries", [out])
     table(["TYPE", "SIZE", "MODE", "NAME"], ((e["type"], e["size"], e["mode"], e["name"]) for e in entries))
 
@@ -44,7 +47,7 @@ def put(local: Path = typer.Argument(..., exists=True, dir_okay=False), remote: 
         client().post("/api/v2/files/mkdir", json={"path": parent, "parents": True})
     out = client().request("PUT", "/api/v2/files/content", params={"path": remote}, content=_read_chunks(local),
                            headers={"Content-Length": str(local.stat().st_size)})
-    console.print(f"uploaded {out['path']} ({out['size']} bytes)")
+    console.print(f"uploaded {out['path']} ({out['size']} bytes)", markup=False)
 
 
 @files_app.command("get")
@@ -63,36 +66,60 @@ def get(remote: str = typer.Argument(...), local: Path | None = typer.Argument(N
         for chunk in client().stream("GET", "/api/v2/files/content", params={"path": remote}):
             f.write(chunk)
     part.replace(target)
-    console.print(f"downloaded {remote} → {target}")
+    console.print(f"downloaded {remote} → {target}", markup=False)
 
 
 @files_app.command("rm")
 @handle_errors
 def rm(path: str, recursive: bool = typer.Option(False, "-r", "--recursive")) -> None:
     client().delete("/api/v2/files", params={"path": path, "recursive": recursive})
-    console.print(f"removed {path}")
+    console.print(f"removed {path}", markup=False)
 
 
 @files_app.command("mkdir")
 @handle_errors
 def mkdir(path: str, parents: bool = typer.Option(False, "-p", "--parents", help="also missing parents")) -> None:
     client().post("/api/v2/files/mkdir", json={"path": path, "parents": parents})
-    console.print(f"created {path}")
+    console.print(f"created {path}", markup=False)
 
 
 @files_app.command("mv")
 @handle_errors
 def mv(src: str, dst: str, overwrite: bool = typer.Option(False, "--overwrite")) -> None:
     out = client().post("/api/v2/files/move", json={"src": src, "dst": dst, "overwrite": overwrite})
-    console.print(f"moved {src} → {out['path']}")
+    console.print(f"moved {src} → {out['path']}", markup=False)
 
 
 @handle_errors
 def passwd() -> None:
-    """Set your SFTP password (asked twice, not echoed)."""
-    pw = typer.prompt("new password", hide_input=True, confirmation_prompt=True)
-    client().post("/api/v2/me/password", json={"password": pw})
-    console.print("password set; log in with: sftp -P <port> <you>@<host>")
+    """Set your SFTP password and print the exact `sftp` command to log in with.
+
+    On a terminal it is asked twice, not echoed. From a pipe or a file nothing is asked: the first
+    line is the password, and an optional second line must repeat it (`echo pw | argus passwd`).
+    """
+    pw = _read_password()
+    c = client()
+    c.post("/api/v2/me/password", json={"password": pw})
+    sftp = c.get("/api/v2/me").get("sftp")
+    if sftp:
+        console.print(f"password set; log in with: {sftp}", markup=False)
+    else:
+        console.print("password set (this server does not run SFTP)")
+
+
+def _read_password() -> str:
+    """Prompt on a terminal; else read standard input, where getpass would only warn and echo."""
+    if sys.stdin is not None and sys.stdin.isatty():
+        return typer.prompt("new password", hide_input=True, confirmation_prompt=True)
+    if sys.stdin is None:
+        fail("no terminal and no standard input to read the password from")
+    text = sys.stdin.read()
+    lines = [line.removesuffix("\r") for line in text.removesuffix("\n").split("\n")]
+    if not text:
+        fail("no password on standard input (one line, or two identical lines)")
+    if len(lines) > 2 or (len(lines) == 2 and lines[1] != lines[0]):
+        fail("standard input must hold one line (the password) or two identical lines")
+    return lines[0]
 
 
 @keys_app.command("add")
@@ -100,14 +127,17 @@ def passwd() -> None:
 def keys_add(pubfile: str = typer.Argument("-", help="a .pub file, or '-' for standard input")) -> None:
     text = sys.stdin.read() if pubfile == "-" else Path(pubfile).expanduser().read_text()
     k = client().post("/api/v2/me/keys", json={"public_key": text.strip()})
-    console.print(f"added key {k['id']} {k['fingerprint']}")
+    console.print(f"added key {k['id']} {k['fingerprint']}", markup=False)
 
 
 @keys_app.command("list")
 @handle_errors
-def keys_list() -> None:
-    table(["ID", "FINGERPRINT", "COMMENT"], ((k["id"], k["fingerprint"], k.get("comment") or "")
-                                             for k in client().get("/api/v2/me/keys")))
+def keys_list(output: Output = output_option()) -> None:
+    keys = client().get("/api/v2/me/keys")
+    if emit(keys, output):
+        return
+    table(["ID", "FINGERPRINT", "COMMENT"], ((k["id"], k["fingerprint"], k.get("comment") or "") for k in keys),
+          wrap=("COMMENT",))
 
 
 @keys_app.command("rm")

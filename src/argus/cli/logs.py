@@ -7,7 +7,7 @@ import sys
 
 import typer
 
-from argus.cli.common import client, console, dump, handle_errors, table
+from argus.cli.common import Output, client, console, emit, handle_errors, json_flag, output_option, table
 
 
 @handle_errors
@@ -38,8 +38,8 @@ def logs(
             end = json.loads(data)
     if end:
         why = end.get("status_message") or end.get("termination_reason") or ""
-        console.print(f"[dim]── {task_id} attempt {end.get('attempt')}: {end.get('status')} {why}[/dim]",
-                      markup=True)
+        console.print(f"── {task_id} attempt {end.get('attempt')}: {end.get('status')} {why}", style="dim",
+                      markup=False)
 
 
 def _sse(chunks):  # noqa: ANN001, ANN202 - a tiny parser for our own event stream
@@ -63,18 +63,17 @@ def _sse(chunks):  # noqa: ANN001, ANN202 - a tiny parser for our own event stre
 
 
 @handle_errors
-def nodes(as_json: bool = typer.Option(False, "--json")) -> None:
+def nodes(output: Output = output_option(), as_json: bool = json_flag()) -> None:
     """Show worker nodes, their GPUs (total / allocated by Argus / free per Ray) and who holds them."""
     view = client().get("/api/v2/nodes")
-    if as_json:
-        dump(view)
+    if emit(view, output, as_json):
         return
     if view.get("error"):
-        console.print(f"[yellow]{view['error']}[/yellow]")
+        console.print(view["error"], style="yellow", markup=False)
     table(["NODE", "HOST", "ALIVE", "GPUS", "ALLOCATED", "FREE (RAY)", "TASKS"],
-          ((n["node_id"][:12], n["hostname"], "yes" if n["alive"] else "no", n["gpus_total"], n["gpus_allocated"],
+          ((n["node_id"], n["hostname"], "yes" if n["alive"] else "no", n["gpus_total"], n["gpus_allocated"],
             n["gpus_free_ray"], ", ".join(t["task_id"] or "(another user)" for t in n["tasks"]))
-           for n in view["nodes"]))
+           for n in view["nodes"]), wrap=("TASKS",))
     console.print(f"GPUs: {view['gpus_allocated']} of {view['gpus_total']} allocated by Argus")
 
 

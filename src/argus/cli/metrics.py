@@ -4,20 +4,20 @@ from __future__ import annotations
 
 import typer
 
-from argus.cli.common import client, console, dump, handle_errors, table
+from argus.cli.common import Output, client, console, emit, handle_errors, json_flag, output_option, table
 
 
 @handle_errors
 def metrics(
     task_id: str,
     key: list[str] = typer.Option(None, "--key", "-k", help="show these keys' full series"),
-    as_json: bool = typer.Option(False, "--json"),
+    output: Output = output_option(),
+    as_json: bool = json_flag(),
 ) -> None:
     """Show verl's per-step metrics parsed from the task log."""
     params = {"key": ",".join(key)} if key else None
     out = client().get(f"/api/v2/tasks/{task_id}/metrics", params=params)
-    if as_json:
-        dump(out)
+    if emit(out, output, as_json):
         return
     if not out["keys"]:
         console.print("no metrics yet (verl prints them after each training step)")
