@@ -64,10 +64,10 @@ def bench_run_once(n_tasks: int, n_users: int) -> dict[str, float]:
     return {"first_s": first, "steady_s": steady, "submitted_first": submitted, "submitted_steady": again}
 
 
-def bench_ray(runs: int, tick_s: float) -> dict[str, float]:
+def bench_ray(runs: int, tick_s: float, task_jail: str) -> dict[str, float]:
     from tests.e2e.stack import argus_vs_ray  # the e2e stack: LocalCluster + live server with real loops
 
-    return argus_vs_ray(runs, tick_s)
+    return argus_vs_ray(runs, tick_s, task_jail)
 
 
 def main() -> None:
@@ -77,9 +77,12 @@ def main() -> None:
     ap.add_argument("--users", type=int, default=100)
     ap.add_argument("--tick", type=float, default=1.0, help="scheduler tick (s); 1.0 is the default setting")
     ap.add_argument("--skip-ray", action="store_true", help="only the run_once part (no Ray cluster)")
+    ap.add_argument("--jail", choices=["auto", "bwrap", "off"], default="auto",
+                    help="task jail on both sides (auto: when bubblewrap is installed)")
     args = ap.parse_args()
     if not args.skip_ray:
-        r = bench_ray(args.runs, args.tick)
+        r = bench_ray(args.runs, args.tick, args.jail)
+        print(f"task jail: {args.jail}")
         print(f"submit→RUNNING   median: Ray {r['ray_running']:.2f} s, Argus {r['argus_running']:.2f} s, "
               f"ratio {r['argus_running'] / r['ray_running']:.2f}")
         print(f"submit→SUCCEEDED median: Ray {r['ray_done']:.2f} s, Argus {r['argus_done']:.2f} s, "

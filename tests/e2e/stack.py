@@ -150,34 +150,43 @@ def argus_on(cluster: Any, settings: Settings) -> Iterator[Stack]:
                 c.close()
 
 
-def argus_vs_ray(runs: int, tick_s: float = 1.0) -> dict[str, float]:
-    """The benchmark's real-Ray half: same trivial entry point, Argus vs JobSubmissionClient."""
+def argus_vs_ray(runs: int, tick_s: float = 1.0, task_jail: str = "auto") -> dict[str, float]:
+    """The benchmark's real-Ray half: same trivial entry point, Argus vs JobSubmissionClient.
+
+    Cluster and server share one state dir, as ``argus up`` does. With the task jail on, the
+    Ray-direct jobs carry the same signed owner, so both sides pay for the jail alike.
+    """
     import sys
     import tempfile
     from pathlib import Path
 
     from ray.job_submission import JobStatus, JobSubmissionClient
 
+    from argus.runtime import jail
     from tests.ray_fixtures import local_ray
 
-    with tempfile.TemporaryDirectory() as tmp, local_ray(Path(tmp) / "ray") as cluster:
-        settings = Settings(state_dir=Path(tmp) / "argus", sftp_enabled=False, verl_validation="off",
-                            scheduler_tick_s=tick_s)
+    with tempfile.TemporaryDirectory() as tmp, local_ray(Path(tmp), task_jail=task_jail) as cluster:
+        settings = Settings(state_dir=Path(tmp), sftp_enabled=False, verl_validation="off",
+                            scheduler_tick_s=tick_s, task_jail=task_jail)
         with argus_on(cluster, settings) as stack:
             ray = JobSubmissionClient(stack.dashboard_url)
             c = stack.user("bench")
+            runtime_env: dict[str, Any] = {}
+            if cluster.node_env:
+                runtime_env[jail.FIELD] = jail.sign(jail.ensure_key(settings.root), "bench")
             ray_times, argus_times = [], []
             for i in range(runs):
                 t0 = time.monotonic()
                 sid = ray.submit_job(entrypoint=f"{sys.executable} -m argus.jobs.sleep 0 --lines 1",
                                      submission_id=f"bench-ray-{i}-{int(t0)}",
-                                     entrypoint_resources={"worker_node": 1})
+                                     entrypoint_resources={"worker_node": 1}, runtime_env=runtime_env or None)
                 running = None
                 while True:
                     st = ray.get_job_status(sid)
                     if running is None and st in (JobStatus.RUNNING, JobStatus.SUCCEEDED):
                         running = time.monotonic() - t0
                     if st.is_terminal():
+                        assert st == JobStatus.SUCCEEDED, ray.get_job_logs(sid)[-2000:]
                         break
                     time.sleep(0.02)
                 ray_times.append((running, time.monotonic() - t0))
