@@ -163,6 +163,21 @@ class Settings(BaseSettings):
         return self.database_url
 
     @property
+    def sftp_public_host(self) -> str:
+        """The host users connect to over SFTP: a wildcard listen address is no address to connect to."""
+        if self.sftp_host not in ("0.0.0.0", "::"):
+            return self.sftp_host
+        if self.advertise_address:
+            return self.advertise_address
+        if self.public_url:
+            from urllib.parse import urlsplit
+
+            return urlsplit(self.public_url).hostname or self.sftp_host
+        import socket
+
+        return socket.getfqdn()
+
+    @property
     def api_url(self) -> str:
         if self.public_url:
             return self.public_url.rstrip("/")

@@ -87,3 +87,15 @@ def test_openapi_docs(live):
         paths = c.get("/openapi.json").json()["paths"]
         for p in ("/api/v2/tasks", "/api/v2/tasks/{task_id}/spec", "/api/v2/users/{name}/tokens", "/api/v2/me/keys"):
             assert p in paths
+
+
+def test_the_sftp_command_never_names_a_wildcard_listen_address(tmp_path):
+    """`argus head` listens on 0.0.0.0: users must be told the address to connect to."""
+    from argus.settings import Settings
+
+    head = Settings(state_dir=tmp_path, sftp_host="0.0.0.0", advertise_address="10.0.0.5")
+    assert head.sftp_public_host == "10.0.0.5"
+    assert Settings(state_dir=tmp_path, sftp_host="0.0.0.0", public_url="https://argus.lab:8443").sftp_public_host \
+        == "argus.lab"
+    assert Settings(state_dir=tmp_path, sftp_host="0.0.0.0").sftp_public_host not in ("0.0.0.0", "")
+    assert Settings(state_dir=tmp_path, sftp_host="127.0.0.1").sftp_public_host == "127.0.0.1"

@@ -30,7 +30,7 @@ _ERR = {400: {"model": ErrorOut}, 403: {"model": ErrorOut}, 404: {"model": Error
 @router.get("/me", response_model=MeOut)
 def me(principal: Principal = Depends(current_principal), ctx: AppContext = Depends(get_ctx)) -> MeOut:
     s = ctx.settings
-    sftp = f"sftp -P {s.sftp_port} {principal.name}@{s.sftp_host}" if s.sftp_enabled else None
+    sftp = f"sftp -P {s.sftp_port} {principal.name}@{s.sftp_public_host}" if s.sftp_enabled else None
     return MeOut(name=principal.name, is_admin=principal.is_admin, home=str(ctx.layout.home(principal.name)), sftp=sftp)
 
 
