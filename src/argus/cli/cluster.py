@@ -30,14 +30,13 @@ def head(
     The data root defaults to /private (ARGUS_DATA_ROOT overrides it) and must be the shared
     filesystem every worker mounts at the same path.
     """
+    from argus.cli.startup import settings_or_exit
     from argus.cluster.discovery import detect_ip
     from argus.server import run_server
-    from argus.settings import Settings
 
-    overrides = dict(mode="cluster", state_dir=state_dir, api_host=host, sftp_host=host, api_port=port,
-                     sftp_port=sftp_port, ray_head_port=ray_port, ray_dashboard_port=dashboard_port,
-                     advertise_address=advertise_address)
-    settings = Settings(**{k: v for k, v in overrides.items() if v is not None})
+    settings = settings_or_exit(mode="cluster", state_dir=state_dir, api_host=host, sftp_host=host, api_port=port,
+                                sftp_port=sftp_port, ray_head_port=ray_port, ray_dashboard_port=dashboard_port,
+                                advertise_address=advertise_address)
     settings.advertise_address = settings.advertise_address or detect_ip()
     run_server(settings, start_ray=True)
 
@@ -54,13 +53,12 @@ def worker(
 
     Runs until Ctrl-C/SIGTERM, which stops this machine's raylet (and the tasks on it).
     """
+    from argus.cli.startup import settings_or_exit
     from argus.cluster.discovery import discovery_path
     from argus.cluster.worker import WorkerConfig, WorkerWatchdog
-    from argus.settings import Settings
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    overrides = dict(mode="cluster", data_root=data_root, state_dir=state_dir)
-    settings = Settings(**{k: v for k, v in overrides.items() if v is not None})
+    settings = settings_or_exit(mode="cluster", data_root=data_root, state_dir=state_dir)
     # the discovery file lives at <data root>/.argus/head.json on the shared filesystem
     root = Path(data_root) if data_root else (discovery.parent.parent if discovery else settings.root)
     cfg = WorkerConfig(discovery=discovery or discovery_path(settings.root), state_dir=settings.state_dir,

@@ -1,4 +1,4 @@
-"""Settings from the flags of the commands that run on the server's machine (`up`, `server`, `admin token`).
+"""Settings from the flags of the commands that start things (`up`, `server`, `head`, `worker`, `admin token`).
 
 A bad value (a Ray port inside Ray's worker port range, a malformed ``ARGUS_*``) ends the command with
 one ``error: …`` line naming the flag and the setting, and exit status 2, never a traceback.
@@ -18,7 +18,8 @@ FLAGS = {
     "state_dir": "--state-dir", "api_host": "--host", "api_port": "--port", "sftp_port": "--sftp-port",
     "sftp_enabled": "--no-sftp", "worker_gpus": "--gpus", "ray_address": "--ray-address",
     "ray_head_port": "--ray-port", "ray_dashboard_port": "--ray-dashboard-port",
-    "ray_client_server_port": "--ray-client-port",
+    "ray_client_server_port": "--ray-client-port", "advertise_address": "--advertise-address",
+    "data_root": "--data-root",
 }
 
 
