@@ -125,9 +125,10 @@ def _bind_problem(host: str, port: int) -> str | None:
 def _wire_verl(ctx: AppContext) -> None:
     """verl's own validation as an admission check; the validator process starts with the components."""
     from argus.verl.component import make_verl_check
+    from argus.verl.entry import EntryModuleCheck
 
     check, validator = make_verl_check(ctx.settings)
-    ctx.checks = (*ctx.checks, check)
+    ctx.checks = (*ctx.checks, EntryModuleCheck(ctx.settings, validator), check)
     ctx.extras["verl_validator"] = validator
 
 

@@ -16,6 +16,7 @@ import pytest
 
 from argus.settings import Settings
 from argus.verl.check import VerlCheck
+from argus.verl.entry import EntryModuleCheck
 from argus.verl.validator import VerlValidator
 from tests.helpers import LiveServer, live_server
 
@@ -106,7 +107,7 @@ def verl_server(tmp_path_factory: pytest.TempPathFactory, validator: VerlValidat
                         reward_check_rows=3, reward_check_timeout_s=60)
 
     def configure(ctx):  # noqa: ANN001, ANN202
-        ctx.checks = (VerlCheck(ctx.settings, validator),)
+        ctx.checks = (EntryModuleCheck(ctx.settings, validator), VerlCheck(ctx.settings, validator))
 
     with live_server(settings, configure) as srv:
         populate_home(settings.root)

@@ -16,6 +16,8 @@ from argus.core.paths import DataLayout
 from argus.core.taskspec import parse_taskspec
 from argus.settings import Settings
 from argus.verl.check import CONFIG_FOR_ENTRY, VerlCheck
+from argus.verl.entry import EntryModuleCheck
+from argus.verl.messages import EXTRA_VALUES
 from argus.verl.validator import ValidatorTimeout, ValidatorUnavailable, VerlValidator
 
 pytest.importorskip("verl")
@@ -117,3 +119,64 @@ def test_basic_templates_pass_real_validation_for_any_gang(validator):
         if resp["errors"]:
             failures.append((workload, nnodes, gpus, n, resp["errors"][0]["message"][:200]))
     assert not failures, failures
+
+
+# ---------------------------------------------------------------- entry modules, values verl accepts
+
+
+def test_find_module_looks_without_importing(validator):
+    found = validator.request({"op": "find_module", "module": "verl.trainer.sft_trainer"})
+    assert found["found"] is True and found["replacement"] is None
+    gone = validator.request({"op": "find_module", "module": "verl.trainer.fsdp_sft_trainer"})
+    assert gone == {**gone, "found": False, "replacement": "verl.trainer.sft_trainer"}
+    assert validator.request({"op": "find_module", "module": "verl.trainer"})["found"] is False  # no __main__
+    assert validator.request({"op": "find_module", "module": "verl..x"})["found"] is False
+
+
+def _advanced_admitted(tmp_path, module: str) -> Admitted:
+    spec = parse_taskspec({"kind": "advanced", "workload": "sft", "nnodes": 1, "n_gpus_per_node": 1,
+                           "command": f"torchrun --nproc_per_node=1 --standalone -m {module} a=1"})
+    admitted = admit(spec, "bob", AdmissionPolicy(layout=DataLayout.at(str(tmp_path)), entry_allowlist=("verl.",)))
+    assert isinstance(admitted, Admitted), admitted
+    return admitted
+
+
+def test_entry_check_refuses_a_missing_module_and_names_the_replacement(tmp_path, validator):
+    check = EntryModuleCheck(Settings(state_dir=tmp_path, verl_validation="required"), validator)
+    out = check(_advanced_admitted(tmp_path, "verl.trainer.fsdp_sft_trainer"), "bob", [])
+    assert [(e.field, e.value) for e in out.errors] == [("command", "verl.trainer.fsdp_sft_trainer")]
+    assert "replaced by verl.trainer.sft_trainer" in out.errors[0].message
+    assert not check(_advanced_admitted(tmp_path, "verl.trainer.sft_trainer"), "bob", []).errors
+
+
+@pytest.mark.parametrize("mode", ["optional", "required"])
+def test_entry_check_is_skipped_with_a_warning_without_a_validator(tmp_path, mode):
+    settings = Settings(state_dir=tmp_path, verl_validation=mode, verl_python=str(tmp_path / "no-python"))
+    out = EntryModuleCheck(settings, VerlValidator(settings.verl_python))(
+        _advanced_admitted(tmp_path, "verl.trainer.fsdp_sft_trainer"), "bob", [])
+    assert not out.errors and any("could not check that module" in w for w in out.warnings), out.warnings
+    off = EntryModuleCheck(Settings(state_dir=tmp_path, verl_validation="off"), None)
+    skipped = off(_advanced_admitted(tmp_path, "verl.trainer.fsdp_sft_trainer"), "bob", [])
+    assert not skipped.errors and not skipped.warnings  # validation off: every verl check is skipped silently
+
+
+@pytest.mark.parametrize(("config", "key", "value", "ok"), [
+    ("sft_trainer_engine", "trainer.test_freq", "after_each_epoch", True),
+    ("sft_trainer_engine", "trainer.save_freq", "after_each_epoch", True),
+    ("sft_trainer_engine", "trainer.test_freq", "5", True),
+    ("sft_trainer_engine", "trainer.test_freq", "every_epoch", False),
+    ("ppo_trainer", "trainer.test_freq", "after_each_epoch", False),
+    ("ppo_trainer", "trainer.save_freq", "after_each_epoch", False),
+])
+def test_type_checks_follow_what_the_trainer_accepts(validator, config, key, value, ok):
+    resp = validator.request({"op": "validate", "config": config, "overrides": [f"{key}={value}"]})
+    mine = [e for e in resp["errors"] if e["key"] == key]
+    assert (not mine) if ok else (mine and "expects a number" in mine[0]["message"]), resp["errors"]
+
+
+def test_the_extra_values_table_names_keys_verl_has(validator):
+    """Every key in the table is a numeric leaf of its config (a renamed key would silently stop matching)."""
+    for config, keys in EXTRA_VALUES.items():
+        for key in keys:
+            resp = validator.request({"op": "validate", "config": config, "overrides": [f"{key}=1"]})
+            assert not [e for e in resp["errors"] if e["key"] == key], (config, key, resp["errors"])

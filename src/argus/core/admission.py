@@ -130,6 +130,8 @@ def _admit_advanced(
         errors.extend(parsed)
         return None
     _check_entry(parsed, policy, errors)
+    if parsed.torchrun is not None:
+        _check_torchrun(spec, parsed, errors, warnings)
     check_env_assignments(parsed.env, policy.env_allowlist, errors)
     for exp in dict.fromkeys(shell_expansions(expanded)):
         errors.append(
@@ -161,15 +163,21 @@ def _admit_advanced(
 
 def _check_entry(parsed: ParsedCommand, policy: AdmissionPolicy, errors: list[FieldError]) -> None:
     allowed = ", ".join(policy.entry_allowlist)
+    if parsed.torchrun is not None:  # torchrun (or python3 -m torch.distributed.run) -m <module>: judge the module
+        if not module_allowed(parsed.module or "", policy.entry_allowlist):
+            errors.append(FieldError("command", parsed.module,
+                                     f"module torchrun would run is not on the allowlist; allowed: {allowed}"))
+        return
     if parsed.interpreter != "python3":
         hint = (
-            " (Argus points python3 at the training environment; do not name an interpreter by path)"
-            if parsed.interpreter and parsed.interpreter.endswith("python3")
+            " (Argus points python3 and torchrun at the training environment; do not name an interpreter by path)"
+            if parsed.interpreter and parsed.interpreter.endswith(("python3", "torchrun"))
             else ""
         )
         errors.append(
             FieldError("command", parsed.interpreter,
-                       f"must run 'python3 -m <module>' with a module from the allowlist ({allowed}){hint}")
+                       f"must run 'python3 -m <module>' (or 'torchrun --nproc_per_node=<GPUs> --standalone -m "
+                       f"<module>') with a module from the allowlist ({allowed}){hint}")
         )
         return
     if parsed.module is None:
@@ -181,6 +189,58 @@ def _check_entry(parsed: ParsedCommand, policy: AdmissionPolicy, errors: list[Fi
         errors.append(
             FieldError("command", parsed.module, f"module is not on the allowlist; allowed: {allowed}")
         )
+
+
+# torchrun --nproc_per_node values that mean "every GPU this process sees": the task's reservation.
+_NPROC_ALL_GPUS = frozenset({"gpu", "auto"})
+
+
+def _check_torchrun(spec: AdvancedTaskSpec, parsed: ParsedCommand, errors: list[FieldError],
+                    warnings: list[str]) -> None:
+    """torchrun's gang against the spec's: Argus runs one driver per task on one node, holding the spec's GPUs.
+
+    ``--nnodes`` > 1 or spec ``nnodes`` > 1 is refused (multi-node torchrun is not supported yet);
+    ``--nproc_per_node`` above the reservation is refused (ranks would have no GPU), below it is a
+    warning (GPUs reserved and left idle). torchrun's default is one process.
+    """
+    tr = parsed.torchrun
+    assert tr is not None
+    for flag in ("--no-python", "--run-path"):
+        if flag in tr.options:
+            errors.append(FieldError("command", flag, "torchrun must run a Python module with -m; remove "
+                                     f"{flag}"))
+    multi = ("Argus runs one driver per task, so torchrun (SFT) runs on one node; multi-node SFT is not "
+             "supported yet: set nnodes: 1 and --nnodes=1 (or --standalone)")
+    if spec.nnodes > 1:
+        errors.append(FieldError("nnodes", spec.nnodes, multi))
+    if tr.nnodes is not None:
+        parts = tr.nnodes.split(":")
+        if not all(p.strip().isdigit() for p in parts) or len(parts) > 2:
+            errors.append(FieldError("command", f"--nnodes={tr.nnodes}", "must be a number of nodes (1)"))
+        elif max(int(p) for p in parts) > 1:
+            errors.append(FieldError("command", f"--nnodes={tr.nnodes}", multi))
+    want = spec.n_gpus_per_node
+    nproc = tr.nproc_per_node
+    if nproc is None:
+        if want > 1:
+            warnings.append(f"command does not set torchrun's --nproc_per_node, so torchrun starts 1 process "
+                            f"while the task reserves n_gpus_per_node={want} GPUs; add --nproc_per_node={want}")
+    elif nproc.strip().lower() in _NPROC_ALL_GPUS:
+        pass  # one process per GPU the driver sees: exactly the reservation
+    elif not nproc.strip().isdigit() or int(nproc) < 1:
+        errors.append(FieldError("command", f"--nproc_per_node={nproc}",
+                                 f"must be a number of processes, one per GPU (n_gpus_per_node={want})"))
+    elif int(nproc) > want:
+        errors.append(FieldError("command", f"--nproc_per_node={nproc}",
+                                 f"starts more processes than the task has GPUs (n_gpus_per_node={want}): ranks "
+                                 f"would share or miss GPUs; set --nproc_per_node={want} or raise n_gpus_per_node"))
+    elif int(nproc) < want:
+        warnings.append(f"command runs torchrun --nproc_per_node={nproc} but the task reserves "
+                        f"n_gpus_per_node={want}: {want - int(nproc)} reserved GPU(s) stay idle; set "
+                        f"--nproc_per_node={want} or n_gpus_per_node: {nproc}")
+    if not tr.standalone and not {"--rdzv-endpoint", "--master-port"} & tr.options.keys():
+        warnings.append("torchrun without --standalone rendezvous on the fixed port 29500, which another task on "
+                        "the same node may hold; add --standalone")
 
 
 def _weak_checks(spec: AdvancedTaskSpec, parsed: ParsedCommand, warnings: list[str]) -> None:
@@ -196,6 +256,8 @@ def _weak_checks(spec: AdvancedTaskSpec, parsed: ParsedCommand, warnings: list[s
             f"command overrides {RAY_ADDRESS_KEY}={ov[RAY_ADDRESS_KEY][1]}: Argus already points the driver at its "
             "cluster (RAY_ADDRESS); remove the override unless you mean to attach elsewhere"
         )
+    if parsed.torchrun is not None:
+        return  # torchrun's --nnodes/--nproc_per_node set the gang (checked in _check_torchrun), not trainer.*
     for spec_field, key in (("nnodes", "trainer.nnodes"), ("n_gpus_per_node", "trainer.n_gpus_per_node")):
         want = getattr(spec, spec_field)
         if key not in ov:

@@ -34,6 +34,48 @@ class ParsedCommand:
     args: list[str] = field(default_factory=list)
     # key (without +/++/~ prefix) -> (prefix, value); the last occurrence wins, as in Hydra
     overrides: dict[str, tuple[str, str]] = field(default_factory=dict)
+    # Set when torchrun launches the module (``torchrun …`` or ``python3 -m torch.distributed.run …``):
+    # ``module``/``args``/``overrides`` are then the inner module's, and this holds torchrun's own options.
+    torchrun: TorchrunOptions | None = None
+
+
+@dataclass
+class TorchrunOptions:
+    """torchrun's options before the module it runs (``--nproc_per_node=8 --standalone``)."""
+
+    tokens: list[str]
+    # canonical option name (``--nproc-per-node``) -> value ("" for flags); the last occurrence wins
+    options: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def nproc_per_node(self) -> str | None:
+        return self.options.get("--nproc-per-node")
+
+    @property
+    def nnodes(self) -> str | None:
+        return self.options.get("--nnodes")
+
+    @property
+    def standalone(self) -> bool:
+        return "--standalone" in self.options
+
+
+# torchrun's command-line (torch/distributed/run.py, get_args_parser): name -> takes a value.
+# Both spellings are accepted there (--nproc-per-node / --nproc_per_node); abbreviations are not accepted here.
+TORCHRUN_OPTIONS = {
+    "--nnodes": True, "--nproc-per-node": True, "--rdzv-backend": True, "--rdzv-endpoint": True,
+    "--rdzv-id": True, "--rdzv-conf": True, "--standalone": False, "--max-restarts": True,
+    "--monitor-interval": True, "--start-method": True, "--event-log-handler": True, "--role": True,
+    "--module": False, "--no-python": False, "--run-path": False, "--log-dir": True, "--redirects": True,
+    "--tee": True, "--local-ranks-filter": True, "--duplicate-stdout-filters": True,
+    "--duplicate-stderr-filters": True, "--node-rank": True, "--master-addr": True, "--master-port": True,
+    "--local-addr": True, "--logs-specs": True, "--numa-binding": True, "--signals-to-handle": True,
+    "--shutdown-timeout": True, "--virtual-local-rank": False,
+}
+_TORCHRUN_SHORT = {"-m": "--module", "-r": "--redirects", "-t": "--tee"}
+# torchrun's console script and the module it runs (``python3 -m torch.distributed.run``).
+TORCHRUN_PROGRAM = "torchrun"
+TORCHRUN_MODULES = frozenset({"torch.distributed.run"})
 
 
 def join_continuations(command: str) -> str:
@@ -95,6 +137,8 @@ def _structure(tokens: list[str], fld: str) -> ParsedCommand | list[FieldError]:
         return [FieldError(fld, "", "has no program to run; expected 'python3 -m verl.trainer.main_ppo ...'")]
     parsed.interpreter = tokens[i]
     i += 1
+    if parsed.interpreter == TORCHRUN_PROGRAM:
+        return _torchrun(parsed, tokens, i, fld)
     while i < len(tokens) and tokens[i] != "-m":
         if tokens[i] in _INTERPRETER_FLAGS:
             i += 1
@@ -105,12 +149,49 @@ def _structure(tokens: list[str], fld: str) -> ParsedCommand | list[FieldError]:
     if i < len(tokens) and tokens[i] == "-m" and i + 1 < len(tokens):
         parsed.module = tokens[i + 1]
         i += 2
-    parsed.args = tokens[i:]
+        if parsed.module in TORCHRUN_MODULES:
+            return _torchrun(parsed, tokens, i, fld)
+    return _with_args(parsed, tokens[i:])
+
+
+def _with_args(parsed: ParsedCommand, args: list[str]) -> ParsedCommand:
+    parsed.args = args
     for arg in parsed.args:
         m = _OVERRIDE.match(arg)
         if m:
             parsed.overrides[m.group("key")] = (m.group("prefix") or "", m.group("value"))
     return parsed
+
+
+def _torchrun(parsed: ParsedCommand, tokens: list[str], i: int, fld: str) -> ParsedCommand | list[FieldError]:
+    """torchrun's options, then ``-m <module>`` and the module's arguments (argparse's rules, no abbreviations)."""
+    start = i
+    opts: dict[str, str] = {}
+    while i < len(tokens) and tokens[i].startswith("-"):
+        tok = tokens[i]
+        name, eq, value = tok.partition("=")
+        canon = _TORCHRUN_SHORT.get(name) or (name[:2] + name[2:].replace("_", "-") if name.startswith("--") else name)
+        if canon not in TORCHRUN_OPTIONS:
+            return [FieldError(fld, tok, "is not a torchrun option Argus knows; write torchrun's options in full "
+                               "(e.g. --nproc_per_node=8 --standalone) before '-m <module>'")]
+        if TORCHRUN_OPTIONS[canon] and not eq:
+            if i + 1 >= len(tokens):
+                return [FieldError(fld, tok, "torchrun option needs a value")]
+            value = tokens[i + 1]
+            i += 1
+        elif not TORCHRUN_OPTIONS[canon] and eq:
+            return [FieldError(fld, tok, "this torchrun option takes no value")]
+        opts[canon] = value
+        i += 1
+    launcher = "torchrun" if parsed.interpreter == TORCHRUN_PROGRAM else "python3 -m torch.distributed.run"
+    if "--module" not in opts or i >= len(tokens):
+        found = tokens[i] if i < len(tokens) else ""
+        return [FieldError(fld, found or launcher, f"{launcher} must run a module: write '{launcher} "
+                           "--nproc_per_node=<GPUs> --standalone -m <module> key=value ...' with a module from the "
+                           "allowlist (a script path is not accepted)")]
+    parsed.torchrun = TorchrunOptions(tokens=tokens[start:i], options=opts)
+    parsed.module = tokens[i]
+    return _with_args(parsed, tokens[i + 1 :])
 
 
 def module_allowed(module: str, allowlist: list[str] | tuple[str, ...]) -> bool:

@@ -17,6 +17,8 @@ sees no GPU in its driver and fails visibly, instead of sharing someone else's.
 
 from __future__ import annotations
 
+import shlex
+
 from argus.core.command import parse_command
 
 RAY_PLACED_MODULES = frozenset({
@@ -31,14 +33,24 @@ TORCHRUN_MODULES = frozenset({"torch.distributed.run", "torch.distributed.launch
 
 
 def entry_module(argv: list[str]) -> str | None:
-    """The module an argv runs with ``-m`` (the inner one for torchrun), for basic and advanced argvs."""
+    """The module an argv runs with ``-m``, for basic and advanced argvs.
+
+    Through torchrun, the module torchrun runs: ``python3 -m torch.distributed.run … -m M`` and
+    the console script ``torchrun … -m M`` (the training environment's, first on the task's PATH).
+    """
     tokens = argv
     if len(argv) == 3 and argv[0] in ("bash", "sh") and argv[1].startswith("-") and argv[1].endswith("c"):
         parsed = parse_command(argv[2])
         if isinstance(parsed, list):
             return None
+        if parsed.module is not None:
+            return parsed.module
         tokens = parsed.tokens
-    modules = [tokens[i + 1] for i, t in enumerate(tokens[:-1]) if t == "-m"]
+    else:
+        parsed = parse_command(shlex.join(argv))
+        if not isinstance(parsed, list) and parsed.module is not None:
+            return parsed.module
+    modules = [tokens[i + 1] for i, t in enumerate(tokens[:-1]) if t in ("-m", "--module")]
     if not modules:
         return None
     if modules[0] in TORCHRUN_MODULES and len(modules) > 1:

@@ -15,6 +15,19 @@ import re
 from typing import Any
 
 _NUMERIC = (int, float)
+# Keys whose verl default is a number but whose trainer also accepts these strings, per config
+# (the name the validator composes). Only what verl's code really handles belongs here, with where:
+EXTRA_VALUES: dict[str, dict[str, frozenset[str]]] = {
+    # verl/trainer/sft_trainer.py (0.9.1), SFTTrainer._init_...: save_freq/test_freq == "after_each_epoch"
+    # become steps_per_epoch (sft_trainer_ray.py does the same).
+    "sft_trainer_engine": {
+        "trainer.save_freq": frozenset({"after_each_epoch"}),
+        "trainer.test_freq": frozenset({"after_each_epoch"}),
+    },
+    # verl/trainer/ppo/ray_trainer.py compares trainer.save_freq/test_freq with `> 0` and `%`: numbers
+    # only, a string fails there at the first step. Nothing extra for ppo_trainer.
+    "ppo_trainer": {},
+}
 # Bare names verl uses in its messages for a config key.
 ALIASES = {"real_train_batch_size": "data.train_batch_size", "train_batch_size": "data.train_batch_size"}
 
@@ -22,9 +35,10 @@ ALIASES = {"real_train_batch_size": "data.train_batch_size", "train_batch_size":
 class Schema:
     """The flattened default config of one verl entry: leaf key -> default value, plus inner nodes."""
 
-    def __init__(self, cfg: Any) -> None:
+    def __init__(self, cfg: Any, name: str = "") -> None:
         from omegaconf import OmegaConf
 
+        self.name = name  # the config it was composed from ("ppo_trainer", "sft_trainer_engine")
         self.leaves: dict[str, Any] = {}
         self.nodes: set[str] = set()
         self._walk(OmegaConf.to_container(cfg, resolve=False), "")
@@ -74,10 +88,14 @@ def value_errors(schema: Schema, key: str, value: str) -> list[dict[str, Any]]:
         if v.lower() not in ("true", "false"):
             return [err(key, value, f"expects true or false (verl's default is {default})")]
     elif isinstance(default, _NUMERIC):
+        extra = EXTRA_VALUES.get(schema.name, {}).get(key, frozenset())
         try:
             float(v)
         except ValueError:
-            return [err(key, value, f"expects a number (verl's default is {default})")]
+            if v in extra:
+                return []
+            also = "".join(f" or '{x}'" for x in sorted(extra))
+            return [err(key, value, f"expects a number{also} (verl's default is {default})")]
     if key.endswith(("n_gpus_per_node", "nnodes")) and _is_int(v) and int(v) < 1:
         return [err(key, value, "must be ≥ 1: verl training needs at least one GPU on at least one node")]
     return []

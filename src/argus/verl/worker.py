@@ -15,6 +15,7 @@ Protocol: one JSON object per line in, one per line out, same ``id``.
    "overrides": ["key=value", "+key=value", ...]}
                                        -> {"errors": [{"key", "value", "message"}], "resolved": {...},
                                            "paths": [{"key", "value"}]}  (see argus.verl.resolve)
+  {"op": "find_module", "module": m}   -> {"found": bool, "replacement": str | None}  (nothing imported)
   {"op": "sleep", "seconds": s}        -> used by tests to exercise the caller's timeout
 """
 
@@ -70,7 +71,7 @@ class Validator:
 
     def schema(self, name: str) -> Schema:
         if name not in self._schemas:
-            self._schemas[name] = Schema(self.compose(name, []))
+            self._schemas[name] = Schema(self.compose(name, []), name)
         return self._schemas[name]
 
     def estimators(self) -> list[str]:
@@ -152,6 +153,36 @@ class Validator:
         elif name == "sft_trainer_engine":
             errors.extend(_run_verl(lambda: _validate_sft(cfg), schema))
         return errors
+
+
+# Entry modules verl removed, and what replaced them (shown in the error).
+REPLACED_MODULES = {
+    "verl.trainer.fsdp_sft_trainer": "verl.trainer.sft_trainer",  # removed in verl 0.9
+}
+
+
+def find_module(module: str) -> dict[str, Any]:
+    """Whether ``python3 -m module`` would find it here, *without importing it* (nor its parents).
+
+    Each level is looked up with the path finder in its parent's search path, as the import
+    system would, so no package ``__init__`` runs: the name is user input.
+    """
+    import importlib.machinery
+    import importlib.util
+
+    parts = module.split(".")
+    if not all(p.isidentifier() for p in parts):
+        return {"found": False, "replacement": None}
+    spec = importlib.util.find_spec(parts[0])  # a top-level name: looked up, not imported
+    for i in range(1, len(parts)):
+        search = spec.submodule_search_locations if spec is not None else None
+        if search is None:
+            spec = None
+            break
+        spec = importlib.machinery.PathFinder.find_spec(".".join(parts[: i + 1]), list(search))
+    if spec is not None and spec.submodule_search_locations is not None:  # a package runs its __main__
+        spec = importlib.machinery.PathFinder.find_spec(module + ".__main__", list(spec.submodule_search_locations))
+    return {"found": spec is not None, "replacement": REPLACED_MODULES.get(module)}
 
 
 def _parse_config_files_once() -> None:
@@ -339,6 +370,8 @@ def main() -> None:
                 resp = validator.validate(req["config"], list(req.get("overrides", [])))
                 for e in resp["errors"]:
                     e["message"] = e["message"].replace("{cfg}", req["config"])
+            elif req["op"] == "find_module":
+                resp = find_module(str(req["module"]))
             elif req["op"] == "prompt_lengths":
                 resp = prompt_lengths(req["model"], req["file"], req["prompt_key"], int(req.get("rows", 8)))
             elif req["op"] == "sleep":
