@@ -98,6 +98,9 @@ class Settings(BaseSettings):
     verl_python: str = Field(default_factory=lambda: sys.executable)
     verl_validation: Literal["required", "optional", "off"] = "optional"
     verl_timeout_s: float = 60.0
+    # Model paths and Hugging Face ids at submit (verl/models.py): required rejects a missing model; warn
+    # accepts with a warning (clusters whose workers download models themselves); off skips the check.
+    model_check: Literal["required", "warn", "off"] = "required"
     reward_check_rows: int = 4
     reward_check_timeout_s: float = 30.0
     # Jail for head-side processes that handle user input (reward dry-run, verl validator): see verl/sandbox.py

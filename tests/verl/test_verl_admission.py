@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
 import yaml
 
@@ -76,6 +78,12 @@ ERROR_CASES = [
                  "command: data.train_files", "reward_model.ground_truth", id="dataset-missing-column"),
     pytest.param(["data.val_files=$HOME/datasets/nope.parquet"], ("data.val_files",),
                  "command: data.val_files", "does not exist", id="dataset-missing-file"),
+    pytest.param(["actor_rollout_ref.model.path=$HOME/models/does-not-exist"], ("actor_rollout_ref.model.path",),
+                 "command: actor_rollout_ref.model.path", "$HOME/models/does-not-exist: model folder does not exist",
+                 id="model-missing-folder"),
+    pytest.param(["actor_rollout_ref.model.path=argus-test/not-cached"], ("actor_rollout_ref.model.path",),
+                 "command: actor_rollout_ref.model.path", "huggingface-cli download argus-test/not-cached",
+                 id="model-hub-id-not-cached"),
     pytest.param(["data.val_files=$HOME/datasets/not_parquet.parquet"], ("data.val_files",),
                  "command: data.val_files", "not a readable parquet", id="dataset-not-parquet"),
     pytest.param(["reward.custom_reward_function.path=$HOME/code/bad_import.py"], (),
@@ -177,3 +185,121 @@ def test_prompt_token_lengths_with_local_tokenizer(alice):
                                             drop=("data.max_prompt_length",))))
     assert any(e["field"] == "command: data.max_prompt_length" and "tokens > data.max_prompt_length=3"
                in e["message"] for e in errs), errs
+
+
+# ---------------------------------------------------------------- model paths
+
+
+def test_missing_file_messages_show_paths_as_written(alice, verl_server):
+    root = str(verl_server.ctx.settings.root)
+    errs = errors_of(submit(alice, advanced(PPO_ARGS, extra=["data.val_files=$HOME/datasets/nope.parquet",
+                                                             "actor_rollout_ref.model.path=$HOME/models/nope"],
+                                            drop=("data.val_files", "actor_rollout_ref.model.path"))))
+    hits = {e["field"]: e for e in errs}
+    assert hits["command: data.val_files"]["value"] == "$HOME/datasets/nope.parquet", errs
+    assert hits["command: actor_rollout_ref.model.path"]["value"] == "$HOME/models/nope", errs
+    assert root not in str(errs)
+
+
+def test_basic_model_id_missing_and_hub_id_in_shared_cache(alice, verl_server):
+    errs = errors_of(submit(alice, basic(model_id="$HOME/models/does-not-exist")))
+    assert any(e["field"] == "model_id" and "$HOME/models/does-not-exist" in e["message"] for e in errs), errs
+    errs = errors_of(submit(alice, basic(workload="ppo", model_id="argus-test/absent")))
+    assert {e["field"] for e in errs} == {"model_id"}, errs  # actor and critic both come from model_id
+    assert all("huggingface-cli download argus-test/absent" in e["message"] for e in errs), errs
+    # the layout huggingface_hub writes under HF_HOME=<root>/hf
+    root = verl_server.ctx.settings.root
+    snap = root / "hf" / "hub" / "models--argus-test--tiny" / "snapshots" / ("0" * 40)
+    shutil.copytree(root / "users" / "alice" / "models" / "tiny", snap)
+    r = submit(alice, basic(workload="ppo", model_id="argus-test/tiny"))
+    assert r.status_code == 201, r.text
+
+
+def test_sft_model_path_checked(alice):
+    errs = errors_of(submit(alice, basic(workload="sft", model_id="$HOME/models/nope",
+                                         train_file="$HOME/datasets/sft.parquet", val_file=None)))
+    assert any(e["field"] == "model_id" and "model folder does not exist" in e["message"] for e in errs), errs
+
+
+def test_model_check_warn_and_off(alice, verl_server):
+    settings = verl_server.ctx.settings
+    body = advanced(PPO_ARGS, extra=["actor_rollout_ref.model.path=argus-test/downloads-itself"],
+                    drop=("actor_rollout_ref.model.path",))
+    try:
+        settings.model_check = "warn"
+        r = submit(alice, body)
+        assert r.status_code == 201, r.text
+        assert any("huggingface-cli download argus-test/downloads-itself" in w for w in r.json()["warnings"])
+        settings.model_check = "off"
+        r = submit(alice, body)
+        assert r.status_code == 201, r.text
+        assert not any("huggingface-cli" in w for w in r.json()["warnings"])
+    finally:
+        settings.model_check = "required"
+
+
+# ---------------------------------------------------------------- SFT the way verl documents it (torchrun)
+
+SFT_ARGS = [
+    "data.train_files=$HOME/datasets/sft.parquet",
+    "data.val_files=$HOME/datasets/sft.parquet",
+    "model.path=$HOME/models/tiny",
+    "data.train_batch_size=4",
+    "data.micro_batch_size_per_gpu=2",
+]
+
+
+def sft_advanced(launcher: str, extra: list[str] | tuple[str, ...] = (), *, gpus: int = 2) -> str:
+    command = f"{launcher} -m verl.trainer.sft_trainer \\\n  " + " \\\n  ".join([*SFT_ARGS, *extra]) + "\n"
+    return yaml.safe_dump({"kind": "advanced", "workload": "sft", "nnodes": 1, "n_gpus_per_node": gpus,
+                           "command": command})
+
+
+@pytest.mark.parametrize("launcher", [
+    "torchrun --nproc_per_node=2 --standalone",
+    "torchrun --standalone --nnodes 1 --nproc-per-node 2",
+    "python3 -m torch.distributed.run --standalone --nnodes=1 --nproc_per_node=2",
+])
+def test_torchrun_sft_is_accepted_and_validated_like_the_basic_template(alice, launcher):
+    r = submit(alice, sft_advanced(launcher, ["trainer.test_freq=after_each_epoch",
+                                              "trainer.save_freq=after_each_epoch"]))
+    assert r.status_code == 201, r.text
+    body = r.json()
+    assert body["info"]["train_rows"] == 16 and body["info"]["verl_validation_s"] > 0
+    task = alice.get(f"/api/v2/tasks/{body['task_id']}").json()
+    assert task["entry_module"] == "verl.trainer.sft_trainer"
+    assert not any("nproc" in w or "n_gpus_per_node" in w for w in body["warnings"]), body["warnings"]
+
+
+def test_torchrun_sft_inner_overrides_get_verls_checks(alice):
+    errs = errors_of(submit(alice, sft_advanced("torchrun --nproc_per_node=2 --standalone",
+                                                ["data.train_batch_sz=4", "trainer.test_freq=sometimes"])))
+    by_field = {e["field"]: e["message"] for e in errs}
+    assert "did you mean `data.train_batch_size`" in by_field["command: data.train_batch_sz"], errs
+    assert "expects a number or 'after_each_epoch'" in by_field["command: trainer.test_freq"], errs
+
+
+def test_torchrun_with_more_ranks_than_gpus_is_refused(alice):
+    errs = errors_of(submit(alice, sft_advanced("torchrun --nproc_per_node=4 --standalone")))
+    assert any("more processes than the task has GPUs" in e["message"] for e in errs), errs
+
+
+def test_ppo_test_freq_stays_a_number(alice):
+    errs = errors_of(submit(alice, advanced(PPO_ARGS, extra=["trainer.test_freq=after_each_epoch"])))
+    assert any(e["field"] == "command: trainer.test_freq" and "expects a number (" in e["message"] for e in errs), errs
+
+
+@pytest.mark.parametrize("launcher", ["torchrun --nproc_per_node=2 --standalone", "python3"])
+def test_a_module_verl_removed_is_refused_with_its_replacement(alice, launcher):
+    body = sft_advanced(launcher).replace("verl.trainer.sft_trainer", "verl.trainer.fsdp_sft_trainer")
+    errs = errors_of(submit(alice, body))
+    hits = [e for e in errs if e["field"] == "command" and e["value"] == "verl.trainer.fsdp_sft_trainer"]
+    assert hits and "does not exist in the training environment" in hits[0]["message"], errs
+    assert "replaced by verl.trainer.sft_trainer" in hits[0]["message"]
+
+
+def test_torchrun_sft_is_validated_for_the_processes_it_starts_not_the_reservation(alice):
+    """8 GPUs reserved, 2 ranks started: verl sees a world of 2 (the idle GPUs are a warning)."""
+    r = submit(alice, sft_advanced("torchrun --nproc_per_node=2 --standalone", gpus=8))
+    assert r.status_code == 201, r.text
+    assert any("nproc" in w for w in r.json()["warnings"]), r.json()["warnings"]

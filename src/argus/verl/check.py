@@ -31,6 +31,7 @@ from argus.errors import FieldError
 from argus.settings import Settings
 from argus.verl.datasets import inspect_parquet, required_columns
 from argus.verl.legacy import has_legacy_reward, rewrite_legacy_reward
+from argus.verl.models import MODEL_KEYS, check_models
 from argus.verl.rewards import check_reward
 from argus.verl.validator import ValidatorTimeout, ValidatorUnavailable, VerlValidator
 
@@ -76,9 +77,10 @@ class VerlCheck:
         if self._check_paths(resp["paths"], spec, user, overrides, out):
             return out  # never open a file (parquet, tokenizer, reward) at a refused path
         resolved = resp.get("resolved", {})
-        self._check_datasets(spec.workload, resolved, spec, overrides, out)
+        self._check_models(resp["paths"], spec, user, overrides, out)
+        self._check_datasets(spec.workload, resolved, spec, user, overrides, out)
         if not out.errors and spec.workload != "sft":
-            self._check_prompt_lengths(resolved, spec, overrides, out)
+            self._check_prompt_lengths(resolved, spec, user, overrides, out)
         if not out.errors:
             self._check_reward(resolved, spec, out)
         return out
@@ -126,8 +128,13 @@ class VerlCheck:
             return None
         # hydra.* overrides go too: hydra.run.dir/sweep.dir are resolved and checked like any path
         items = [a for a in parsed.args if "=" in a]
-        # Validate with the spec's gang size where the command is silent (the admission warning says add it).
-        for key, value in (("trainer.nnodes", spec.nnodes), ("trainer.n_gpus_per_node", spec.n_gpus_per_node)):
+        # Validate with the spec's gang size where the command is silent (the admission warning says add it);
+        # under torchrun the world is the processes it starts, one node (admission refuses more).
+        gpus: int = spec.n_gpus_per_node
+        nproc = parsed.torchrun.nproc_per_node if parsed.torchrun is not None else None
+        if nproc is not None and nproc.isdigit():
+            gpus = int(nproc)
+        for key, value in (("trainer.nnodes", spec.nnodes), ("trainer.n_gpus_per_node", gpus)):
             if key not in parsed.overrides:
                 items.insert(0, f"{key}={value}")
         return items
@@ -174,9 +181,24 @@ class VerlCheck:
 
     # ------------------------------------------------------------ files
 
-    def _check_datasets(self, workload: str, resolved: dict[str, Any], spec: Any, overrides: list[str],
+    def _check_models(self, paths: list[dict[str, Any]], spec: Any, user: str, overrides: list[str],
+                      out: CheckOutcome) -> None:
+        """Model folders / Hugging Face ids exist with config.json and a tokenizer (``settings.model_check``)."""
+        if self.settings.model_check == "off":
+            return
+        wanted = set(MODEL_KEYS) | {k for k in MODEL_KEYS.values() if k}
+        values = {str(p["key"]): str(p["value"]) for p in paths if p["key"] in wanted}
+        for problem in check_models(values, user, DataLayout.at(self.settings.root)):
+            if self.settings.model_check == "required":
+                out.errors.append(FieldError(self._field(spec, problem.key, overrides), problem.shown,
+                                             problem.message))
+            else:
+                out.warnings.append(problem.message)
+
+    def _check_datasets(self, workload: str, resolved: dict[str, Any], spec: Any, user: str, overrides: list[str],
                         out: CheckOutcome) -> None:
         cols = required_columns(workload, resolved.get("data.prompt_key"), resolved.get("data.messages_key"))
+        layout = DataLayout.at(self.settings.root)
         for key, label in (("data.train_files", "train"), ("data.val_files", "val")):
             value = resolved.get(key)
             files = value if isinstance(value, list) else split_list_value(str(value)) if value else []
@@ -185,13 +207,14 @@ class VerlCheck:
                 if not str(path).startswith("/"):
                     continue  # verl's own default (~/data/...): admission already warned that it is unset
                 report = inspect_parquet(str(path), cols)
+                shown = layout.to_virtual(str(path), user)  # as the user writes it, never the server's path
                 for msg in report.errors:
-                    out.errors.append(FieldError(self._field(spec, key, overrides), str(path), msg))
+                    out.errors.append(FieldError(self._field(spec, key, overrides), shown, f"{shown}: {msg}"))
                 total += report.rows or 0
             if files:
                 out.info[f"{label}_rows"] = total
 
-    def _check_prompt_lengths(self, resolved: dict[str, Any], spec: Any, overrides: list[str],
+    def _check_prompt_lengths(self, resolved: dict[str, Any], spec: Any, user: str, overrides: list[str],
                               out: CheckOutcome) -> None:
         """Sampled prompt lengths against data.max_prompt_length, only when the tokenizer is local."""
         model, limit = resolved.get("actor_rollout_ref.model.path"), resolved.get("data.max_prompt_length")
@@ -214,7 +237,8 @@ class VerlCheck:
             out.info["prompt_tokens_max_sampled"] = max(lengths)
         if lengths and max(lengths) > limit:
             msg = (f"a sampled prompt has {max(lengths)} tokens > data.max_prompt_length={limit} (first "
-                   f"{len(lengths)} rows, {model}'s chat template)")
+                   f"{len(lengths)} rows, {DataLayout.at(self.settings.root).to_virtual(model, user)}'s "
+                   "chat template)")
             if resolved.get("data.truncation") == "error":
                 out.errors.append(FieldError(self._field(spec, "data.max_prompt_length", overrides), limit,
                                              msg + "; verl stops with data.truncation=error: raise the limit, "
