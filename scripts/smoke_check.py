@@ -113,6 +113,8 @@ def verify(task: str, gpus: int, steps: int | None, driver_holds: bool) -> int:
     first = log.splitlines()[0] if log else ""
     m = re.search(r"CUDA_VISIBLE_DEVICES=(\S*?),? ", first)
     logged = m.group(1) if m else None
+    if logged == "''":  # the driver's way of showing an empty list ("'' (no GPU)")
+        logged = ""
     same = (logged == "<unset>" and cvd is None) or logged == (cvd or "")
     results.append((bool(status) and same, "CUDA_VISIBLE_DEVICES recorded",
                     f"status.json {cvd!r}, first log line {logged!r}"))

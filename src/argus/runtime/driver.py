@@ -134,6 +134,13 @@ def _die_with_parent() -> None:
         os._exit(137)
 
 
+def _gpus_shown(value: str | None) -> str:
+    """How the first log line shows the GPUs Ray gave the driver: ids, none, or Ray set nothing."""
+    if value is None:
+        return "<unset>"
+    return value or "'' (no GPU)"
+
+
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
@@ -232,7 +239,7 @@ def run(ns: argparse.Namespace) -> int:
     echo = sys.stdout.buffer
     with open(logs / f"attempt-{ns.attempt}.log", "ab", buffering=0) as log_file:
         first = (f"[argus] attempt {ns.attempt} on {status['hostname']} (ray node {status['node_id'] or '?'}), "
-                 f"CUDA_VISIBLE_DEVICES={status['cuda_visible_devices'] or '<unset>'}, "
+                 f"CUDA_VISIBLE_DEVICES={_gpus_shown(status['cuda_visible_devices'])}, "
                  f"python3={ns.python or 'from PATH'}, cwd={job_dir}\n").encode()
         first += "".join(f"[argus] {n}\n" for n in notes).encode()
         log_file.write(first)
