@@ -17,26 +17,7 @@ from argus.scheduler.runner import SchedulerRunner
 from argus.scheduler.submit import SubmitQueuedTasks
 from argus.services.principal import Principal
 from argus.services.tasks import cancel_task
-from tests.scheduler.fakes import Clock, FakeRay, add_task, add_user, make_ctx, task
-
-
-@pytest.fixture
-def ray() -> FakeRay:
-    r = FakeRay()
-    r.add_node("w1", 4)
-    return r
-
-
-@pytest.fixture
-def clock() -> Clock:
-    return Clock()
-
-
-@pytest.fixture
-def ctx(settings, ray, clock):
-    c = make_ctx(settings.model_copy(update={"max_retries": 1, "start_timeout_s": 60}), ray, clock)
-    yield c
-    c.db.dispose()
+from tests.scheduler.fakes import add_task, add_user, task
 
 
 def attempts(ctx, tid):

@@ -18,7 +18,7 @@ from argus.cluster.types import ClusterUnavailable, RayJobStatus
 from argus.core.failures import TAIL_BYTES
 from argus.scheduler.monitor import MonitorActiveTasks
 from argus.scheduler.submit import SubmitQueuedTasks
-from tests.scheduler.fakes import Clock, FakeRay, add_task, add_user, make_ctx, task
+from tests.scheduler.fakes import add_task, add_user, task
 
 RAY_LOG = (
     "Traceback (most recent call last):\n"
@@ -28,20 +28,6 @@ RAY_LOG = (
     "FileExistsError: [Errno 17] File exists: '/private/users/alice/jobs/t/.argus-bin'\n"
 )
 CAUSE = "exit code 1: FileExistsError: [Errno 17] File exists: '/private/users/alice/jobs/t/.argus-bin'"
-
-
-@pytest.fixture
-def ray() -> FakeRay:
-    r = FakeRay()
-    r.add_node("w1", 4)
-    return r
-
-
-@pytest.fixture
-def ctx(settings, ray):
-    c = make_ctx(settings.model_copy(update={"max_retries": 1, "start_timeout_s": 60}), ray, Clock())
-    yield c
-    c.db.dispose()
 
 
 def failed_before_logging(ctx, ray, ray_log: str | None = RAY_LOG, exit_code: int = 1):

@@ -166,14 +166,10 @@ class LocalCluster:
     def _jail_env(self) -> dict[str, str]:
         """``ray start`` environment that loads the task jail into every node's runtime-env agent."""
         s = self.settings
-        if not jail.jail_enabled(s.task_jail):
-            return {}
-        jail.ensure_key(s.root)
-        cfg = jail.node_config(data_root=s.root, state_dirs=[s.state_dir], ray_temp_dir=self.temp_dir,
-                               python=s.train_python)
-        path = s.state_dir / "jail" / "node.json"
-        cfg.dump(path)
-        return jail.node_env(path)
+        if jail.jail_enabled(s.task_jail):
+            jail.ensure_key(s.root)  # embedded and head: this machine owns the key
+        return jail.node_env(mode=s.task_jail, data_root=s.root, state_dir=s.state_dir, ray_temp_dir=self.temp_dir,
+                             python=s.train_python)
 
     def _choose_ports(self) -> None:
         """Free ports for the Ray ports nobody asked for (``argus head`` keeps its documented GCS port)."""

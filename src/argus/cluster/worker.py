@@ -50,16 +50,10 @@ class WorkerConfig:
 
     def jail_env(self) -> dict[str, str]:
         """The ``ray start`` environment that jails this node's tasks ({} when off); see runtime/jail.py."""
-        if self.data_root is None or not jail.jail_enabled(self.task_jail):
+        if self.data_root is None:
             return {}
-        if not jail.key_path(self.data_root).is_file():
-            raise jail.JailError(f"no jail key at {jail.key_path(self.data_root)}: the head creates it on the shared "
-                                 f"filesystem; is it mounted at {self.data_root} here (argus worker --data-root)?")
-        cfg = jail.node_config(data_root=self.data_root, state_dirs=[self.state_dir],
-                               ray_temp_dir=ray_temp_dir(self.state_dir), python=self.python)
-        path = self.state_dir / "jail" / "node.json"
-        cfg.dump(path)
-        return jail.node_env(path)
+        return jail.node_env(mode=self.task_jail, data_root=self.data_root, state_dir=self.state_dir,
+                             ray_temp_dir=ray_temp_dir(self.state_dir), python=self.python)
 
 
 class WorkerWatchdog:

@@ -17,9 +17,7 @@ sees no GPU in its driver and fails visibly, instead of sharing someone else's.
 
 from __future__ import annotations
 
-import shlex
-
-from argus.core.command import parse_command
+from argus.core.command import TORCHRUN_MODULES, parse_command
 
 RAY_PLACED_MODULES = frozenset({
     "verl.trainer.main_ppo",
@@ -29,33 +27,23 @@ RAY_PLACED_MODULES = frozenset({
     "verl.trainer.sft_trainer_ray",
     "argus.jobs.ray_gpus",
 })
-TORCHRUN_MODULES = frozenset({"torch.distributed.run", "torch.distributed.launch"})
 
 
 def entry_module(argv: list[str]) -> str | None:
     """The module an argv runs with ``-m``, for basic and advanced argvs.
 
-    Through torchrun, the module torchrun runs: ``python3 -m torch.distributed.run … -m M`` and
-    the console script ``torchrun … -m M`` (the training environment's, first on the task's PATH).
+    Through torchrun, the module torchrun runs. An advanced command (``bash -lc CMD``) is read
+    by core.command's parser, which knows ``torchrun … -m M`` and ``python3 -m
+    torch.distributed.run … -m M``. A basic template's argv is a list no shell ever parses
+    (its values may hold ``$(…)`` as plain text), so it is scanned word by word.
     """
-    tokens = argv
     if len(argv) == 3 and argv[0] in ("bash", "sh") and argv[1].startswith("-") and argv[1].endswith("c"):
         parsed = parse_command(argv[2])
-        if isinstance(parsed, list):
-            return None
-        if parsed.module is not None:
-            return parsed.module
-        tokens = parsed.tokens
-    else:
-        parsed = parse_command(shlex.join(argv))
-        if not isinstance(parsed, list) and parsed.module is not None:
-            return parsed.module
-    modules = [tokens[i + 1] for i, t in enumerate(tokens[:-1]) if t in ("-m", "--module")]
-    if not modules:
-        return None
-    if modules[0] in TORCHRUN_MODULES and len(modules) > 1:
-        return modules[1]
-    return modules[0]
+        return None if isinstance(parsed, list) else parsed.module
+    modules = [argv[i + 1] for i, t in enumerate(argv[:-1]) if t in ("-m", "--module")]
+    if modules and modules[0] in TORCHRUN_MODULES:
+        return modules[1] if len(modules) > 1 else None
+    return modules[0] if modules else None
 
 
 def driver_gpus(argv: list[str], n_gpus_per_node: int) -> int:

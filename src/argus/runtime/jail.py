@@ -130,9 +130,10 @@ def jail_enabled(mode: str) -> bool:
     """``settings.task_jail``: ``auto`` follows whether bubblewrap is installed on this machine."""
     if mode == "off":
         return False
-    if mode == "bwrap" and bwrap_available() is None:
+    found = bwrap_available() is not None
+    if mode == "bwrap" and not found:
         raise JailError("task_jail = bwrap but bubblewrap is not installed (apt-get install bubblewrap)")
-    return bwrap_available() is not None
+    return found
 
 
 def jail_argv(cfg: JailConfig, user: str, env: Mapping[str, str] | None = None) -> list[str]:
@@ -205,9 +206,20 @@ def node_config(*, data_root: Path, state_dirs: Iterable[Path], ray_temp_dir: Pa
                       bind_ro=bind_ro, symlinks=symlinks)
 
 
-def node_env(config_path: Path) -> dict[str, str]:
-    """The environment of ``ray start`` on a node whose tasks must be jailed."""
+def node_env(*, mode: str, data_root: Path, state_dir: Path, ray_temp_dir: Path, python: str) -> dict[str, str]:
+    """The environment of ``ray start`` on a node whose tasks must be jailed ({} when ``mode`` turns it off).
+
+    Writes the node's jail config to ``<state_dir>/jail/node.json``; the jail key must already
+    exist in ``<data_root>/.argus`` (the head creates it; a worker only reads it).
+    """
+    if not jail_enabled(mode):
+        return {}
+    if not key_path(data_root).is_file():
+        raise JailError(f"no jail key at {key_path(data_root)}: the head creates it on the shared filesystem; "
+                        f"is it mounted at {data_root} here (argus worker --data-root)?")
+    path = state_dir / "jail" / "node.json"
+    node_config(data_root=data_root, state_dirs=[state_dir], ray_temp_dir=ray_temp_dir, python=python).dump(path)
     return {
-        CONFIG_ENV: str(config_path),
+        CONFIG_ENV: str(path),
         "RAY_RUNTIME_ENV_PLUGINS": json.dumps([{"class": "argus.runtime.ray_plugin.JailPlugin"}]),
     }

@@ -222,7 +222,7 @@ class MonitorActiveTasks:
                     # the driver refused to start the task (no jail, missing rollout engine): its words
                     out = replace(out, message=failure_message(out.exit_code, driver["error"][:500]))
                 else:
-                    out = with_log_cause(out, Path(str(ctx.layout.home(user))),
+                    out = with_log_cause(out, ctx.layout_home(user),
                                          log_path(ctx, user, task_id, task.attempts), ray_log)
             if out.resubmit:
                 pass
@@ -251,7 +251,7 @@ class MonitorActiveTasks:
             user, attempt = user_of(s, task), task.attempts
         if read_driver_status(ctx, user, task_id, attempt).get("error"):
             return None  # the driver started and said why it refused: its log has it
-        path, home = log_path(ctx, user, task_id, attempt), Path(str(ctx.layout.home(user)))
+        path, home = log_path(ctx, user, task_id, attempt), ctx.layout_home(user)
         if not log_is_empty(home, path):
             return None
         try:
