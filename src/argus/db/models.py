@@ -166,3 +166,43 @@ class IdCounterModel(Base):
 
     day: Mapped[str] = mapped_column(String(8), primary_key=True)
     next_value: Mapped[int] = mapped_column(Integer, nullable=False)
+
+
+class IdempotencyKeyModel(Base):
+    """The first answer to a submit that carried an ``Idempotency-Key`` header (issue 11).
+
+    A client whose POST was cut (server crash, network) sends the same key again and gets
+    this answer back instead of a second task. ``request_hash`` tells a reuse of the key for
+    a different body (refused) from a retry. Rows older than 24 h are ignored and pruned.
+    """
+
+    __tablename__ = "idempotency_keys"
+
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), primary_key=True)
+    key: Mapped[str] = mapped_column(String(255), primary_key=True)
+    request_hash: Mapped[str] = mapped_column(String(64), nullable=False)
+    task_id: Mapped[str | None] = mapped_column(String(64))
+    status_code: Mapped[int] = mapped_column(Integer, nullable=False)
+    response: Mapped[dict[str, Any]] = mapped_column(JSON, nullable=False)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, nullable=False, index=True)
+
+
+class WebSessionModel(Base):
+    """A signed-in browser (issue 12): the cookie holds a random id, the row holds its hash.
+
+    Server-side so that signing out, disabling the user or an admin's revoke ends the session at
+    once; ``csrf_hash`` binds the CSRF token the page must echo on every mutating request.
+    """
+
+    __tablename__ = "web_sessions"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), nullable=False, index=True)
+    session_hash: Mapped[str] = mapped_column(String(64), unique=True, nullable=False)
+    csrf_hash: Mapped[str] = mapped_column(String(64), nullable=False)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, nullable=False)
+    last_seen_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False)
+    revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+    user: Mapped[UserModel] = relationship()
