@@ -157,7 +157,7 @@ def test_path_like_keys():
 def test_literal_output_paths_are_checked_at_admission():
     msgs = messages(basic("trainer.default_local_dir=/tmp/ck", "trainer.rollout_data_dir=$HOME/common/datasets/d"))
     assert any("overrides[0]" in m and "only write inside your home" in m for m in msgs), msgs
-    assert any("overrides[1]" in m and "/private/datasets/d" in m for m in msgs), msgs
+    assert any("overrides[1]" in m and "$HOME/common/datasets/d" in m for m in msgs), msgs
 
 
 def test_hydra_chdir_is_refused():

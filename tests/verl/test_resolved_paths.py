@@ -9,7 +9,7 @@ from tests.verl.test_verl_admission import PPO_ARGS, advanced, errors_of, submit
 
 pytestmark = pytest.mark.hostile  # the hostile-input suite: grows with every hole found
 
-BOB = "users/bob"
+BOB = "<bob's home>"  # how a path in another home is shown: never the server's layout
 
 
 def refused(alice, extra, *, drop=(), field):

@@ -71,7 +71,7 @@ ERROR_CASES = [
                  id="missing-micro-batch"),
     pytest.param(["data.train_batch_size=7", "actor_rollout_ref.rollout.n=1"],
                  ("data.train_batch_size", "actor_rollout_ref.rollout.n"), "command: data.train_batch_size",
-                 "must be divisible", id="indivisible-batch"),
+                 "7 × 1 = 7 prompts' responses per step must divide evenly by 2", id="indivisible-batch"),
     pytest.param(["actor_rollout_ref.actor.ppo_mini_batch_size=64"], ("actor_rollout_ref.actor.ppo_mini_batch_size",),
                  "command: data.train_batch_size", "ppo_mini_batch_size", id="mini-larger-than-batch"),
     pytest.param(["data.train_files=$HOME/datasets/no_gt.parquet"], ("data.train_files",),

@@ -22,6 +22,7 @@ from argus.core.command import (
     split_list_value,
 )
 from argus.core.envvars import DEFAULT_ENV_ALLOWLIST, check_env_assignments
+from argus.core.hydra_flags import HydraFlags, split_hydra_flags
 from argus.core.interpolation import (
     check_interpolations,
     find_interpolations,
@@ -156,6 +157,7 @@ def _admit_advanced(
         if key in overrides:
             check_reward_path(overrides[key], user, layout, errors, fld=f"command: {key}")
     if parsed.module and parsed.module.startswith(_VERL_TRAINER):
+        _check_hydra_flags(parsed, user, layout, errors)
         _weak_checks(spec, parsed, warnings)
     return Admitted(spec=spec, command_expanded=expanded, entry_module=parsed.module, overrides=overrides,
                     unresolved=unresolved)
@@ -189,6 +191,32 @@ def _check_entry(parsed: ParsedCommand, policy: AdmissionPolicy, errors: list[Fi
         errors.append(
             FieldError("command", parsed.module, f"module is not on the allowlist; allowed: {allowed}")
         )
+
+
+def _check_hydra_flags(parsed: ParsedCommand, user: str, layout: DataLayout, errors: list[FieldError]) -> None:
+    """Hydra's flags after a verl module: only the config flags, and config folders in the user's home."""
+    flags = split_hydra_flags(parsed.args)
+    if not isinstance(flags, HydraFlags):
+        errors.extend(flags)
+        return
+    home = layout.home(user)
+    folders = [("--config-path", flags.config_path)] if flags.config_path and not flags.packaged else []
+    folders += [("--config-dir", d) for d in flags.config_dirs]
+    for flag, folder in folders:
+        shown = layout.to_virtual(folder, user)
+        if not folder.startswith("/"):
+            errors.append(FieldError("command", f"{flag}={shown}", "Hydra reads a relative config folder inside "
+                                     "verl's trainer package: write config (verl's own configs) or your folder "
+                                     "as $HOME/code/<project>/config"))
+        elif not is_under(normalize(folder), home) or normalize(folder) == home:
+            if not _is_foreign(folder, user, layout):  # another user's home is reported by check_foreign_paths
+                errors.append(FieldError("command", f"{flag}={shown}", "a config folder must be under your home, "
+                                         "e.g. $HOME/code/<project>/config"))
+
+
+def _is_foreign(path: str, user: str, layout: DataLayout) -> bool:
+    real = normalize(path)
+    return is_under(real, layout.users_dir) and real != layout.users_dir and not is_under(real, layout.home(user))
 
 
 # torchrun --nproc_per_node values that mean "every GPU this process sees": the task's reservation.

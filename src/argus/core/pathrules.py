@@ -57,37 +57,54 @@ def check_path_value(key: str, value: str, user: str, layout: DataLayout, *, fld
     v = value.strip()
     if not v:
         return []
-    shown = f"{key} resolves to {v}" if resolved else f"{key}={v}"
+    shown = f"{key} resolves to {display(v, user, layout)}" if resolved else f"{key}={display(v, user, layout)}"
     if v.startswith("~") and not v.startswith("~/") and v != "~":
         return [FieldError(fld, v, f"{shown}: '~name' is another account's home; write $HOME/... instead")]
     real = where(v, user, layout)
     if real is None:
         return []
-    at = f"{shown} ({real})" if str(real) != v else shown
+    seen = display(str(real), user, layout)
+    at = f"{shown} ({seen})" if seen != display(v, user, layout) else shown
     if real == layout.users_dir or (is_under(real, layout.users_dir) and real.relative_to(layout.users_dir).parts[0] != user):
-        owner = "" if real == layout.users_dir else f" ({layout.users_dir}/{real.relative_to(layout.users_dir).parts[0]})"
-        return [FieldError(fld, str(real), f"{at} is in another user's home{owner}; {_SHARED}")]
+        return [FieldError(fld, seen, f"{at} is in another user's home; {_SHARED}")]
     if not is_path_key(key):
         return []
     home = layout.home(user)
     if key in TRAIN_KEYS:
         if not any(is_under(real, b) for b in (home, layout.datasets_dir, layout.legacy_datasets_dir)):
-            return [FieldError(fld, str(real), f"{at}: training data must be under your home ($HOME/datasets/...) "
+            return [FieldError(fld, seen, f"{at}: training data must be under your home ($HOME/datasets/...) "
                                "or the shared datasets ($HOME/common/datasets/...)")]
     elif key in REWARD_KEYS:
         code = layout.code_dir(user)
         if not is_under(real, code) or real == code:
-            return [FieldError(fld, str(real), f"{at}: the reward function file must be under $HOME/code/")]
+            return [FieldError(fld, seen, f"{at}: the reward function file must be under $HOME/code/")]
     elif is_output_key(key):
         if not is_under(real, home):
-            return [FieldError(fld, str(real), f"{at}: verl writes there, and a task may only write inside your "
+            return [FieldError(fld, seen, f"{at}: verl writes there, and a task may only write inside your "
                                f"home; use $HOME/jobs/... or a relative path (relative to $HOME/jobs/<task>)")]
     elif is_under(real, layout.root) and not any(
         is_under(real, b) for b in (home, layout.datasets_dir, layout.hf_dir, layout.legacy_datasets_dir)
     ):
-        return [FieldError(fld, str(real), f"{at} is in the data root but outside your home and the shared "
+        return [FieldError(fld, seen, f"{at} is in the data root but outside your home and the shared "
                            f"folders; {_SHARED}")]
     return []
+
+
+def display(path: str, user: str, layout: DataLayout) -> str:
+    """A path as the user may see it: ``$HOME/...``, ``$HOME/common/...``, ``<bob's home>/...``, never the
+    server's layout of the data root."""
+    virtual = layout.to_virtual(path, user)
+    if virtual != path or not path.startswith("/"):
+        return virtual
+    real = normalize(path)
+    if real == layout.users_dir:
+        return "<the users folder>"
+    if is_under(real, layout.users_dir):
+        owner, *rest = real.relative_to(layout.users_dir).parts
+        return "/".join([f"<{owner}'s home>", *rest])
+    if is_under(real, layout.root):
+        return "/".join(["<data root>", *real.relative_to(layout.root).parts])
+    return path
 
 
 def check_literal_path(key: str, value: str, user: str, layout: DataLayout, errors: list[FieldError], *,

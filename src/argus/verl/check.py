@@ -18,24 +18,33 @@ run; ``optional`` accepts with a warning; ``off`` skips every check here.
 
 from __future__ import annotations
 
+import difflib
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from argus.core.admission import Admitted, CheckOutcome
 from argus.core.command import ParsedCommand, parse_command, split_list_value
-from argus.core.pathrules import check_path_value
+from argus.core.hydra_flags import HydraFlags, split_hydra_flags
+from argus.core.pathrules import check_path_value, display
 from argus.core.paths import DataLayout
 from argus.core.taskspec import AdvancedTaskSpec, BasicTaskSpec
 from argus.errors import FieldError
 from argus.settings import Settings
+from argus.verl.config_folder import read_config_folder
 from argus.verl.datasets import inspect_parquet, required_columns
 from argus.verl.legacy import has_legacy_reward, rewrite_legacy_reward
+from argus.verl.links import check_links
+from argus.verl.messages import did_you_mean
 from argus.verl.models import MODEL_KEYS, check_models
+from argus.verl.resolve import RESOLVED_KEYS
 from argus.verl.rewards import check_reward
 from argus.verl.validator import ValidatorTimeout, ValidatorUnavailable, VerlValidator
 
-CONFIG_FOR_ENTRY = {"verl.trainer.main_ppo": "ppo_trainer", "verl.trainer.sft_trainer": "sft_trainer_engine"}
+# Which of verl's start-up validations an entry module runs, and the config its @hydra.main names.
+KIND_FOR_ENTRY = {"verl.trainer.main_ppo": "ppo", "verl.trainer.sft_trainer": "sft"}
+DEFAULT_CONFIG = {"ppo": "ppo_trainer", "sft": "sft_trainer_engine"}
 # Which basic-spec field a template key comes from, so errors point at what the user wrote.
 _BASIC_FIELD = {
     "data.train_files": "train_file", "data.val_files": "val_file", "trainer.nnodes": "nnodes",
@@ -47,6 +56,32 @@ _BASIC_FIELD = {
 }
 
 
+@dataclass
+class _Plan:
+    """One validation request: the config to compose, the entry's checks, the overrides, and the
+    user's config folder (relative path -> text) when ``--config-path`` names one."""
+
+    config: str
+    kind: str
+    overrides: list[str]
+    config_files: dict[str, str] | None = None
+    shown_folder: str = ""
+
+
+@dataclass
+class _Resolved:
+    """The values Argus's file checks judge: verl's resolved ones, or the literal ones as a fallback."""
+
+    resolved: dict[str, Any]
+    paths: list[dict[str, Any]]
+    overrides: list[str]
+
+
+def _unquote(value: str) -> str:
+    v = value.strip()
+    return v[1:-1] if len(v) >= 2 and v[0] == v[-1] and v[0] in "'\"" else v
+
+
 class VerlCheck:
     """Callable SpecCheck bound to one validator process."""
 
@@ -56,34 +91,63 @@ class VerlCheck:
 
     def __call__(self, admitted: Admitted, user: str, template: list[str]) -> CheckOutcome:
         out = CheckOutcome()
-        config = CONFIG_FOR_ENTRY.get(admitted.entry_module or "")
-        if self.settings.verl_validation == "off" or config is None:
+        kind = KIND_FOR_ENTRY.get(admitted.entry_module or "")
+        if self.settings.verl_validation == "off" or kind is None:
             return out
         spec = admitted.spec
-        overrides = self._overrides(admitted, template, out)
-        if overrides is None:
+        plan = self._plan(admitted, template, user, out)
+        resp = None
+        if plan is not None:
+            started = time.monotonic()
+            resp = self._ask(plan, out)
+            out.info["verl_validation_s"] = round(time.monotonic() - started, 3)
+        if resp is None or "paths" not in resp:
+            if resp is not None:  # a validator from an older Argus: nothing resolved, nothing lifted
+                out.warnings.append("the verl validator did not return resolved paths; restart the server")
+            # Argus's own checks never depend on verl's: judge the values as written.
+            self._check_files(self._literal(admitted, template), spec, user, out)
             return out
-        started = time.monotonic()
-        resp = self._ask(config, overrides, out)
-        if resp is None:
-            return out
-        out.info["verl_validation_s"] = round(time.monotonic() - started, 3)
         for e in resp["errors"]:
-            out.errors.append(FieldError(self._field(spec, e["key"], overrides), e["value"], e["message"]))
-        if "paths" not in resp:  # a validator from an older Argus: nothing resolved, nothing lifted
-            out.warnings.append("the verl validator did not return resolved paths; restart the server")
-            return out
+            out.errors.append(FieldError(self._field(spec, e["key"], plan.overrides), e["value"], e["message"]))
+        out.warnings.extend(resp.get("warnings", []))
         out.paths_resolved = True
-        if self._check_paths(resp["paths"], spec, user, overrides, out):
+        if self._check_paths(resp["paths"], spec, user, plan.overrides, out):
             return out  # never open a file (parquet, tokenizer, reward) at a refused path
-        resolved = resp.get("resolved", {})
-        self._check_models(resp["paths"], spec, user, overrides, out)
-        self._check_datasets(spec.workload, resolved, spec, user, overrides, out)
-        if not out.errors and spec.workload != "sft":
-            self._check_prompt_lengths(resolved, spec, user, overrides, out)
-        if not out.errors:
-            self._check_reward(resolved, spec, out)
+        self._check_files(_Resolved(resp.get("resolved", {}), resp["paths"], plan.overrides), spec, user, out)
         return out
+
+    def _check_files(self, values: _Resolved, spec: Any, user: str, out: CheckOutcome) -> None:
+        """Models, datasets, prompt lengths and the reward function, at the values verl will use."""
+        layout = DataLayout.at(self.settings.root)
+        for p in values.paths:  # first where symbolic links lead: nothing is opened through a refused one
+            key = str(p["key"])
+            out.errors.extend(check_links(key, str(p["value"]), user, layout,
+                                          fld=self._field(spec, key, values.overrides)))
+        if out.errors:
+            return
+        self._check_models(values.paths, spec, user, values.overrides, out)
+        self._check_datasets(spec.workload, values.resolved, spec, user, values.overrides, out)
+        if not out.errors and spec.workload != "sft" and self.validator is not None:
+            self._check_prompt_lengths(values.resolved, spec, user, values.overrides, out)
+        if not out.errors:
+            self._check_reward(values.resolved, spec, out)
+
+    @staticmethod
+    def _literal(admitted: Admitted, template: list[str]) -> _Resolved:
+        """The values as written, when verl could not resolve them: interpolated ones are left out
+        (admission's ``unresolved`` errors stand for them)."""
+        if isinstance(admitted.spec, BasicTaskSpec):
+            pairs = dict(item.lstrip("+~").split("=", 1) for item in template if "=" in item)
+            pairs.update(admitted.overrides)
+        else:
+            pairs = dict(admitted.overrides)
+        literal = {k: _unquote(v) for k, v in pairs.items() if "${" not in v}
+        resolved = {k: literal[k] for k in RESOLVED_KEYS if k in literal}
+        for k in ("data.max_prompt_length",):
+            if isinstance(resolved.get(k), str) and str(resolved[k]).isdigit():
+                resolved[k] = int(resolved[k])
+        paths = [{"key": k, "value": v} for k, v in literal.items()]
+        return _Resolved(resolved, paths, [f"{k}={v}" for k, v in pairs.items()])
 
     def _check_paths(self, paths: list[dict[str, Any]], spec: Any, user: str, overrides: list[str],
                      out: CheckOutcome) -> bool:
@@ -103,14 +167,16 @@ class VerlCheck:
 
     # ------------------------------------------------------------ overrides
 
-    def _overrides(self, admitted: Admitted, template: list[str], out: CheckOutcome) -> list[str] | None:
+    def _plan(self, admitted: Admitted, template: list[str], user: str, out: CheckOutcome) -> _Plan | None:
+        """What to ask the validator: the config to compose, where it comes from, and every override."""
         spec = admitted.spec
+        kind = KIND_FOR_ENTRY[admitted.entry_module or ""]
         if isinstance(spec, BasicTaskSpec):
             for i, item in enumerate(spec.overrides):
                 if has_legacy_reward(item):
                     out.errors.append(FieldError(f"overrides[{i}]", item, "verl reads the custom reward from "
                                                  "reward.custom_reward_function.*; use reward_path/reward_name"))
-            return list(template)
+            return _Plan(DEFAULT_CONFIG[kind], kind, list(template))
         assert isinstance(spec, AdvancedTaskSpec) and admitted.command_expanded is not None
         command = admitted.command_expanded
         info = self._info(out)
@@ -122,12 +188,13 @@ class VerlCheck:
             out.command_expanded = command
         parsed = parse_command(command)
         assert isinstance(parsed, ParsedCommand)  # admission already parsed this command
-        flags = [a for a in parsed.args if a.startswith("-")]
-        if flags:
-            out.warnings.append(f"command passes Hydra flags ({' '.join(flags[:3])}); verl validation skipped")
+        flags = split_hydra_flags(parsed.args)
+        assert isinstance(flags, HydraFlags)  # admission refused any other flag
+        plan = _Plan(flags.name or DEFAULT_CONFIG[kind], kind, [])
+        if not self._config_source(flags, plan, info, user, out):
             return None
         # hydra.* overrides go too: hydra.run.dir/sweep.dir are resolved and checked like any path
-        items = [a for a in parsed.args if "=" in a]
+        items = [a for a in flags.rest if "=" in a]
         # Validate with the spec's gang size where the command is silent (the admission warning says add it);
         # under torchrun the world is the processes it starts, one node (admission refuses more).
         gpus: int = spec.n_gpus_per_node
@@ -137,7 +204,41 @@ class VerlCheck:
         for key, value in (("trainer.nnodes", spec.nnodes), ("trainer.n_gpus_per_node", gpus)):
             if key not in parsed.overrides:
                 items.insert(0, f"{key}={value}")
-        return items
+        plan.overrides = items
+        return plan
+
+    def _config_source(self, flags: HydraFlags, plan: _Plan, info: dict[str, Any], user: str,
+                       out: CheckOutcome) -> bool:
+        """Where the config named by ``--config-path/--config-name`` comes from; False: cannot load it
+        (a warning says exactly why, and Argus's own checks still run)."""
+        if flags.config_dirs:
+            out.warnings.append("verl validation skipped: the command adds config folders with --config-dir, "
+                                "which Argus cannot compose yet; Argus's own checks (files, paths, reward) ran")
+            return False
+        if flags.packaged:
+            known = info.get("configs") or []
+            if known and plan.config not in known:
+                hint = did_you_mean(difflib.get_close_matches(plan.config, known, n=2, cutoff=0.6))
+                out.errors.append(FieldError("command", f"--config-name={flags.config_name}",
+                                             f"verl {info.get('verl_version', '')} has no packaged config "
+                                             f"'{plan.config}'{hint} (packaged: {', '.join(known)})"))
+                return False
+            return True
+        folder = flags.config_path or ""
+        layout = DataLayout.at(self.settings.root)
+        shown = layout.to_virtual(folder, user)
+        files = read_config_folder(folder, layout.home(user))
+        if isinstance(files, str):
+            out.errors.append(FieldError("command", f"--config-path={shown}", files))
+            return False
+        if f"{plan.config}.yaml" not in files:
+            near = difflib.get_close_matches(f"{plan.config}.yaml", list(files), n=2, cutoff=0.6)
+            out.errors.append(FieldError("command", f"--config-name={flags.config_name}",
+                                         f"{shown} has no {plan.config}.yaml{did_you_mean(near)}"))
+            return False
+        plan.config_files = files
+        plan.shown_folder = shown
+        return True
 
     def _info(self, out: CheckOutcome) -> dict[str, Any] | None:
         if self.validator is None:
@@ -151,12 +252,14 @@ class VerlCheck:
                 return None
         return self.validator.info
 
-    def _ask(self, config: str, overrides: list[str], out: CheckOutcome) -> dict[str, Any] | None:
+    def _ask(self, plan: _Plan, out: CheckOutcome) -> dict[str, Any] | None:
         if self._info(out) is None:
             return None
+        req: dict[str, Any] = {"op": "validate", "config": plan.config, "kind": plan.kind, "overrides": plan.overrides}
+        if plan.config_files is not None:
+            req.update(config_files=plan.config_files, config_folder=plan.shown_folder)
         try:
-            return self.validator.request({"op": "validate", "config": config, "overrides": overrides},
-                                          self.settings.verl_timeout_s)  # type: ignore[union-attr]
+            return self.validator.request(req, self.settings.verl_timeout_s)  # type: ignore[union-attr]
         except ValidatorTimeout as exc:
             self._unavailable(f"{exc}; the validator was restarted", out)
         except ValidatorUnavailable as exc:
@@ -207,7 +310,7 @@ class VerlCheck:
                 if not str(path).startswith("/"):
                     continue  # verl's own default (~/data/...): admission already warned that it is unset
                 report = inspect_parquet(str(path), cols)
-                shown = layout.to_virtual(str(path), user)  # as the user writes it, never the server's path
+                shown = display(str(path), user, layout)  # as the user writes it, never the server's path
                 for msg in report.errors:
                     out.errors.append(FieldError(self._field(spec, key, overrides), shown, f"{shown}: {msg}"))
                 total += report.rows or 0

@@ -29,6 +29,14 @@ from typing import Any
 REFUSED_RESOLVERS = ("oc.env", "env", "oc.decode", "oc.create")
 HYDRA_PATH_KEYS = ("hydra.run.dir", "hydra.sweep.dir", "hydra.searchpath")
 
+# Keys whose values the server needs for its own checks (datasets, reward, token lengths).
+RESOLVED_KEYS = (
+    "data.train_files", "data.val_files", "data.prompt_key", "data.max_prompt_length", "data.messages_key",
+    "data.max_length", "data.train_batch_size", "actor_rollout_ref.model.path", "model.path",
+    "reward.custom_reward_function.path", "reward.custom_reward_function.name", "algorithm.adv_estimator",
+    "trainer.nnodes", "trainer.n_gpus_per_node", "data.truncation",
+)
+
 
 _REFUSED_PREFIX = "the '"
 

@@ -35,17 +35,20 @@ import traceback
 import warnings
 from typing import Any
 
-from argus.verl.messages import Schema, compose_error, did_you_mean, err, key_in, value_errors
-from argus.verl.resolve import lock_resolvers, resolved_paths
+from argus.verl.messages import (
+    Schema,
+    compose_error,
+    did_you_mean,
+    environment_dependent,
+    err,
+    explain,
+    fold_knock_on,
+    key_in,
+    value_errors,
+)
+from argus.verl.resolve import RESOLVED_KEYS, lock_resolvers, resolved_paths
 
 _OVERRIDE = re.compile(r"^(?P<prefix>\+\+|\+|~)?(?P<key>[A-Za-z_][\w.\-/@]*)(?:=(?P<value>.*))?$", re.S)
-# Keys whose values the server needs for its own checks (datasets, reward, token lengths).
-_RESOLVED_KEYS = (
-    "data.train_files", "data.val_files", "data.prompt_key", "data.max_prompt_length", "data.messages_key",
-    "data.max_length", "data.train_batch_size", "actor_rollout_ref.model.path", "model.path",
-    "reward.custom_reward_function.path", "reward.custom_reward_function.name", "algorithm.adv_estimator",
-    "trainer.nnodes", "trainer.n_gpus_per_node", "data.truncation",
-)
 
 
 class Validator:
@@ -62,6 +65,7 @@ class Validator:
         _parse_config_files_once()
         lock_resolvers()
         self._schemas: dict[str, Schema] = {}
+        self._user_schemas: dict[tuple[str, int], Schema] = {}
 
     def compose(self, name: str, overrides: list[str], *, with_hydra: bool = False) -> Any:
         from hydra import compose
@@ -85,6 +89,7 @@ class Validator:
         s = self.schema("ppo_trainer")
         return {
             "verl_version": getattr(verl, "__version__", "unknown"),
+            "configs": packaged_configs(),
             # verl reads reward.custom_reward_function.* when the schema has it (0.9+), the top level before.
             "reward_moved": s.has("reward.custom_reward_function.path"),
             "estimators": self.estimators(),
@@ -92,8 +97,27 @@ class Validator:
 
     # ------------------------------------------------------------ validate
 
-    def validate(self, name: str, overrides: list[str]) -> dict[str, Any]:
-        schema = self.schema(name)
+    def validate(self, name: str, overrides: list[str], kind: str | None = None,
+                 files: dict[str, str] | None = None, folder: str = "") -> dict[str, Any]:
+        """Compose ``name`` (verl's packaged config, or the user's from ``files``) with the overrides,
+        resolve it, and run the start-up validation of the entry ``kind`` ("ppo" / "sft")."""
+        kind = kind or {"ppo_trainer": "ppo", "sft_trainer_engine": "sft"}.get(name)
+        if files is None:
+            return self._validate(name, overrides, kind, self.schema(name))
+        bad = _searchpath_errors(files.get(f"{name}.yaml", ""), f"{folder}/{name}.yaml")
+        if bad:
+            return {"errors": bad, "warnings": [], "resolved": {}, "paths": []}
+        with _user_config_dir(files):
+            key = (name, hash(tuple(sorted(files.items()))))
+            if key not in self._user_schemas:
+                self._user_schemas.clear()  # one user's folder at a time is plenty
+                try:
+                    self._user_schemas[key] = Schema(self.compose(name, []), name)
+                except Exception as exc:  # noqa: BLE001 - the user's own config does not compose
+                    return {"errors": [compose_error(exc, None)], "warnings": [], "resolved": {}, "paths": []}
+            return self._validate(name, overrides, kind, self._user_schemas[key])
+
+    def _validate(self, name: str, overrides: list[str], kind: str | None, schema: Schema) -> dict[str, Any]:
         errors: list[dict[str, Any]] = []
         keep: list[str] = []
         for item in overrides:
@@ -102,16 +126,18 @@ class Validator:
                 errors.extend(bad)
             else:
                 keep.append(item)
+        refused = list(errors)
         try:
             full = self.compose(name, keep, with_hydra=True)  # hydra.run.dir etc. are checked too
         except Exception as exc:  # noqa: BLE001 - Hydra's composition errors come in several types
             errors.append(compose_error(exc, schema))
-            return {"errors": errors, "resolved": {}, "paths": []}
+            return {"errors": errors, "warnings": [], "resolved": {}, "paths": []}
         cfg = _without_hydra(full)  # what the trainer's main() receives
         paths, unresolvable = resolved_paths(cfg, full)
         errors.extend(unresolvable)
-        errors.extend(self._verl_checks(name, cfg, schema))
-        return {"errors": errors, "resolved": _resolved(cfg), "paths": paths}
+        found, warned = self._verl_checks(kind, cfg, schema)
+        errors.extend(fold_knock_on(refused, found, schema))
+        return {"errors": errors, "warnings": warned, "resolved": _resolved(cfg), "paths": paths}
 
     def _precheck(self, schema: Schema, item: str) -> list[dict[str, Any]]:
         m = _OVERRIDE.match(item)
@@ -133,15 +159,16 @@ class Validator:
             return []
         return value_errors(schema, key, value)
 
-    def _verl_checks(self, name: str, cfg: Any, schema: Schema) -> list[dict[str, Any]]:
+    def _verl_checks(self, kind: str | None, cfg: Any, schema: Schema) -> tuple[list[dict[str, Any]], list[str]]:
+        """verl's own start-up checks for the entry: (errors, warnings about what this environment cannot check)."""
         errors: list[dict[str, Any]] = []
         for key in ("trainer.n_gpus_per_node", "trainer.nnodes"):
             if key in schema.leaves and _select(cfg, key) is not None and int(_select(cfg, key)) < 1:
                 errors.append(err(key, _select(cfg, key), "must be ≥ 1: verl training needs at least one GPU "
                                   "on at least one node"))
         if errors:
-            return errors
-        if name == "ppo_trainer":
+            return errors, []
+        if kind == "ppo":
             est = str(_select(cfg, "algorithm.adv_estimator"))
             known = self.estimators()
             if est not in known:
@@ -149,10 +176,11 @@ class Validator:
                 errors.append(err("algorithm.adv_estimator", est,
                                   f"unknown advantage estimator{hint} (verl {len(known)} registered: "
                                   f"{', '.join(known)})"))
-            errors.extend(_run_verl(lambda: _validate_ppo(cfg), schema))
-        elif name == "sft_trainer_engine":
-            errors.extend(_run_verl(lambda: _validate_sft(cfg), schema))
-        return errors
+            found, warned = _run_verl(lambda: _validate_ppo(cfg), schema, cfg)
+            return errors + found, warned
+        if kind == "sft":
+            return _run_verl(lambda: _validate_sft(cfg), schema, cfg)
+        return errors, []
 
 
 # Entry modules verl removed, and what replaced them (shown in the error).
@@ -183,6 +211,69 @@ def find_module(module: str) -> dict[str, Any]:
     if spec is not None and spec.submodule_search_locations is not None:  # a package runs its __main__
         spec = importlib.machinery.PathFinder.find_spec(module + ".__main__", list(spec.submodule_search_locations))
     return {"found": spec is not None, "replacement": REPLACED_MODULES.get(module)}
+
+
+def packaged_configs() -> list[str]:
+    """The config names verl ships (``--config-name`` without ``--config-path``, or with ``config``)."""
+    from importlib.resources import files
+
+    return sorted(p.name[:-5] for p in files("verl.trainer.config").iterdir()
+                  if p.name.endswith(".yaml") and not p.name.startswith("_"))
+
+
+@contextlib.contextmanager
+def _user_config_dir(files: dict[str, str]) -> Any:
+    """Hydra initialised on a copy of the user's config folder, then back on verl's packaged configs.
+
+    The working folder is an empty one meanwhile: ``file://relative`` search paths resolve against it,
+    as they would against the task's job folder (where verl's configs are not).
+    """
+    import shutil
+
+    from hydra import initialize_config_dir, initialize_config_module
+    from hydra.core.global_hydra import GlobalHydra
+
+    tmp = tempfile.mkdtemp(prefix="argus-cfg-")
+    cwd = os.getcwd()
+    try:
+        root = os.path.join(tmp, "config")
+        for rel, text in files.items():
+            path = os.path.normpath(os.path.join(root, rel))
+            if not path.startswith(root + os.sep):
+                continue  # the server sends relative names; anything else is not ours to write
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "w") as f:
+                f.write(text)
+        os.makedirs(os.path.join(tmp, "cwd"))
+        os.chdir(os.path.join(tmp, "cwd"))
+        GlobalHydra.instance().clear()
+        with initialize_config_dir(config_dir=root, version_base=None):
+            yield
+    finally:
+        os.chdir(cwd)
+        GlobalHydra.instance().clear()
+        with contextlib.redirect_stdout(sys.stderr):
+            initialize_config_module(config_module="verl.trainer.config", version_base=None)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _searchpath_errors(text: str, shown: str) -> list[dict[str, Any]]:
+    """A ``file://`` search path relative to the working folder finds nothing where a task runs."""
+    from omegaconf import OmegaConf
+
+    try:
+        doc = OmegaConf.create(text)
+        entries = OmegaConf.select(doc, "hydra.searchpath", default=None) or []
+    except Exception:  # noqa: BLE001 - an unparsable file is reported by Hydra's own compose
+        return []
+    out = []
+    for entry in entries:
+        e = str(entry)
+        if e.startswith("file://") and not e[len("file://"):].startswith("/"):
+            out.append(err("hydra.searchpath", e, f"{shown} searches {e}, a folder relative to where the task "
+                           "runs ($HOME/jobs/<task>), where verl's configs are not: write "
+                           "pkg://verl.trainer.config to use verl's packaged configs"))
+    return out
 
 
 def _parse_config_files_once() -> None:
@@ -269,20 +360,25 @@ def _validate_sft(cfg: Any) -> None:
                          f"per-GPU batch ({tbs // world} = data.train_batch_size / {world} GPUs)")
 
 
-def _run_verl(fn: Any, schema: Schema) -> list[dict[str, Any]]:
+def _run_verl(fn: Any, schema: Schema, cfg: Any) -> tuple[list[dict[str, Any]], list[str]]:
+    """Run one of verl's checks: (errors, warnings). A verdict that depends on what this environment
+    has installed (a rollout engine, megatron) is a warning: the workers' environment decides."""
     buf = io.StringIO()
     try:
         with contextlib.redirect_stdout(buf), warnings.catch_warnings():
             warnings.simplefilter("ignore")
             fn()
     except _ArgusRule as exc:
-        return [err(key_in(str(exc), schema), None, str(exc))]
+        return [err(key_in(str(exc), schema), None, str(exc))], []
     except Exception as exc:  # noqa: BLE001 - verl raises AssertionError/ValueError/TypeError/omegaconf errors
         text = str(exc).strip() or type(exc).__name__
-        key = key_in(text, schema)
-        hint = f" (set `{key}=...`)" if key and key in schema.leaves and key not in text else ""
-        return [err(key, None, f"verl: {text}{hint}")]
-    return []
+        missing = environment_dependent(exc, text)
+        if missing:
+            return [], [f"could not check the config against verl's start-up validation: the validator's "
+                        f"environment has no {missing} (verl: {text.splitlines()[0]}); the training "
+                        f"environment on the workers must have it"]
+        return [explain(text, schema, cfg)], []
+    return [], []
 
 
 class _ArgusRule(ValueError):
@@ -309,7 +405,7 @@ def _select(cfg: Any, key: str) -> Any:
 
 def _resolved(cfg: Any) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for key in _RESOLVED_KEYS:
+    for key in RESOLVED_KEYS:
         value = _select(cfg, key)
         if value is not None and not isinstance(value, str | int | float | bool):
             from omegaconf import OmegaConf
@@ -367,7 +463,8 @@ def main() -> None:
             if req["op"] == "info":
                 resp = validator.info()
             elif req["op"] == "validate":
-                resp = validator.validate(req["config"], list(req.get("overrides", [])))
+                resp = validator.validate(req["config"], list(req.get("overrides", [])), req.get("kind"),
+                                          req.get("config_files"), str(req.get("config_folder", "")))
                 for e in resp["errors"]:
                     e["message"] = e["message"].replace("{cfg}", req["config"])
             elif req["op"] == "find_module":

@@ -1,0 +1,112 @@
+"""Hydra's own command-line flags in a verl command (``--config-path``, ``--config-name``, ...).
+
+verl's entry points are ``@hydra.main`` programs, so everything after the module is either a
+Hydra override (``key=value``) or one of Hydra's flags. The config flags decide *which* config
+the overrides apply to: all of verl's megatron examples run ``--config-path=config
+--config-name=ppo_megatron_trainer``. Admission must compose that config, not ``ppo_trainer``,
+and must know where it comes from:
+
+* no ``--config-path``, or ``config`` / ``./config``: verl's packaged configs (Hydra resolves
+  a relative path against the entry module's folder, ``verl/trainer/``);
+* an absolute folder: the user's own configs (it must be under ``$HOME``);
+* ``pkg://verl.trainer.config``: the packaged configs, spelled as a Hydra search path.
+
+Flags that make Hydra do something other than run one training job (``--multirun`` sweeps,
+``--cfg`` / ``--help`` / ``--info`` printing and exiting) are refused with the reason: a task
+is one run that holds GPUs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from argus.errors import FieldError
+
+PACKAGED = "pkg://verl.trainer.config"
+# Hydra's argparse options (hydra/_internal/utils.py get_args_parser): long name, short name.
+_VALUE_FLAGS = {"--config-path": "-cp", "--config-name": "-cn", "--config-dir": "-cd"}
+_HARMLESS = {"--run": "-r"}
+_REFUSED = {
+    "--multirun": ("-m", "runs a sweep of several jobs inside one task; submit one task per configuration"),
+    "--cfg": ("-c", "prints the config and exits without training"),
+    "--help": ("-h", "prints help and exits without training"),
+    "--hydra-help": ("", "prints help and exits without training"),
+    "--info": ("-i", "prints information and exits without training"),
+    "--version": ("", "prints Hydra's version and exits without training"),
+    "--shell-completion": ("-sc", "installs shell completion instead of training"),
+    "--resolve": ("", "only applies with --cfg, which is refused"),
+    "--package": ("-p", "only applies with --cfg, which is refused"),
+    "--experimental-rerun": ("", "re-runs a pickled earlier job instead of this command"),
+}
+
+
+@dataclass
+class HydraFlags:
+    """The config flags of one command and the arguments left once they are taken out."""
+
+    config_path: str | None = None
+    config_name: str | None = None
+    config_dirs: list[str] = field(default_factory=list)
+    rest: list[str] = field(default_factory=list)
+
+    @property
+    def given(self) -> bool:
+        return self.config_path is not None or self.config_name is not None or bool(self.config_dirs)
+
+    @property
+    def name(self) -> str | None:
+        """The config name as Hydra looks it up (``ppo_megatron_trainer.yaml`` → ``ppo_megatron_trainer``)."""
+        if self.config_name is None:
+            return None
+        n = self.config_name.strip()
+        return n[: -len(".yaml")] if n.endswith(".yaml") else n
+
+    @property
+    def packaged(self) -> bool:
+        """Whether the primary config folder is verl's own (``verl/trainer/config``)."""
+        return self.config_path is None or is_packaged_path(self.config_path)
+
+
+def is_packaged_path(path: str) -> bool:
+    p = path.strip().rstrip("/")
+    return p in ("config", "./config", PACKAGED, "pkg://verl/trainer/config")
+
+
+def split_hydra_flags(args: list[str], fld: str = "command") -> HydraFlags | list[FieldError]:
+    """Take Hydra's flags out of a module's arguments (``--flag=value`` or ``--flag value``)."""
+    flags = HydraFlags()
+    errors: list[FieldError] = []
+    by_name = {**{s: long for long, s in _VALUE_FLAGS.items()}, **{long: long for long in _VALUE_FLAGS}}
+    harmless = {*_HARMLESS, *_HARMLESS.values()}
+    refused = {**{long: long for long in _REFUSED}, **{s: long for long, (s, _) in _REFUSED.items() if s}}
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if not a.startswith("-"):
+            flags.rest.append(a)
+            i += 1
+            continue
+        name, eq, value = a.partition("=")
+        if name in by_name:
+            if not eq:
+                if i + 1 >= len(args):
+                    errors.append(FieldError(fld, a, f"{name} needs a value, e.g. {name}=..."))
+                    break
+                value = args[i + 1]
+                i += 1
+            long = by_name[name]
+            if long == "--config-path":
+                flags.config_path = value
+            elif long == "--config-name":
+                flags.config_name = value
+            else:
+                flags.config_dirs.append(value)
+        elif name in refused:
+            errors.append(FieldError(fld, a, f"Hydra's {refused[name]} {_REFUSED[refused[name]][1]}; remove it"))
+        elif name not in harmless:
+            errors.append(FieldError(fld, a, "is not a Hydra flag: verl's command line takes key=value overrides "
+                                     "and Hydra's --config-path / --config-name / --config-dir"))
+        i += 1
+    if flags.config_name is not None and not flags.name:
+        errors.append(FieldError(fld, "--config-name", "needs a config name, e.g. --config-name=ppo_megatron_trainer"))
+    return errors or flags
