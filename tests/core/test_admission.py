@@ -85,7 +85,7 @@ REJECTS = [
     ("trainer.default_local_dir=../../../bob/ckpt", "command", "../../../bob/ckpt", "another user's home"),
     ("x=/private/users/$U/secret", "command", "$U", "literally"),
     ("x=/private/users/*/secret", "command", "*", "literally"),
-    ("x=/private/users", "command", "/private/users", "users directory"),
+    ("x=/private/users", "command", "/private/users", "folder of all users' homes"),
     # Hydra would build objects from these while the config is validated on the head
     ("+actor_rollout_ref.actor._target_=os.system", "command", "actor_rollout_ref.actor._target_", "instantiation"),
     ("reward_model._args_=[ls]", "command", "reward_model._args_", "instantiation"),

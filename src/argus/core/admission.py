@@ -104,6 +104,34 @@ def admit(spec: TaskSpec, user: str, policy: AdmissionPolicy) -> Admitted | Reje
     return admitted
 
 
+def scan_invalid_spec(doc: dict[str, Any], user: str, policy: AdmissionPolicy) -> list[FieldError]:
+    """The path rules on a spec that failed its schema, so one answer names every problem.
+
+    A spec missing ``nnodes`` that also names another user's file must hear about both: the
+    schema error alone would send the user back for a second refusal. Only the rules that need
+    no parsed spec run here (another home, ``~name``); the rest wait for a valid spec.
+    """
+    errors: list[FieldError] = []
+    for name, value in _strings(doc, ""):
+        if name in ("name",):
+            continue
+        for m in _TILDE_USER.finditer(value):
+            errors.append(FieldError(name, f"~{m.group(1)}", "'~name' is another account's home; write your own "
+                                     "paths as $HOME/..."))
+        check_foreign_paths(policy.layout.expand(value, user), user, policy.layout, errors, fld=name)
+    return errors
+
+
+def _strings(node: Any, where: str) -> list[tuple[str, str]]:
+    if isinstance(node, str):
+        return [(where, node)]
+    if isinstance(node, dict):
+        return [s for k, v in node.items() for s in _strings(v, f"{where}.{k}" if where else str(k))]
+    if isinstance(node, list):
+        return [s for i, v in enumerate(node) for s in _strings(v, f"{where}[{i}]")]
+    return []
+
+
 def _check_resources(spec: TaskSpec, policy: AdmissionPolicy, errors: list[FieldError]) -> None:
     if spec.nnodes > policy.max_nnodes:
         errors.append(FieldError("nnodes", spec.nnodes, f"must be ≤ {policy.max_nnodes} (the platform limit)"))
@@ -387,13 +415,13 @@ def check_foreign_paths(text: str, user: str, layout: DataLayout, errors: list[F
             continue
         if not is_under(real, layout.users_dir) or real == layout.users_dir:
             if real == layout.users_dir:
-                errors.append(FieldError(fld, piece, f"must not name the users directory {users} itself; use $HOME/..."))
+                errors.append(FieldError(fld, piece, "must not name the folder of all users' homes; use $HOME/..."))
             continue
         owner = real.relative_to(layout.users_dir).parts[0]
         if owner != user:
             errors.append(
                 FieldError(fld, piece,
-                           f"refers to another user's home ({users}/{owner}); you may only use your own files "
+                           f"refers to another user's home ({owner}'s); you may only use your own files "
                            "($HOME/...) and the shared $HOME/common/datasets and $HOME/common/hf")
             )
     # Quotes or variables can hide the owner from the lexical view: /private/users/"bo"b, $U, b*b.
