@@ -53,7 +53,7 @@ def capture(script: Path, verl: Path) -> list[list[str]]:
         for p in bindir.iterdir():
             p.chmod(0o755)
         env = {"PATH": f"{bindir}:/usr/bin:/bin", "HOME": FAKE_HOME, "CAPTURE_DIR": str(cap)}
-        subprocess.run(["bash", str(script), "8", f"{FAKE_HOME}/checkpoints/sft"], cwd=verl, env=env, timeout=30, capture_output=True)
+        subprocess.run(["bash", str(script), *(["8", f"{FAKE_HOME}/checkpoints/sft"] if "/sft/" in str(script) else [])], cwd=verl, env=env, timeout=30, capture_output=True)
         out = []
         for f in sorted(cap.iterdir()):
             argv = f.read_bytes().split(b"\0")[:-1]
@@ -71,7 +71,10 @@ def rewrite_value(key: str, value: str) -> str:
         if value and value not in ("null", "None") and not value.startswith("$"):
             return f"$HOME/models/{_model_name(value)}"
     if key in DATA_KEYS:
-        return re.sub(r"(?:/corpus-home|~)/data/|/[\w./-]*/data/", "$HOME/datasets/", value)
+        value = re.sub(r"(?:/corpus-home|~)/data/|/[\w./-]*/data/", "$HOME/datasets/", value)
+        value = re.sub(r"(^|(?<=[\[',\" ]))data/", "$HOME/datasets/", value)  # relative to the verl checkout
+        # any other machine path: the file's folder and name under $HOME/datasets
+        return re.sub(r"(?<![\w$])/(?:[\w.-]+/)*([\w.-]+/[\w.-]+)", r"$HOME/datasets/\1", value)
     value = value.replace(FAKE_HOME + "/", "$HOME/")
     value = re.sub(r"/\S*?/(?:examples|recipe)/", "$HOME/code/", value)  # the script's own files: user code
     return re.sub(r"(?<![\w$:/])/(?:[\w.-]+/)+[\w.-]+", lambda m: "$HOME/work" + m.group(0), value)
@@ -118,7 +121,11 @@ def main() -> None:
             print(f"skip {rel}: no python -m command captured", file=sys.stderr)
             continue
         command, module = to_command(runs[0])
+        command = command.replace(f"$HOME/work{verl.resolve()}", "$HOME/work")  # the checkout's own folder
         text = " ".join(runs[0])
+        if re.search(r"data\.(train|val)_files=(\s|$)", command) or "custom_reward_function" in command:
+            print(f"skip {rel}: data files set outside the script / a reward needing its recipe", file=sys.stderr)
+            continue
         workload = "sft" if module and "sft" in module else "grpo" if "adv_estimator=grpo" in text else "ppo"
         nnodes = re.search(r"trainer\.nnodes=(\d+)", text)
         gpus = re.search(r"trainer\.n_gpus_per_node=(\d+)", text) or re.search(r"--nproc_per_node[= ](\d+)", text)

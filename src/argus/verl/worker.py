@@ -163,9 +163,13 @@ class Validator:
         """verl's own start-up checks for the entry: (errors, warnings about what this environment cannot check)."""
         errors: list[dict[str, Any]] = []
         for key in ("trainer.n_gpus_per_node", "trainer.nnodes"):
-            if key in schema.leaves and _select(cfg, key) is not None and int(_select(cfg, key)) < 1:
-                errors.append(err(key, _select(cfg, key), "must be ≥ 1: verl training needs at least one GPU "
-                                  "on at least one node"))
+            value = _select(cfg, key) if key in schema.leaves else None
+            if value is None:
+                continue
+            if not isinstance(value, int) and not str(value).strip().isdigit():
+                errors.append(err(key, value, "expects a whole number ≥ 1 (verl multiplies nodes by GPUs per node)"))
+            elif int(value) < 1:
+                errors.append(err(key, value, "must be ≥ 1: verl training needs at least one GPU on at least one node"))
         if errors:
             return errors, []
         if kind == "ppo":

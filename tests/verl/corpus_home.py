@@ -1,0 +1,36 @@
+"""The home a corpus spec runs against: every model, dataset and config folder it names, made tiny."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from pathlib import Path
+
+from tests.verl.conftest import make_tiny_model, write_rl_parquet, write_sft_parquet
+
+CORPUS = Path(__file__).parent / "corpus"
+SPECS = sorted((CORPUS / "specs").glob("*.yaml"))
+_REF = re.compile(r"\$HOME/(models|datasets)/([\w.\-/]+)")
+
+
+def prepare(home: Path) -> None:
+    """Tiny copies of every ``$HOME/models/<name>`` and ``$HOME/datasets/<file>`` the corpus names."""
+    tiny = home / "models" / "tiny"
+    if not tiny.exists():
+        make_tiny_model(tiny)
+    shutil.copytree(CORPUS / "code", home / "code", dirs_exist_ok=True)
+    for spec in SPECS:
+        text = spec.read_text()
+        sft = "workload: sft" in text
+        for kind, rel in _REF.findall(text):
+            target = home / kind / rel.rstrip("/")
+            if target.exists():
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if kind == "models":
+                shutil.copytree(tiny, target, copy_function=os.link)
+            elif sft:
+                write_sft_parquet(target, 16)
+            else:
+                write_rl_parquet(target, 16)
