@@ -92,8 +92,8 @@ def value_errors(schema: Schema, key: str, value: str) -> list[dict[str, Any]]:
     """Type checks against verl's default, before Hydra: its own type errors name no key and no fix."""
     default = schema.leaves[key]
     v = value.strip().strip("'\"")
-    if v.lower() in ("null", "none") or v.startswith("${"):
-        return []
+    if v.lower() in ("null", "none") or v.startswith("${") or not v:
+        return []  # an empty value is the empty string to verl, which reads it as false / unset
     if isinstance(default, bool):
         if v.lower() not in ("true", "false"):
             return [err(key, value, f"expects true or false (verl's default is {default})")]
