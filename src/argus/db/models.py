@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, Boolean, DateTime, ForeignKey, Index, Integer, String, Text
+from sqlalchemy import JSON, BigInteger, Boolean, DateTime, Float, ForeignKey, Index, Integer, String, Text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 from sqlalchemy.types import TypeDecorator
 
@@ -50,6 +50,9 @@ class UserModel(Base):
     password_hash: Mapped[str | None] = mapped_column(String(255))
     quota_bytes: Mapped[int | None] = mapped_column(BigInteger)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, nullable=False)
+    # Per-user caps set by an admin (issue 14); None: the platform default from settings applies.
+    max_gpus: Mapped[int | None] = mapped_column(Integer)
+    max_running_tasks: Mapped[int | None] = mapped_column(Integer)
 
 
 class ApiTokenModel(Base):
@@ -107,6 +110,8 @@ class TaskModel(Base):
     submitted_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     started_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # The task whose checkpoint this one resumes (issue 15), shown on both.
+    resumed_from: Mapped[str | None] = mapped_column(String(64), index=True)
 
     user: Mapped[UserModel] = relationship()
 
@@ -140,6 +145,9 @@ class TaskAttemptModel(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, nullable=False)
     started_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # Accounting (issue 14): GPU-seconds (or CPU-seconds for CPU jobs) of this attempt, set when it ends.
+    resource_seconds: Mapped[float | None] = mapped_column(Float)
+    resource_kind: Mapped[str | None] = mapped_column(String(8))
 
     __table_args__ = (Index("ix_task_attempts_task", "task_id", "attempt", unique=True),)
 
@@ -206,3 +214,17 @@ class WebSessionModel(Base):
     revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
     user: Mapped[UserModel] = relationship()
+
+
+class AuditEventModel(Base):
+    """An admin action or security event (issue 14): who did what to what, kept for admins to list."""
+
+    __tablename__ = "audit_events"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, nullable=False, index=True)
+    actor: Mapped[str] = mapped_column(String(64), nullable=False)
+    action: Mapped[str] = mapped_column(String(64), nullable=False, index=True)
+    target: Mapped[str | None] = mapped_column(String(256))
+    detail: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    source_ip: Mapped[str | None] = mapped_column(String(64))
