@@ -12,6 +12,10 @@ command -v sftp >/dev/null 2>&1 || need+=(openssh-client)
 compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || need+=(postgresql)
 # bubblewrap: the jail around head-side user code (reward dry-run, verl validator)
 command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)
+# Debian's chromium: the WebUI browser tests (tests/web, -m browser) drive it with Playwright
+[[ -x /usr/bin/chromium ]] || need+=(chromium)
+# a CJK font, so the Chinese UI's screenshots show characters, not boxes
+[[ -e /usr/share/fonts/truetype/wqy/wqy-microhei.ttc ]] || need+=(fonts-wqy-microhei)
 if ((${#need[@]})); then
   echo "test: installing system packages: ${need[*]}" >&2
   SUDO=""; [[ $(id -u) -ne 0 ]] && SUDO="sudo"

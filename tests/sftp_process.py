@@ -38,6 +38,22 @@ class SftpServerProcess:
     key: Path
     known_hosts: Path
 
+    def sftp_pid(self, timeout: float = 30) -> int:
+        """The SFTP server's own process (a child of the server, see argus/sftp/process.py)."""
+        import psutil
+
+        deadline = time.monotonic() + timeout
+        while True:
+            for p in psutil.Process(self.proc.pid).children():
+                try:
+                    if "argus.sftp.child" in p.cmdline():
+                        return p.pid
+                except psutil.Error:  # a crashed one not reaped yet
+                    continue
+            if time.monotonic() > deadline:
+                raise RuntimeError("no SFTP child process")
+            time.sleep(0.1)
+
     def sftp_cmd(self, *extra: str) -> list[str]:
         """OpenSSH `sftp` in batch mode (commands on stdin) logged in as the user with their key."""
         return ["sftp", *extra, "-b", "-", "-P", str(self.sftp_port), "-o", "StrictHostKeyChecking=no",
@@ -46,11 +62,13 @@ class SftpServerProcess:
 
 
 @contextmanager
-def sftp_server_process(tmp: Path, user: str, *, quiet: bool = False) -> Iterator[SftpServerProcess]:
+def sftp_server_process(tmp: Path, user: str, *, quiet: bool = False, serve: str = SERVE
+                        ) -> Iterator[SftpServerProcess]:
+    """``serve``: the server's script (argv: state dir, API port, SFTP port); bench/sftp_api.py swaps it."""
     api, port = free_port(), free_port()
     env = {**os.environ, "ARGUS_ADMIN_TOKEN": TOKEN, "ARGUS_VERL_VALIDATION": "off"}
     out = subprocess.DEVNULL if quiet else None
-    proc = subprocess.Popen([sys.executable, "-c", SERVE, str(tmp / "state"), str(api), str(port)], env=env,
+    proc = subprocess.Popen([sys.executable, "-c", serve, str(tmp / "state"), str(api), str(port)], env=env,
                             stdout=out, stderr=out)
     try:
         url = f"http://127.0.0.1:{api}"

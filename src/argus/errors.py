@@ -21,9 +21,14 @@ class FieldError:
     field: str
     value: Any
     message: str
+    # 1-based line of the submitted YAML the problem is on, when it can be found (core/spec_lines.py)
+    line: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return {"field": self.field, "value": _jsonable(self.value), "message": self.message}
+        out = {"field": self.field, "value": _jsonable(self.value), "message": self.message}
+        if self.line is not None:
+            out["line"] = self.line
+        return out
 
 
 def _jsonable(value: Any) -> Any:
@@ -71,3 +76,7 @@ class Conflict(ArgusError):
 
 class QuotaExceeded(ArgusError):
     """A write would exceed the user's storage quota (HTTP 413)."""
+
+
+class TooManyRequests(ArgusError):
+    """Refused for now: too many failed attempts (HTTP 429); the same request later may succeed."""

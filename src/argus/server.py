@@ -55,7 +55,7 @@ def build_context(settings: Settings, *, announce: Callable[[str], None] = print
     (``run_server`` passes ``admin=False`` and does that once the API answers, see ``announce_admin``)."""
     settings.state_dir.mkdir(parents=True, exist_ok=True)
     settings.root.mkdir(parents=True, exist_ok=True)
-    db = Database(settings.db_url)
+    db = Database(settings.db_url, busy_timeout_s=settings.db_request_busy_timeout_s)  # requests: 503 when busy
     db.migrate()
     ctx = AppContext(settings=settings, db=db)
     if admin:
@@ -239,12 +239,32 @@ def _run_server(
     *,
     start_ray: bool,
 ) -> None:
+    from argus.state_lock import StateDirBusy, StateLock
+
+    lock = StateLock(settings.state_dir)  # one server per state dir; dropped by the kernel if we die
+    try:
+        lock.acquire()
+    except StateDirBusy as exc:
+        raise StartError(str(exc)) from None
+    try:
+        _run_locked(settings, components_factory, start_ray=start_ray)
+    finally:
+        lock.release()
+
+
+def _run_locked(
+    settings: Settings,
+    components_factory: Callable[[AppContext], list[Component]] | None,
+    *,
+    start_ray: bool,
+) -> None:
     check_listen_ports(settings)
     embedded: Component | None = None
     if start_ray:
         from argus.cluster.local import EmbeddedRay, LocalCluster
 
         cluster = LocalCluster(settings)  # picks free ports for the Ray ports nobody asked for
+        cluster.take_over_leftover()  # the Ray a killed earlier run left: adopted (its ports) or stopped
         settings.ray_address = cluster.gcs_address
         settings.ray_dashboard_url = settings.ray_dashboard_url or cluster.dashboard_url  # loopback-only
         embedded = EmbeddedRay(cluster)
@@ -309,12 +329,13 @@ def _scheduler_components(ctx: AppContext) -> list[Component]:
 
 
 def _sftp_components(ctx: AppContext) -> list[Component]:
-    """The embedded SFTP server (issue 4), sharing the HTTP files API's store (one quota ledger)."""
+    """The SFTP server (issue 4) in a supervised child process of its own (issue 11: transfers kept the
+    API's event loop busy), on the same database and data root; see ``sftp/process.py``."""
     if not ctx.settings.sftp_enabled:
         return []
-    from argus.services.files import shared_store
-    from argus.sftp.server import SftpServer
+    from argus.sftp.process import SftpProcess
 
-    sftp = SftpServer(ctx.settings, ctx.db, shared_store(ctx.extras, ctx.settings))
+    sftp = SftpProcess(ctx.settings)
     ctx.extras.setdefault("banner", []).append(sftp.banner)
+    ctx.extras["sftp_process"] = sftp  # its health on GET /metrics
     return [sftp]

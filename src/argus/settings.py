@@ -49,6 +49,9 @@ class Settings(BaseSettings):
     state_dir: Path = Field(default_factory=lambda: Path.home() / ".argus")
     data_root: Path | None = None
     database_url: str | None = None
+    # How long an API/SFTP request waits for another writer's database lock before answering 503 "database
+    # busy" with Retry-After (api/db_unavailable.py); the scheduler's loops wait 30 s (they retry anyway).
+    db_request_busy_timeout_s: float = Field(default=5.0, gt=0, le=300)
 
     api_host: str = "127.0.0.1"
     api_port: int = 8080
@@ -82,9 +85,17 @@ class Settings(BaseSettings):
     scheduler_tick_s: float = 1.0
     scheduler_fast_tick_s: float = 0.2  # while a task is starting or being canceled
     max_running_tasks: int = 64
-    max_running_tasks_per_user: int = 16
+    # Per-user defaults (an admin can set each user's own: PATCH /api/v2/users/{name}); 0 = no limit
+    max_running_tasks_per_user: int = Field(default=16, ge=0)
+    max_gpus_per_user: int = Field(default=0, ge=0)  # GPUs one user's tasks may hold at once
     max_retries: int = 1
     start_timeout_s: float = 600.0
+    # RUNNING in Ray but the driver's status.json heartbeat (every 15 s) unchanged this long: say so in
+    # the task's message and timeline (the task is left running); 0 turns the check off
+    driver_silence_s: float = 120.0
+    # Fair share (scheduler/fairshare.py): how fast past GPU-/CPU-seconds are forgotten. A day: yesterday's
+    # heavy user yields to the others today (half weight), last week's use is all but gone (1/128).
+    fairshare_half_life_s: float = Field(default=86400.0, gt=0)
 
     # Admission
     entry_allowlist: list[str] = Field(default_factory=lambda: list(DEFAULT_ENTRY_ALLOWLIST))
@@ -117,6 +128,17 @@ class Settings(BaseSettings):
     admin_writes_shared: bool = True
     login_max_failures: int = 5
     login_window_s: float = 60.0
+    # Browser sessions (services/web_sessions.py): how long a sign-in lasts (the cookie's Max-Age)
+    web_session_hours: float = Field(default=12.0, gt=0, le=24 * 90)
+
+    # Operations (issue 14). GET /metrics answers an admin token or this bearer token (a scraper needs no admin
+    # rights); never open without one.
+    metrics_token: str | None = None
+    # Ray keeps every job's record forever: delete the records of Argus's own ended jobs after this many days
+    # (Argus's task rows, events and logs are unaffected); 0 keeps them.
+    ray_job_retention_days: float = Field(default=7.0, ge=0)
+    # `argus admin prune` / POST /api/v2/admin/prune without --older-than: events and copied logs older than this
+    prune_older_than_days: float = Field(default=90.0, gt=0)
 
     @classmethod
     def settings_customise_sources(

@@ -62,13 +62,28 @@ def test_rejection_lists_every_problem(live):
     assert r.status_code == 400
     d = r.json()["detail"]
     assert d["code"] == "invalid_spec"
-    assert all(set(e) == {"field", "value", "message"} for e in d["errors"])
+    assert all(set(e) - {"line"} == {"field", "value", "message"} for e in d["errors"])
     assert any("shell operator" in e["message"] for e in d["errors"])
 
     r = submit(alice, '{"workload": "grpo", "nnodes": 0, "typo": 1}', "application/json")
     assert r.status_code == 400
     fields = {e["field"] for e in r.json()["detail"]["errors"]}
     assert {"nnodes", "typo", "model_id", "train_file", "n_gpus_per_node"} <= fields
+
+
+def test_schema_errors_and_path_errors_come_together(live):
+    """Issue 9 §5: a spec missing nnodes that also names another user's file hears about both at once."""
+    alice = live.new_user("alice")
+    root = live.ctx.settings.root
+    bad = {"kind": "advanced", "workload": "ppo", "n_gpus_per_node": 1,
+           "command": f"python3 -m verl.trainer.main_ppo data.train_files={root}/users/bob/x.parquet"}
+    r = submit(alice, yaml.safe_dump(bad))
+    assert r.status_code == 400
+    errs = r.json()["detail"]["errors"]
+    assert any(e["field"] == "nnodes" for e in errs), errs
+    foreign = [e for e in errs if "another user's home" in e["message"]]
+    assert foreign and foreign[0]["field"] == "command", errs
+    assert str(root) not in foreign[0]["message"]  # the server's layout is never shown in the message
 
 
 def test_hostile_bodies_never_500(live):

@@ -19,8 +19,8 @@ def test_a_driver_that_cannot_start_shows_rays_driver_log_and_the_exception(stac
         tid = submit(c, spec("python3 -m argus.jobs.sleep 0 --lines 1"))
         job_dir = stack.settings.root / "users" / "carol" / "jobs" / tid
         job_dir.mkdir(parents=True)
-        # a FILE where the driver makes its python bin folder: it dies after making logs/, before opening
-        # the attempt's log, with a traceback that only Ray's driver log gets
+        # a FILE where the driver makes its python bin folder: it dies after opening the attempt's log,
+        # before writing to it, with a traceback that only Ray's driver log gets
         (job_dir / ".argus-bin").write_text("not a folder\n")
     t = wait_status(c, tid, "FAILED", timeout=120)
     assert t["termination_reason"] == "EXIT_NONZERO", t

@@ -101,7 +101,8 @@ def test_two_users_tasks_interleave_fairly(stack: Stack) -> None:
                                                       TaskEventModel.task_id.in_(mine + theirs))
                                                .order_by(TaskEventModel.id))]
     owner = ["a" if t in mine else "b" for t in order]
-    assert owner == ["a", "b", "a", "b", "a", "b"], order
+    # strictly alternating; who goes first follows their earlier usage in this session (fair share, issue 11)
+    assert owner in (["a", "b"] * 3, ["b", "a"] * 3), order
 
 
 def test_logs_stream_over_sse_while_running(stack: Stack) -> None:
@@ -134,6 +135,9 @@ def test_worker_killed_mid_task_is_node_lost_then_retried_and_succeeds(stack: St
     t = wait_status(alice, tid, "QUEUED", timeout=60, seen=seen, until=lambda t: t["attempt"] >= 2)
     first = t["attempts"][0]
     assert first["termination_reason"] == "NODE_LOST" and "retrying as attempt 2" in first["message"]
+    # one line: which node, when, Ray's reason (Ray's multi-line actor dump goes to the timeline only)
+    assert first["message"].startswith("the driver's node ") and "\n" not in first["message"], first
+    print("NODE_LOST message:", first["message"])
     stack.restart_worker(worker)
     t = wait_status(alice, tid, "SUCCEEDED", timeout=120, seen=seen)
     assert [(a["attempt"], a["termination_reason"]) for a in t["attempts"]] == [(1, "NODE_LOST"), (2, "SUCCEEDED")]

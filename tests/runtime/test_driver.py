@@ -180,3 +180,87 @@ def test_a_basic_template_gets_the_attention_kernel_this_worker_has(tmp_path: Pa
     assert ("ARGS ['+model.override_config.attn_implementation=sdpa', 'model.use_remove_padding=False', "
             "'trainer.total_epochs=1']") in log
     assert json.loads((job / "status.json").read_text())["notes"][0].startswith("attention: sdpa")
+
+
+# ---------------------------------------------------------------- a jobs folder that refuses writes (issue 11)
+
+CHATTY = ("import os, signal, sys\n"
+          "open(sys.argv[1], 'w').write(str(os.getpid()))\n"
+          "signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a stubborn trainer: only SIGKILL ends it\n"
+          "line = 'x' * 99 + '\\n'\n"
+          "while True:\n"
+          "    sys.stdout.write(line)\n")
+
+
+def start_limited(job_dir: Path, fsize: int, *argv: str) -> subprocess.Popen[str]:
+    """The driver with RLIMIT_FSIZE: its writes past ``fsize`` bytes fail (EFBIG), like a quota filling mid-run."""
+    import resource
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
+
+    cmd = [*DRIVER, "--job-dir", str(job_dir), "--attempt", "1", "--", *argv]
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, preexec_fn=limit)
+
+
+def last_line(out: str) -> str:
+    return out.rstrip("\n").rsplit("\n", 1)[-1]
+
+
+def test_a_log_that_stops_taking_writes_mid_run_stops_the_task_and_says_why(tmp_path: Path) -> None:
+    job = tmp_path / "users" / "alice" / "jobs" / "t-1"
+    pid_file = tmp_path / "child.pid"
+    p = start_limited(job, 64 * 1024, sys.executable, "-c", CHATTY, str(pid_file))
+    out, _ = p.communicate(timeout=60)  # before the fix: the child blocked on a full pipe, forever
+    assert p.returncode == 74, out[-2000:]
+    assert last_line(out).startswith("[argus] LOG_WRITE_FAILED: file too large in $HOME/jobs/t-1/logs; "), out[-500:]
+    assert "of output not written; the task was stopped (exit code 137)" in last_line(out)
+    assert "[argus] LOG_WRITE_FAILED: file too large in $HOME/jobs/t-1/logs; stopping the task\n" in out
+    assert not alive(int(pid_file.read_text())), "the child ignored SIGTERM and got SIGKILL"
+    assert (job / "logs" / "attempt-1.log").stat().st_size == 64 * 1024  # what fitted was kept
+    status = json.loads((job / "status.json").read_text())
+    assert status["exit_code"] == 137 and status["log_dropped_bytes"] > 0 and status["log_dropped_lines"] > 0
+    assert status["log_error"] == last_line(out).removeprefix("[argus] LOG_WRITE_FAILED: ")
+    assert status["finished_at"] is not None
+
+
+def test_a_full_log_before_the_task_starts_does_not_start_it(tmp_path: Path) -> None:
+    job = tmp_path / "users" / "alice" / "jobs" / "t-2"
+    (job / "logs").mkdir(parents=True)
+    (job / "logs" / "attempt-1.log").symlink_to("/dev/full")  # every write: ENOSPC, a full disk's answer
+    ran = tmp_path / "ran"
+    code, out = run(job, "touch", str(ran))
+    assert code == 74 and not ran.exists()
+    assert last_line(out).startswith("[argus] LOG_WRITE_FAILED: no space left on $HOME/jobs/t-2/logs; ")
+    assert last_line(out).endswith("of output not written; the task was not started")
+    status = json.loads((job / "status.json").read_text())
+    assert status["exit_code"] is None and status["log_error"].startswith("no space left on $HOME/jobs/t-2/logs")
+
+
+def test_a_read_only_jobs_folder_names_itself(tmp_path: Path) -> None:
+    from tests.tinyfs import tmpfs
+
+    jobs = tmp_path / "users" / "alice" / "jobs"
+    ran = tmp_path / "ran"
+    with tmpfs(jobs, "ro", "size=64k"):
+        code, out = run(jobs / "t-3", "touch", str(ran))
+    assert code == 74 and not ran.exists(), out
+    assert last_line(out) == ("[argus] LOG_WRITE_FAILED: read-only file system at $HOME/jobs/t-3; "
+                              "the task was not started"), out
+
+
+def test_a_tiny_jobs_filesystem_filling_mid_run(tmp_path: Path) -> None:
+    """The report's setup: the jobs folder on a small filesystem and a task that prints a lot."""
+    from tests.tinyfs import tmpfs
+
+    jobs = tmp_path / "users" / "alice" / "jobs"
+    pid_file = tmp_path / "child.pid"
+    with tmpfs(jobs, "size=64k"):
+        p = start(jobs / "t-4", sys.executable, "-c", CHATTY, str(pid_file))
+        out, _ = p.communicate(timeout=60)
+        log_size = (jobs / "t-4" / "logs" / "attempt-1.log").stat().st_size
+    assert p.returncode == 74, out[-2000:]
+    assert last_line(out).startswith("[argus] LOG_WRITE_FAILED: no space left on $HOME/jobs/t-4/logs; "), out[-500:]
+    assert "the task was stopped (exit code 137)" in last_line(out)
+    assert 0 < log_size <= 64 * 1024
+    assert not alive(int(pid_file.read_text()))

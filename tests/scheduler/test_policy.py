@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from argus.scheduler.fairshare import Usage
 from argus.scheduler.policy import (
     HeldTask,
     Limits,
@@ -118,11 +119,38 @@ def test_fair_share_counts_gpus_in_use_first():
     assert p.pending["b"].startswith("cluster limit")
 
 
-def test_priority_beats_fair_share():
+def test_fair_share_beats_priority_across_users():
+    # issue 11 replaced "priority first": priority is the owner's own knob, so bob's priority 1
+    # cannot jump alice, who holds nothing while bob holds 4 GPUs
     held = [h("x", "bob", gpus=4, nodes=("w",))]
     p = plan([q("b", "bob", prio=1, gpus=1), q("a", "alice", gpus=1)], held, [n("w", 8)],
              Limits(max_running=2, max_running_per_user=10))
+    assert started(p) == ["a"]
+
+
+def test_priority_decides_between_users_of_equal_usage():
+    p = plan([q("b", "bob", prio=1, age=9, gpus=1), q("a", "alice", age=0, gpus=1)], [], [n("w", 8)],
+             Limits(max_running=1, max_running_per_user=10))
     assert started(p) == ["b"]
+
+
+def test_past_usage_goes_last_even_with_older_tasks():
+    usage = {"bob": Usage(gpu_s=3600.0), "carol": Usage(gpu_s=10.0)}
+    queued = [q("b", "bob", age=0, gpus=1), q("c", "carol", age=1, gpus=1), q("a", "alice", age=2, gpus=1)]
+    p = plan(queued, [], [n("w", 2)], LIM, usage=usage)
+    assert started(p) == ["a", "c"]
+    assert p.pending["b"].startswith("needs 1 node × 1 GPU")
+
+
+def test_gpu_and_cpu_usage_are_separate_pools():
+    # bob's GPU history does not hold back his CPU job (the doctor), nor alice's CPU history her GPU task
+    usage = {"bob": Usage(gpu_s=1e6), "alice": Usage(cpu_s=1e6)}
+    p = plan([q("bc", "bob", age=0, gpus=0), q("ac", "alice", age=1, gpus=0)], [], [n("w", 0)],
+             Limits(max_running=1, max_running_per_user=10), usage=usage)
+    assert started(p) == ["bc"]
+    p = plan([q("ag", "alice", age=1, gpus=1), q("bg", "bob", age=0, gpus=1)], [], [n("w", 4)],
+             Limits(max_running=1, max_running_per_user=10), usage=usage)
+    assert started(p) == ["ag"]
 
 
 def test_within_a_user_priority_then_age():

@@ -1,4 +1,4 @@
-"""A 1 GiB upload and download through the server in its own process, with its memory (RSS) flat."""
+"""A 1 GiB upload and download through the server in its own process, with the SFTP process's memory (RSS) flat."""
 
 from __future__ import annotations
 
@@ -25,11 +25,12 @@ def test_one_gib_transfer_with_flat_server_memory(tmp_path):
         big = tmp_path / "big.bin"
         with big.open("wb") as f:  # sparse: 1 GiB of zeros costs no disk on the client side
             f.truncate(GIB)
-        baseline = _rss_kib(srv.proc.pid)
+        pid = srv.sftp_pid()
+        baseline = _rss_kib(pid)
 
         def sample() -> None:
             while not stop.is_set():
-                samples.append(_rss_kib(srv.proc.pid))
+                samples.append(_rss_kib(pid))
                 time.sleep(0.2)
 
         threading.Thread(target=sample, daemon=True).start()

@@ -15,9 +15,23 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from argus import __version__
+from argus.api import db_unavailable
 from argus.api.context import AppContext
 from argus.api.docs import install_docs
-from argus.api.routers import files, health, logs, metrics, nodes, tasks, users
+from argus.api.routers import (
+    audit,
+    checkpoints,
+    files,
+    health,
+    logs,
+    metrics,
+    nodes,
+    prometheus,
+    session,
+    tasks,
+    usage,
+    users,
+)
 from argus.errors import (
     ArgusError,
     ClientError,
@@ -25,8 +39,10 @@ from argus.errors import (
     Forbidden,
     NotFound,
     QuotaExceeded,
+    TooManyRequests,
     Unauthorized,
 )
+from argus.web import install_web
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +52,7 @@ _STATUS = [
     (NotFound, 404),
     (Conflict, 409),
     (QuotaExceeded, 413),
+    (TooManyRequests, 429),
     (ClientError, 400),
 ]
 
@@ -45,16 +62,21 @@ def create_app(ctx: AppContext, extra_routers: tuple = ()) -> FastAPI:
         title="Argus",
         version=__version__,
         description="Multi-tenant control plane for verl post-training on Ray. Authenticate with "
-        "`Authorization: Bearer <token>`.",
+        "`Authorization: Bearer <token>`, or (browsers) with the `argus_session` cookie from "
+        "`POST /api/v2/session` plus the `X-CSRF-Token` header on writes.",
         docs_url=None,  # FastAPI's pages load Swagger UI/ReDoc from a CDN: api.docs serves them locally
         redoc_url=None,
         openapi_url="/openapi.json",
     )
     app.state.ctx = ctx
     install_docs(app)
-    for r in (health.router, tasks.router, users.router, metrics.router, files.router, logs.router, nodes.router, *extra_routers):
+    for r in (health.router, session.router, tasks.router, users.router, metrics.router, files.router, logs.router, nodes.router,
+              audit.router, usage.router, checkpoints.router,
+              prometheus.router, *extra_routers):
         app.include_router(r)
     _install_error_handlers(app)
+    db_unavailable.install(app)  # busy / full / broken database: 503 + Retry-After naming the cause
+    install_web(app)  # the WebUI: pages + /static (after the API routes)
     return app
 
 
@@ -81,6 +103,10 @@ def _install_error_handlers(app: FastAPI) -> None:
             value = err.get("input")
             if not isinstance(value, str | int | float | bool | type(None)):
                 value = None
+            if loc and loc[-1] in ("password", "token"):  # never echo a secret, even a malformed one
+                value = None
+            elif isinstance(value, str):  # a lone surrogate (JSON "\ud800") cannot be encoded: escape it
+                value = value[:200].encode("utf-8", "backslashreplace").decode("utf-8")
             errors.append({"field": ".".join(loc) or "(body)", "value": value, "message": err.get("msg", "invalid")})
         return JSONResponse(error_body("invalid_request", "request is invalid", errors), status_code=400)
 

@@ -1,19 +1,39 @@
-"""Request dependencies: the context, a DB session per request, and bearer-token auth."""
+"""Request dependencies: the context, a DB session per request, and authentication.
+
+Two ways in, checked on every request:
+
+* ``Authorization: Bearer <token>`` (the CLI, scripts): unchanged, no CSRF rules (a browser never
+  attaches this header to a cross-site request, and the API sends no CORS headers).
+* the ``argus_session`` cookie of a signed-in browser (services/web_sessions.py). A cookie is sent by
+  the browser whoever built the request, so with it: a cross-site request (``Sec-Fetch-Site:
+  cross-site``, or an ``Origin`` that is not this server's) is refused, and a mutating method
+  (POST/PUT/PATCH/DELETE) must carry ``X-CSRF-Token`` equal to the session's token.
+
+When both are sent, the bearer token decides (and a bad one is a 401, never a fall-back to the cookie).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from urllib.parse import urlsplit
 
 from fastapi import Depends, Request
-from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from fastapi.security import APIKeyCookie, HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.orm import Session
 
 from argus.api.context import AppContext
 from argus.errors import Forbidden, Unauthorized
+from argus.services import audit
+from argus.services.logins import LoginLimiter
 from argus.services.principal import Principal
 from argus.services.users import authenticate_token
+from argus.services.web_sessions import CSRF_HEADER, SESSION_COOKIE, WebSession, csrf_matches, resolve_session
 
 _bearer = HTTPBearer(auto_error=False, description="An Argus API token: `Authorization: Bearer <token>`")
+session_cookie = APIKeyCookie(name=SESSION_COOKIE, auto_error=False,
+                       description="A browser session from `POST /api/v2/session`; writes also need the "
+                                   f"`{CSRF_HEADER}` header")
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
 def get_ctx(request: Request) -> AppContext:
@@ -21,18 +41,77 @@ def get_ctx(request: Request) -> AppContext:
 
 
 def get_session(ctx: AppContext = Depends(get_ctx)) -> Iterator[Session]:
+    """One transaction per request. Use it as ``Depends(get_session, scope="function")``: the commit
+    then runs before the response is sent, so a commit that fails (database busy or full: a 503) is
+    what the client hears — with FastAPI's default scope it would run after a 201 already went out."""
     with ctx.db.session() as session:
         yield session
 
 
 def current_principal(
+    request: Request,
     creds: HTTPAuthorizationCredentials | None = Depends(_bearer),
+    cookie: str | None = Depends(session_cookie),
     ctx: AppContext = Depends(get_ctx),
 ) -> Principal:
-    if creds is None or creds.scheme.lower() != "bearer" or not creds.credentials:
-        raise Unauthorized("missing bearer token: send 'Authorization: Bearer <token>'", code="unauthorized")
+    if creds is not None and creds.scheme.lower() == "bearer" and creds.credentials:
+        with ctx.db.session() as session:
+            return authenticate_token(session, creds.credentials)
+    if cookie:
+        return cookie_session(request, cookie, ctx).principal
+    raise Unauthorized("not signed in: send 'Authorization: Bearer <token>' or sign in at POST /api/v2/session",
+                       code="unauthorized")
+
+
+def cookie_session(request: Request, cookie: str, ctx: AppContext) -> WebSession:
+    """The live browser session of this cookie, after the cross-site and CSRF rules (module docstring)."""
+    refuse_cross_site(request, ctx)
     with ctx.db.session() as session:
-        return authenticate_token(session, creds.credentials)
+        web = resolve_session(session, cookie)
+    if request.method not in SAFE_METHODS and not csrf_matches(web, request.headers.get(CSRF_HEADER)):
+        raise Forbidden(f"missing or wrong {CSRF_HEADER} header: send the csrf_token from GET /api/v2/session "
+                        "with every POST, PUT, PATCH and DELETE", code="csrf_failed")
+    return web
+
+
+def refuse_cross_site(request: Request, ctx: AppContext) -> None:
+    """403 for a request another site's page made the browser send (it would carry the cookie).
+
+    ``Sec-Fetch-Site`` (set by every current browser, not settable by scripts) is trusted when present;
+    ``Origin`` must then be this server's own (as the browser addressed it, or ``public_url``). A request
+    with neither header comes from a non-browser client, which cannot be tricked into sending a cookie."""
+    site = request.headers.get("sec-fetch-site", "").lower()
+    mutating = request.method not in SAFE_METHODS
+    if site == "cross-site" or (mutating and site == "same-site"):
+        raise Forbidden("cross-site request refused: use the Argus page itself", code="cross_site")
+    origin = request.headers.get("origin")
+    if origin is not None and origin.rstrip("/").lower() not in own_origins(request, ctx):
+        raise Forbidden(f"cross-site request refused: Origin {origin[:100]!r} is not this server (behind a "
+                        "proxy that changes the Host header, the administrator sets ARGUS_PUBLIC_URL)",
+                        code="cross_site")
+
+
+def own_origins(request: Request, ctx: AppContext) -> set[str]:
+    origins = {f"{request.url.scheme}://{request.url.netloc}".lower()}
+    if ctx.settings.public_url:
+        public = urlsplit(ctx.settings.public_url)
+        origins.add(f"{public.scheme}://{public.netloc}".lower())
+    return origins
+
+
+def web_login_limiter(ctx: AppContext = Depends(get_ctx)) -> LoginLimiter:
+    """One limiter per server process for browser sign-ins (the same rules as SFTP password logins)."""
+    limiter = ctx.extras.get("web_login_limiter")
+    if limiter is None:
+        limiter = ctx.extras.setdefault(
+            "web_login_limiter", LoginLimiter(ctx.settings.login_max_failures, ctx.settings.login_window_s,
+                                              on_lockout=audit.lockout_recorder(ctx.db.session, "web")))
+    return limiter
+
+
+def client_ip(request: Request) -> str | None:
+    """The peer's address for the audit log (the proxy's, unless uvicorn trusts it for X-Forwarded-For)."""
+    return request.client.host if request.client else None
 
 
 def require_admin(principal: Principal = Depends(current_principal)) -> Principal:

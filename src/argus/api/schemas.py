@@ -6,7 +6,7 @@ from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import Path
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 # Database row ids and offsets are 64-bit integers: a larger number in a URL must be a 400 naming the
 # parameter, not an OverflowError (500) from the database driver.
@@ -19,6 +19,8 @@ class ErrorItem(BaseModel):
     field: str
     value: Any = None
     message: str
+    line: int | None = Field(default=None, description="1-based line of the submitted YAML, when known "
+                             "(absent for JSON bodies and fields not written in the spec)")
 
 
 class ErrorDetail(BaseModel):
@@ -36,6 +38,15 @@ class SubmitOut(BaseModel):
     status: str
     warnings: list[str]
     info: dict[str, Any] = {}
+
+
+class DryRunOut(BaseModel):
+    """``POST /api/v2/tasks?dry_run=true``: what a submit would be told, with nothing queued."""
+
+    warnings: list[str]
+    info: dict[str, Any] = {}
+    resolved: dict[str, Any]
+    command_expanded: str | None = None
 
 
 class AttemptOut(BaseModel):
@@ -79,6 +90,8 @@ class TaskOut(TaskSummaryOut):
     submitted_at: datetime | None
     updated_at: datetime
     attempts: list[AttemptOut]
+    resumed_from: str | None = Field(None, description="the task whose checkpoint this one resumes")
+    resumed_by: list[str] = Field([], description="tasks that resume this one from its checkpoints")
 
 
 class TaskListOut(BaseModel):
@@ -133,6 +146,17 @@ class UserOut(BaseModel):
     is_admin: bool
     disabled: bool
     created_at: datetime
+    max_gpus: int | None = Field(None, description="GPUs this user's tasks may hold at once; null: the platform default")
+    max_running_tasks: int | None = Field(None, description="tasks this user may run at once; null: the platform default")
+
+
+class UserLimitsIn(BaseModel):
+    """``PATCH /api/v2/users/{name}``: only the fields sent change; null brings back the platform default."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_gpus: int | None = Field(None, ge=1, le=1_000_000)
+    max_running_tasks: int | None = Field(None, ge=1, le=1_000_000)
 
 
 class TokenIn(BaseModel):

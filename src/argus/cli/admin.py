@@ -7,11 +7,12 @@ from pathlib import Path
 import typer
 
 from argus.cli.client import CliConfig
-from argus.cli.common import Output, client, console, emit, handle_errors, output_option, table, when
+from argus.cli.common import Output, client, console, emit, fail, handle_errors, output_option, table, when
 
 user_app = typer.Typer(help="Manage users (admin).", no_args_is_help=True)
 token_app = typer.Typer(help="Manage API tokens (admin).", no_args_is_help=True)
-local_app = typer.Typer(help="On the server's machine, through its state directory (no token needed).",
+local_app = typer.Typer(help="Operate the platform: audit log, pruning (admin token), and `token --reset` "
+                             "(on the server's machine, through its state directory, no token needed).",
                         no_args_is_help=True)
 
 
@@ -34,8 +35,49 @@ def user_list(output: Output = output_option()) -> None:
     users = client().get("/api/v2/users")
     if emit(users, output):
         return
-    table(["USER", "ADMIN", "DISABLED", "CREATED"],
-          ((u["name"], u["is_admin"], u["disabled"], when(u["created_at"])) for u in users))
+    table(["USER", "ADMIN", "DISABLED", "MAX GPUS", "MAX TASKS", "CREATED"],
+          ((u["name"], u["is_admin"], u["disabled"], _limit(u.get("max_gpus")), _limit(u.get("max_running_tasks")),
+            when(u["created_at"])) for u in users))
+
+
+def _limit(value: int | None) -> str:
+    return "default" if value is None else str(value)
+
+
+def _limit_arg(flag: str, value: str | None) -> dict[str, int | None]:
+    if value is None:
+        return {}
+    if value.lower() == "default":
+        return {flag: None}
+    try:
+        return {flag: int(value)}
+    except ValueError:
+        fail(f"--{flag.replace('_', '-')} must be a whole number or 'default', not {value!r}")
+
+
+@user_app.command("limits")
+@handle_errors
+def user_limits(
+    name: str,
+    max_gpus: str | None = typer.Option(None, "--max-gpus", help="GPUs the user's tasks may hold at once "
+                                        "(a number, or 'default' for the platform's)"),
+    max_running_tasks: str | None = typer.Option(None, "--max-running-tasks", help="tasks the user may run at "
+                                                 "once (a number, or 'default')"),
+    output: Output = output_option(),
+) -> None:
+    """Show or set a user's own limits; the scheduler applies them on its next pass."""
+    body = {**_limit_arg("max_gpus", max_gpus), **_limit_arg("max_running_tasks", max_running_tasks)}
+    c = client()
+    if body:
+        u = c.request("PATCH", f"/api/v2/users/{name}", json=body)
+    else:
+        u = next((u for u in c.get("/api/v2/users") if u["name"] == name), None)
+        if u is None:
+            fail(f"no user named {name!r}")
+    if emit(u, output):
+        return
+    console.print(f"{u['name']}: max GPUs {_limit(u.get('max_gpus'))}, max running tasks "
+                  f"{_limit(u.get('max_running_tasks'))}", markup=False)
 
 
 @user_app.command("disable")

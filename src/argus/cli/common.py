@@ -68,7 +68,8 @@ def handle_errors(fn: F) -> F:
             err_console.print(f"[red]error[/red]: {escape(str(exc))}")
             for e in exc.errors:
                 value = "" if e.get("value") is None else f" = {json.dumps(e['value'])}"
-                err_console.print(f"  • [bold]{escape(str(e.get('field')))}[/bold]{escape(value)}: "
+                line = f" (line {e['line']})" if e.get("line") else ""
+                err_console.print(f"  • [bold]{escape(str(e.get('field')))}[/bold]{line}{escape(value)}: "
                                   f"{escape(str(e.get('message')))}")
             raise typer.Exit(1) from None
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from argus.cli import admin, cluster, files, logs, metrics, tasks
+from argus.cli import admin, cluster, files, logs, metrics, ops, tasks, usage
 from argus.cli.startup import settings_or_exit
 
 app = typer.Typer(help="Argus: run verl post-training tasks on a shared Ray cluster.", no_args_is_help=True,
@@ -17,6 +17,8 @@ metrics.register(app)
 files.register(app)
 logs.register(app)
 cluster.register(app)
+usage.register(app)
+ops.register(app)
 
 
 PORT = {"min": 1, "max": 65535}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import uuid
 from pathlib import Path
 
 import typer
@@ -14,6 +15,7 @@ from argus.cli.common import (
     console,
     dump,
     emit,
+    err_console,
     handle_errors,
     json_flag,
     output_option,
@@ -26,15 +28,35 @@ from argus.cli.common import (
 @handle_errors
 def submit(
     file: Path = typer.Argument(..., help="task spec (YAML or JSON); '-' reads standard input"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="check the spec as a submit would (verl validation "
+                                 "included) and print the verdict; nothing is queued. Exit 0: it would be "
+                                 "accepted; 1: every problem, with its line"),
     output: Output = output_option(),
 ) -> None:
-    """Submit a task spec; prints the task id and any warnings, or every problem found."""
+    """Submit a task spec; prints the task id and any warnings, or every problem found.
+
+    Sends a fresh Idempotency-Key and retries for up to a minute while the server is unreachable or
+    answers 502/503/504: a retried submit never queues the task twice."""
     text = sys.stdin.read() if str(file) == "-" else file.read_text()
     ctype = "application/json" if file.suffix == ".json" else "application/yaml"
-    out = client().post("/api/v2/tasks", content=text.encode(), headers={"Content-Type": ctype})
+    if dry_run:
+        out = client().post("/api/v2/tasks", content=text.encode(), headers={"Content-Type": ctype},
+                            params={"dry_run": "true"})
+    else:  # one fresh key per invocation: retries after a lost reply can never queue the task twice
+        def retrying(why: str, wait: float) -> None:
+            err_console.print(f"{escape(why)}; retrying in {wait:.1f} s (same Idempotency-Key: never two tasks)")
+
+        out = client().post_retrying("/api/v2/tasks", key=str(uuid.uuid4()), content=text.encode(),
+                                     headers={"Content-Type": ctype}, on_retry=retrying)
     if emit(out, output):
         return
-    console.print(f"[green]accepted[/green] {escape(out['task_id'])} ({escape(out['status'])})")
+    if dry_run:
+        console.print("[green]ok[/green]: the spec would be accepted (dry run: nothing was queued)")
+        if out.get("command_expanded"):
+            console.print("  command:")
+            verbatim(out["command_expanded"])
+    else:
+        console.print(f"[green]accepted[/green] {escape(out['task_id'])} ({escape(out['status'])})")
     for w in out.get("warnings", []):
         console.print(f"  [yellow]warning[/yellow]: {escape(str(w))}")
     for key, value in (out.get("info") or {}).items():

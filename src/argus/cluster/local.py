@@ -23,6 +23,9 @@ Why it is built this way:
   a second ``argus up`` never collide with this one. ``argus head`` keeps 6380 for the GCS unless told
   otherwise: workers' firewalls are opened for it. A port asked for that is taken is refused in one
   line naming the flag, before anything starts.
+* A ``kill -9`` of ``argus up`` leaves every node running (own sessions). The cluster is therefore
+  recorded in ``<state_dir>/embedded-ray.json`` while it runs, and the next start adopts it or
+  stops it (``take_over_leftover``, rules in ``cluster/leftover.py``).
 * Ray puts unix sockets under ``<temp>/session_<date>_<pid>/sockets/``; a socket path must fit in
   107 bytes, so a long state directory is reached through a short symlink (see ``ray_temp_dir``).
 """
@@ -45,7 +48,9 @@ from pathlib import Path
 import httpx
 import psutil
 
+from argus.cluster import leftover
 from argus.runtime import jail
+from argus.runtime.ray_node import GUARD
 from argus.settings import RAY_PORT_FIELDS, RAY_WORKER_PORTS, Settings
 
 log = logging.getLogger(__name__)
@@ -142,10 +147,27 @@ class RayNode:
     proc: subprocess.Popen[bytes] | None = None
     node_id: str | None = None
     descendants: dict[int, float] = field(default_factory=dict)  # pid -> create time
+    # the ``ray start`` process: ``proc``'s, or one adopted from an earlier ``argus up`` (not our child)
+    pid: int | None = None
+    created: float | None = None
+    cmdline: list[str] = field(default_factory=list)  # as the kernel shows it (a ``ray`` script: python first)
 
     @property
     def running(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
+        if self.proc is not None:
+            return self.proc.poll() is None
+        if self.pid is None or self.created is None:
+            return False
+        return leftover.process_of(self.record()) is not None
+
+    def record(self) -> leftover.NodeRecord:
+        if not self.cmdline and self.proc is not None and self.proc.poll() is None:
+            try:
+                self.cmdline = psutil.Process(self.proc.pid).cmdline()
+            except psutil.Error:
+                pass
+        return leftover.NodeRecord(self.name, self.pid or 0, self.created or 0.0, self.argv, self.node_id,
+                                   self.cmdline)
 
 
 class LocalCluster:
@@ -162,6 +184,8 @@ class LocalCluster:
         self.head: RayNode | None = None
         self.workers: dict[str, RayNode] = {}
         self.node_env = self._jail_env()
+        self.record_path = leftover.record_path(settings.state_dir)
+        self.adopted = False
 
     def _jail_env(self) -> dict[str, str]:
         """``ray start`` environment that loads the task jail into every node's runtime-env agent."""
@@ -214,7 +238,11 @@ class LocalCluster:
     # -- lifecycle ---------------------------------------------------------------------------
 
     def start(self) -> None:
-        """Head, then one worker with ``settings.worker_gpus`` GPUs (Ray detects them when None)."""
+        """Head, then one worker with ``settings.worker_gpus`` GPUs (Ray detects them when None);
+        nothing when ``take_over_leftover`` adopted a running cluster (it is recorded as ours now)."""
+        if self.adopted:
+            self._save_record()
+            return
         try:
             self.start_head()
             self.add_worker("worker-1", gpus=self.settings.worker_gpus)
@@ -246,6 +274,7 @@ class LocalCluster:
             return head.node_id is not None
 
         self._wait(head, ready, "the Jobs API to answer")
+        self._save_record()
         log.info("Ray head up in %.1f s: %s", time.monotonic() - started, self.dashboard_url)
         return self.head
 
@@ -291,6 +320,8 @@ class LocalCluster:
             snapshot_descendants(node)
         for node in nodes:
             stop_node(node)
+        self.record_path.unlink(missing_ok=True)
+        self.adopted = False
         if self.temp_dir.is_symlink():
             self.temp_dir.unlink()
 
@@ -309,6 +340,7 @@ class LocalCluster:
             return bool(new)
 
         self._wait(node, joined, "the node to join")
+        self._save_record()
         log.info("Ray %s joined in %.1f s (node %s)", node.name, time.monotonic() - started, node.node_id)
 
     def _wait(self, node: RayNode, ready, what: str) -> None:  # noqa: ANN001 - a predicate
@@ -321,6 +353,100 @@ class LocalCluster:
             if time.monotonic() > deadline:
                 raise LocalClusterError(f"Ray {node.name}: no {what} after {self.timeout_s:.0f} s; see {node.log_path}")
             time.sleep(0.1)
+
+    # -- the record of a running cluster, and the one an earlier run left -------------------
+
+    def _save_record(self) -> None:
+        s = self.settings
+        nodes = [n.record() for n in (self.head, *self.workers.values()) if n is not None and n.pid]
+        leftover.save(self.record_path, leftover.RayRecord(
+            owner_pid=os.getpid(), state_dir=str(s.state_dir), mode=s.mode, host=self.host,
+            ports={name: getattr(s, name) for name in RAY_PORT_FIELDS}, temp_dir=str(self.temp_dir),
+            session_dir=leftover.session_dir(self.temp_dir), jail_digest=leftover.jail_digest(self.node_env),
+            jail_env=self.node_env, worker_gpus=s.worker_gpus, ray_version=_ray_version(), nodes=nodes))
+
+    def take_over_leftover(self) -> str | None:
+        """Adopt the cluster an earlier run in this state dir left running, or stop it (see ``leftover``).
+
+        Call before anything reads the Ray ports: adopting sets them to the recorded ones. Returns the
+        one line logged, or None when nothing was left. Only ``argus up`` adopts; ``argus head``
+        always starts a new head generation, so it stops a leftover head.
+        """
+        record = leftover.load(self.record_path)
+        if record is None:
+            return None
+        why_not = self._why_not_adopt(record)
+        if why_not is None:
+            self._adopt(record)
+            line = (f"embedded Ray: adopted the cluster left running by pid {record.owner_pid} "
+                    f"(GCS {self.gcs_address}, dashboard {self.dashboard_url}); it stops with this server")
+        else:
+            killed = leftover.stop_leftover(record)
+            leftover.wait_gone(record)
+            self.record_path.unlink(missing_ok=True)
+            line = (f"embedded Ray: not adopting the cluster left by pid {record.owner_pid} ({why_not}); "
+                    f"stopped {killed} leftover process(es), starting a fresh one")
+        log.info("%s", line)
+        return line
+
+    def _why_not_adopt(self, record: leftover.RayRecord) -> str | None:
+        """None when the recorded cluster is ours and healthy; otherwise the reason, for the log."""
+        s = self.settings
+        if s.mode != "embedded" or record.mode != "embedded":
+            return "argus head starts a new head generation"
+        if record.state_dir != str(s.state_dir) or record.temp_dir != str(self.temp_dir):
+            return f"recorded for another state dir ({record.state_dir})"
+        asked = [n for n in RAY_PORT_FIELDS
+                 if n not in self.picked_ports and s.port_given(n) and getattr(s, n) != record.ports.get(n)]
+        if asked:
+            return f"{', '.join(asked)} asked for differs from the recorded port"
+        if record.worker_gpus != s.worker_gpus:
+            return f"it has --gpus {record.worker_gpus}, asked for {s.worker_gpus}"
+        if record.ray_version != _ray_version():
+            return f"it runs Ray {record.ray_version}, this is Ray {_ray_version()}"
+        if record.jail_digest != leftover.jail_digest(self.node_env) or record.jail_env != self.node_env:
+            return "its task jail setup differs"
+        if record.node("head") is None or record.node("worker-1") is None:
+            return "the record lacks the head or the worker"
+        jailed = bool(self.node_env)
+        for node in record.nodes:
+            proc = leftover.process_of(node)
+            if proc is None:
+                return f"its {node.name} (pid {node.pid}) is gone or the pid is another process now"
+            if node.argv[:len(ray_start(jailed))] != ray_start(jailed):
+                return f"its {node.name} was not started as {' '.join(ray_start(jailed)[-3:])}"
+            if jailed and not leftover.raylet_uses_guard(proc, GUARD):
+                return f"the raylet of its {node.name} does not start workers through the worker guard"
+            if not leftover.env_matches(proc, self.node_env):
+                return f"its {node.name} runs without this task jail"
+        if record.session_dir is None or leftover.session_dir(self.temp_dir) != record.session_dir:
+            return "its Ray session is not the latest in the temp dir"
+        alive = {n["node_id"] for n in self._nodes_at(record.ports["ray_dashboard_port"]) if n.get("state") == "ALIVE"}
+        missing = [n.name for n in record.nodes if n.node_id not in alive]
+        if missing:
+            return f"Ray does not report {', '.join(missing)} alive"
+        return None
+
+    def _adopt(self, record: leftover.RayRecord) -> None:
+        for name, port in record.ports.items():
+            setattr(self.settings, name, port)
+        self.picked_ports = set()
+        for node in record.nodes:
+            rn = RayNode(node.name, node.argv, dict(self.node_env), self.log_dir / f"{node.name}.log",
+                         node_id=node.node_id, pid=node.pid, created=node.created, cmdline=node.cmdline)
+            if node.name == "head":
+                self.head = rn
+            else:
+                self.workers[node.name] = rn
+        self.adopted = True
+
+    def _nodes_at(self, dashboard_port: int) -> list[dict]:
+        try:
+            r = httpx.get(f"http://{HOST}:{dashboard_port}/api/v0/nodes", params={"limit": 10000}, timeout=5)
+            r.raise_for_status()
+            return r.json()["data"]["result"]["result"]
+        except (httpx.HTTPError, KeyError, ValueError):
+            return []
 
     def _nodes(self) -> list[dict]:
         try:
@@ -340,18 +466,30 @@ def spawn_node(node: RayNode) -> None:
         node.proc = subprocess.Popen(node.argv, env=env, stdin=subprocess.DEVNULL, stdout=out,
                                      stderr=subprocess.STDOUT, start_new_session=True)
     node.descendants = {}
+    node.pid = node.proc.pid
+    node.cmdline = []  # read once it runs (``record``): right after Popen the kernel may still show none
+    try:
+        node.created = psutil.Process(node.pid).create_time()
+    except psutil.Error:  # already gone: the wait for it reports why
+        node.created = None
 
 
 def stop_node(node: RayNode, grace_s: float = 15.0) -> None:
     """SIGTERM the ``ray start`` (it shuts its node down), then SIGKILL whatever of it is left."""
     snapshot_descendants(node)
     if node.running:
-        assert node.proc is not None
-        node.proc.send_signal(signal.SIGTERM)
-        try:
-            node.proc.wait(grace_s)
-        except subprocess.TimeoutExpired:
-            log.warning("Ray %s did not stop in %.0f s; killing it", node.name, grace_s)
+        if node.proc is not None:
+            node.proc.send_signal(signal.SIGTERM)
+            try:
+                node.proc.wait(grace_s)
+            except subprocess.TimeoutExpired:
+                log.warning("Ray %s did not stop in %.0f s; killing it", node.name, grace_s)
+        else:  # adopted: not our child, so wait on it through psutil
+            proc = leftover.process_of(node.record())
+            if proc is not None:
+                proc.send_signal(signal.SIGTERM)
+                if leftover.wait_exit([proc], grace_s):
+                    log.warning("Ray %s did not stop in %.0f s; killing it", node.name, grace_s)
     _kill_group(node, signal.SIGKILL)
     if node.proc is not None:
         node.proc.wait(10)
@@ -366,11 +504,10 @@ def _answers(url: str) -> bool:
 
 def snapshot_descendants(node: RayNode) -> None:
     """Remember every process below a node's ``ray start``: Ray workers and job drivers leave its group."""
-    if not node.running:
+    if not node.running or node.pid is None:
         return
-    assert node.proc is not None
     try:
-        children = psutil.Process(node.proc.pid).children(recursive=True)
+        children = psutil.Process(node.pid).children(recursive=True)
     except psutil.Error:
         return
     for child in children:
@@ -383,9 +520,10 @@ def snapshot_descendants(node: RayNode) -> None:
 def _kill_group(node: RayNode, sig: signal.Signals) -> None:
     """Signal a node's process group and the descendants seen before; never anything else."""
     snapshot_descendants(node)
-    if node.proc is not None:
+    if node.proc is not None or node.running:  # an adopted node's group only while it is still that process
+        assert node.pid is not None
         try:
-            os.killpg(node.proc.pid, sig)
+            os.killpg(node.pid, sig)
         except (ProcessLookupError, PermissionError):
             pass
     for pid, created in node.descendants.items():
@@ -395,6 +533,12 @@ def _kill_group(node: RayNode, sig: signal.Signals) -> None:
                 proc.send_signal(sig)
         except psutil.Error:
             pass
+
+
+def _ray_version() -> str:
+    from importlib.metadata import version
+
+    return version("ray")
 
 
 def _tail(path: Path, lines: int = 20) -> str:
@@ -431,8 +575,9 @@ class EmbeddedRay:
             self.cluster.start()
         finally:
             signal.signal(signal.SIGTERM, previous)
+        adopted = ", adopted from the previous run" if self.cluster.adopted else ""
         self.announce(f"Ray dashboard: {self.cluster.dashboard_url}  (GCS {self.cluster.gcs_address}, "
-                      f"logs {self.cluster.log_dir})")
+                      f"logs {self.cluster.log_dir}{adopted})")
 
     async def stop(self) -> None:
         self.cluster.stop()

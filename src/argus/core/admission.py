@@ -59,6 +59,10 @@ class AdmissionPolicy:
     max_gpus_per_node: int = 64
 
 
+# Entry points that need no GPU: Argus's CPU jobs and verl's checkpoint merger (`argus export`).
+CPU_ENTRIES = ("argus.jobs.", "verl.model_merger")
+
+
 @dataclass
 class Admitted:
     """An accepted spec: what to run (before the task id is known) and what to tell the user.
@@ -91,7 +95,7 @@ def admit(spec: TaskSpec, user: str, policy: AdmissionPolicy) -> Admitted | Reje
     else:
         admitted = _admit_basic(spec, user, policy, errors)
     if admitted is not None and admitted.entry_module is not None:
-        if spec.n_gpus_per_node == 0 and not admitted.entry_module.startswith("argus.jobs."):
+        if spec.n_gpus_per_node == 0 and not admitted.entry_module.startswith(CPU_ENTRIES):
             errors.append(
                 FieldError(
                     "n_gpus_per_node", 0,

@@ -15,11 +15,14 @@ nearly always the last Python exception printed before the exit, in one of a few
 
 :func:`failure_cause` reads those shapes and returns the exception line, or None when the
 text has no recognisable exception (the message then stays "exit code N").
+
+:func:`node_lost_message` does the same for a lost node: one line out of Ray's multi-line dump.
 """
 
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime
 
 TAIL_BYTES = 64 * 1024  # how much of the end of a log the monitor reads
 MAX_CAUSE_CHARS = 300
@@ -103,3 +106,46 @@ def _clip(line: str) -> str:
 def failure_message(exit_code: int, cause: str | None) -> str:
     """``exit code 1: ModuleNotFoundError: No module named 'transfer_queue'`` (or just ``exit code 1``)."""
     return f"exit code {exit_code}: {cause}" if cause else f"exit code {exit_code}"
+
+
+# Ray's account of a dead job supervisor (ray.exceptions.ActorDiedError, prefixed by the job manager):
+#   Job supervisor actor died: The actor died unexpectedly before finishing this task.
+#   \tclass_name: JobSupervisor / \tactor_id: … / \tpid: … / \tname: … / \tnamespace: … / \tip: 10.0.0.7
+#   The actor died because its node has died. Node Id: 5f1b…
+#   \tthe actor's node was terminated unexpectedly: health check failed due to missing too many heartbeats
+_NODE_ID = re.compile(r"Node Id: ([0-9a-fA-F]+)")
+_IP = re.compile(r"^\s*ip: (\S+)\s*$", re.MULTILINE)
+_NODE_FATE = re.compile(r"the actor's node was (.+)$", re.MULTILINE)
+NODE_ID_SHOWN = 12
+
+
+def node_lost_message(when: datetime, ray_message: str | None, *, node_id: str | None = None,
+                      hostname: str | None = None) -> str:
+    """One line for a lost node: which node, when, and Ray's reason (pure).
+
+    ``the driver's node w1 (5f1be0c3a5e0, 10.0.0.7) was lost at 2026-11-23 12:03:04 UTC: terminated
+    unexpectedly: health check failed due to missing too many heartbeats``. Ray's message is a
+    multi-line dump of the job supervisor actor (class, actor id, pid, namespace…); the full text
+    belongs in the task's timeline, not in its status line.
+    """
+    text = ray_message or ""
+    m = _NODE_ID.search(text)
+    node = (m.group(1) if m else None) or node_id
+    ip = _IP.search(text)
+    names = [n for n in (hostname, node[:NODE_ID_SHOWN] if node else None, ip.group(1) if ip else None) if n]
+    who = names[0] + (f" ({', '.join(names[1:])})" if names[1:] else "") if names else ""
+    line = f"the driver's node {who} was lost" if who else "the driver's node was lost"
+    line += f" at {when.astimezone(UTC).strftime('%Y-%m-%d %H:%M:%S')} UTC"
+    reason = _ray_reason(text)
+    return _clip(f"{line}: {reason}" if reason else line)
+
+
+def _ray_reason(text: str) -> str | None:
+    """Ray's words for why: the node's fate when Ray gives it, else the first line of its message."""
+    fate = _NODE_FATE.search(text)
+    if fate:
+        return fate.group(1).strip()
+    if "because its node has died" in text:
+        return "Ray reports its node dead"
+    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    return first.removeprefix("Job supervisor actor died:").strip() or None

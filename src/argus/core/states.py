@@ -32,6 +32,7 @@ class TerminationReason(StrEnum):
     SUBMIT_ERROR = "SUBMIT_ERROR"
     RAY_JOB_LOST = "RAY_JOB_LOST"
     SERVER_ERROR = "SERVER_ERROR"
+    LOG_WRITE_FAILED = "LOG_WRITE_FAILED"  # the job folder refused the log (full, read-only): task stopped
 
 
 TERMINAL: frozenset[TaskStatus] = frozenset({TaskStatus.SUCCEEDED, TaskStatus.FAILED, TaskStatus.CANCELED})

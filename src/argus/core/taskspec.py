@@ -160,7 +160,7 @@ def load_spec_document(text: str, content_type: str | None = None) -> dict[str, 
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1} column {mark.column + 1}" if mark else ""
         problem = getattr(exc, "problem", None) or str(exc)
-        return [FieldError("(body)", None, f"invalid YAML{where}: {problem}")]
+        return [FieldError("(body)", None, f"invalid YAML{where}: {problem}", line=mark.line + 1 if mark else None)]
     except (RecursionError, MemoryError):  # a last resort: the depth checks above should come first
         return [FieldError("(body)", None, _TOO_DEEP)]
     if not isinstance(doc, dict):

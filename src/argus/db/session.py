@@ -20,23 +20,30 @@ from sqlalchemy.orm import Session, sessionmaker
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 
 
-def make_engine(url: str, **kwargs: Any) -> Engine:
+DEFAULT_BUSY_TIMEOUT_S = 30.0
+
+
+def make_engine(url: str, *, busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S, **kwargs: Any) -> Engine:
+    """``busy_timeout_s``: how long a statement waits for another writer's lock before failing
+    (SQLite ``busy_timeout``; PostgreSQL ``lock_timeout``, unless the URL sets ``options``)."""
+    ms = max(1, int(busy_timeout_s * 1000))
     if url.startswith("sqlite"):
         path = url.split("///", 1)[-1]
         if path and path != ":memory:":
             Path(path).parent.mkdir(parents=True, exist_ok=True)
-        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30}, **kwargs)
-        event.listen(engine, "connect", _sqlite_pragmas)
+        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": busy_timeout_s}, **kwargs)
+        event.listen(engine, "connect", lambda conn, _record: _sqlite_pragmas(conn, ms))
         return engine
-    return create_engine(url, pool_pre_ping=True, **kwargs)
+    connect_args = {} if "options=" in url else {"options": f"-c lock_timeout={ms}"}
+    return create_engine(url, pool_pre_ping=True, connect_args=connect_args, **kwargs)
 
 
-def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+def _sqlite_pragmas(dbapi_conn: Any, busy_ms: int) -> None:
     cur = dbapi_conn.cursor()
     cur.execute("PRAGMA journal_mode=WAL")
     cur.execute("PRAGMA foreign_keys=ON")
     cur.execute("PRAGMA synchronous=NORMAL")
-    cur.execute("PRAGMA busy_timeout=30000")
+    cur.execute(f"PRAGMA busy_timeout={int(busy_ms)}")
     cur.close()
 
 
@@ -52,10 +59,20 @@ def migrate(engine: Engine) -> None:
 class Database:
     """Owns the engine and hands out short transactions."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S) -> None:
         self.url = url
-        self.engine = make_engine(url)
+        self.busy_timeout_s = busy_timeout_s
+        self.engine = make_engine(url, busy_timeout_s=busy_timeout_s)
         self._factory = sessionmaker(self.engine, expire_on_commit=False)
+
+    def sibling(self, *, busy_timeout_s: float) -> Database:
+        """The same database through its own engine with another busy timeout.
+
+        API requests wait briefly for a lock and answer 503 "database busy" (a client retries);
+        the scheduler's loops wait longer: they retry anyway, and nobody is waiting on a socket."""
+        if self.url.endswith(":memory:"):
+            return self  # a second engine would open a second, empty in-memory database
+        return Database(self.url, busy_timeout_s=busy_timeout_s)
 
     def migrate(self) -> None:
         migrate(self.engine)

@@ -21,7 +21,13 @@ Why it exists (ARCHITECTURE §2.4):
   (``bash -lc``, how advanced commands run) resets PATH in /etc/profile, so for those the
   command itself starts with the PATH assignment (bash still execs the last command).
 * ``status.json`` (node, host, ``CUDA_VISIBLE_DEVICES``, times, exit code) is replaced atomically,
-  so a reader never sees half a file.
+  so a reader never sees half a file; while the task runs its ``alive_at`` is refreshed every
+  ``HEARTBEAT_S``, so the monitor can tell a driver that stopped reporting.
+* A jobs folder that refuses writes (full, read-only, over quota, I/O errors) never stops the
+  output from being drained (runtime/tasklog.py): the driver keeps reading and counts what it
+  drops, stops the task, and exits ``EX_IOERR`` (74) saying why in ``status.json`` and in its last
+  stdout line, which Ray quotes in the job's message (core/log_write.py). A folder that refuses
+  writes before the task starts gets the same answer, and the task is not started.
 * It refuses to run a task outside its jail when the server asks for one (``--require-jail``):
   a worker without the Argus jail plugin would otherwise run user code with every home
   in reach. It is started with ``python -I``, so no user folder can shadow it.
@@ -29,14 +35,13 @@ Why it exists (ARCHITECTURE §2.4):
   Ray trainer whose rollout engine is missing fails at once, naming it (runtime/kernels.py).
 
 The exit status is the child's (128+N when a signal N killed it), so Ray's ``driver_exit_code`` is
-the task's.
+the task's — except 74 when the log could not be written (``status.json`` then keeps the child's).
 """
 
 from __future__ import annotations
 
 import argparse
 import ctypes
-import json
 import os
 import shlex
 import signal
@@ -49,14 +54,18 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from argus.core import log_write
 from argus.runtime import kernels
 from argus.runtime.jail import JAILED_ENV
+from argus.runtime.tasklog import StatusFile, TaskLog
 
 CHUNK = 64 * 1024
 # Ray stops a job with SIGTERM and sends SIGKILL after RAY_JOB_STOP_WAIT_TIME_S (3 s by default);
 # escalate a little earlier so the whole child group, not only the driver, is gone by then.
 KILL_GRACE_S = 2.5
 REWARD_BANNER_TIMEOUT_S = 120
+HEARTBEAT_S = 15.0  # status.json's alive_at is refreshed this often while the task runs
+POLL_S = 1.0  # how often the main thread looks up from waiting (heartbeat, a failed log)
 PR_SET_PDEATHSIG = 1
 
 
@@ -92,12 +101,6 @@ def ray_node_id() -> str | None:
         if pid <= 1:
             return None
     return None
-
-
-def write_status(path: Path, status: dict[str, Any]) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(status, indent=2) + "\n")
-    os.replace(tmp, path)
 
 
 def python_bin_dir(job_dir: Path, python: str) -> str:
@@ -145,17 +148,14 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
-def _pump(src: Any, log_file: Any, echo: Any) -> None:
-    """Copy the child's output to the log file and to our stdout as it comes, a chunk at a time."""
+def pump_output(src: Any, log: TaskLog) -> None:
+    """Copy the child's output to the log and our stdout as it comes, a chunk at a time, to its very end.
+
+    Whatever the disk does: ``TaskLog.write`` never raises, so the pipe is always drained.
+    """
     fd = src.fileno()
     while chunk := os.read(fd, CHUNK):
-        log_file.write(chunk)
-        log_file.flush()
-        try:
-            echo.write(chunk)
-            echo.flush()
-        except OSError:  # Ray's log gone (node shutting down): the shared log still gets everything
-            pass
+        log.write(chunk)
 
 
 def reward_banner(ns: argparse.Namespace, env: dict[str, str], job_dir: Path) -> bytes:
@@ -211,16 +211,12 @@ def preflight(ns: argparse.Namespace, job_dir: Path) -> tuple[list[str], list[st
 def run(ns: argparse.Namespace) -> int:
     started = time.monotonic()
     job_dir = ns.job_dir.resolve()
-    logs = job_dir / "logs"
-    logs.mkdir(parents=True, exist_ok=True)
+    sys.stdout.flush()
+    echo = open(sys.stdout.fileno(), "wb", buffering=0, closefd=False)  # noqa: SIM115 - fd 1 stays open
+    log = TaskLog(job_dir / "logs" / f"attempt-{ns.attempt}.log", job_dir, echo)
     env = dict(os.environ)
     argv, notes, refusal = preflight(ns, job_dir)
-    if ns.python:
-        bin_dir = python_bin_dir(job_dir, ns.python)
-        prefix = os.pathsep.join([bin_dir, os.path.dirname(ns.python)])
-        env["PATH"] = os.pathsep.join([prefix, env.get("PATH", "")])
-        argv = keep_path_in_login_shell(argv, prefix)
-    status: dict[str, Any] = {
+    status = StatusFile(job_dir / "status.json", {
         "attempt": ns.attempt,
         "hostname": socket.gethostname(),
         "node_id": ray_node_id(),
@@ -234,53 +230,87 @@ def run(ns: argparse.Namespace) -> int:
         "signal": None,
         "notes": notes,
         "error": refusal,
-    }
-    write_status(job_dir / "status.json", status)
-    echo = sys.stdout.buffer
-    with open(logs / f"attempt-{ns.attempt}.log", "ab", buffering=0) as log_file:
-        first = (f"[argus] attempt {ns.attempt} on {status['hostname']} (ray node {status['node_id'] or '?'}), "
-                 f"CUDA_VISIBLE_DEVICES={_gpus_shown(status['cuda_visible_devices'])}, "
-                 f"python3={ns.python or 'from PATH'}, cwd={job_dir}\n").encode()
-        first += "".join(f"[argus] {n}\n" for n in notes).encode()
-        log_file.write(first)
-        echo.write(first)
-        echo.flush()
-        if refusal:
-            msg = f"[argus] error: {refusal}\n".encode()
-            log_file.write(msg)
-            echo.write(msg)
-            code = 126
-        else:
-            code = _start(ns, argv, env, job_dir, log_file, echo, status)
-        last = f"[argus] exit code {code} after {time.monotonic() - started:.1f} s\n".encode()
-        log_file.write(last)
-        echo.write(last)
-        echo.flush()
-    status.update(finished_at=_now(), exit_code=code)
-    write_status(job_dir / "status.json", status)
+        "heartbeat_s": HEARTBEAT_S,  # the monitor warns when alive_at stops changing (a hung driver)
+        "alive_at": _now(),
+        "log_error": None,
+        "log_dropped_bytes": 0,
+        "log_dropped_lines": 0,
+    })
+    if not log.open():
+        return _log_failed(log, status, None)
+    failed = status.save()
+    if failed is not None:
+        log.fail(failed, job_dir)
+        return _log_failed(log, status, None)
+    if ns.python:
+        try:
+            bin_dir = python_bin_dir(job_dir, ns.python)
+        except OSError as exc:
+            if exc.errno not in log_write.STORAGE_ERRNOS:
+                raise  # not the disk (a file where the folder goes): the traceback says what
+            log.fail(exc, job_dir)
+            return _log_failed(log, status, None)
+        prefix = os.pathsep.join([bin_dir, os.path.dirname(ns.python)])
+        env["PATH"] = os.pathsep.join([prefix, env.get("PATH", "")])
+        argv = keep_path_in_login_shell(argv, prefix)
+    first = (f"[argus] attempt {ns.attempt} on {status.data['hostname']} (ray node {status.data['node_id'] or '?'}), "
+             f"CUDA_VISIBLE_DEVICES={_gpus_shown(status.data['cuda_visible_devices'])}, "
+             f"python3={ns.python or 'from PATH'}, cwd={job_dir}\n").encode()
+    first += "".join(f"[argus] {n}\n" for n in notes).encode()
+    log.write(first)
+    code: int | None = None
+    if refusal:
+        log.write(f"[argus] error: {refusal}\n".encode())
+        code = 126
+    elif not log.error:
+        log.write(reward_banner(ns, env, job_dir))
+        if not log.error:  # a log that fails before the task starts: do not start it
+            code = _start(ns, argv, env, job_dir, log, status)
+    if log.error:
+        return _log_failed(log, status, code)
+    log.write(f"[argus] exit code {code} after {time.monotonic() - started:.1f} s\n".encode())
+    log.close()
+    assert code is not None
+    status.save(finished_at=_now(), alive_at=_now(), exit_code=code)
     return code
 
 
-def _start(ns: argparse.Namespace, argv: list[str], env: dict[str, str], job_dir: Path, log_file: Any,
-           echo: Any, status: dict[str, Any]) -> int:
-    """The reward banner, then the task's command under supervision; its exit code."""
-    banner = reward_banner(ns, env, job_dir)
-    log_file.write(banner)
-    echo.write(banner)
+def _log_failed(log: TaskLog, status: StatusFile, code: int | None) -> int:
+    """The log could not be written: say why where the server can read it, and exit EXIT_CODE.
+
+    ``code`` is the task's own exit status (None: it never started); ``status.json`` keeps it.
+    The marker line is the last of our stdout: Ray quotes it in the failed job's message, the one
+    channel left when the jobs folder takes no write at all.
+    """
+    why = log.summary() + ("; the task was not started" if code is None else f"; the task was stopped (exit code {code})")
+    log.close()
+    status.save(finished_at=_now(), alive_at=_now(), exit_code=code, log_error=why,
+                log_dropped_bytes=log.dropped_bytes, log_dropped_lines=log.dropped_lines)
+    log.echo(log_write.marker_line(why).encode())
+    return log_write.EXIT_CODE
+
+
+def _start(ns: argparse.Namespace, argv: list[str], env: dict[str, str], job_dir: Path, log: TaskLog,
+           status: StatusFile) -> int:
+    """The task's command under supervision; its exit code."""
     try:
         child = subprocess.Popen(argv, cwd=job_dir, env=env, stdin=subprocess.DEVNULL,
                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                  process_group=0, preexec_fn=_die_with_parent)
     except OSError as e:
-        msg = f"[argus] cannot start {ns.argv[0]!r}: {e}\n".encode()
-        log_file.write(msg)
-        echo.write(msg)
+        log.write(f"[argus] cannot start {ns.argv[0]!r}: {e}\n".encode())
         return 127
-    return _supervise(child, log_file, echo, status)
+    return _supervise(child, log, status)
 
 
-def _supervise(child: subprocess.Popen[bytes], log_file: Any, echo: Any, status: dict[str, Any]) -> int:
-    """Wait for the child while pumping its output; forward stop signals to its whole group."""
+def _supervise(child: subprocess.Popen[bytes], log: TaskLog, status: StatusFile) -> int:
+    """Wait for the child while pumping its output; forward stop signals to its whole group.
+
+    A log that stops taking writes stops the task (SIGTERM to its group, SIGKILL after
+    ``KILL_GRACE_S``): unobservable, it would hold its GPUs for nothing. The pump reads on to the
+    end of the pipe meanwhile, so the child never blocks on its output. Every ``HEARTBEAT_S``
+    ``status.json`` gets a fresh ``alive_at``.
+    """
 
     def kill_group(sig: int) -> None:
         try:
@@ -288,18 +318,38 @@ def _supervise(child: subprocess.Popen[bytes], log_file: Any, echo: Any, status:
         except ProcessLookupError:
             pass
 
-    def forward(signum: int, _frame: object) -> None:
-        status["signal"] = signal.Signals(signum).name
-        kill_group(signum)
+    def stop(sig: int) -> None:
+        kill_group(sig)
         timer = threading.Timer(KILL_GRACE_S, kill_group, args=(signal.SIGKILL,))
         timer.daemon = True
         timer.start()
 
+    def forward(signum: int, _frame: object) -> None:
+        status.data["signal"] = signal.Signals(signum).name  # no lock: this may interrupt a save
+        stop(signum)
+
+    def log_failed(why: str) -> None:  # in the pump thread, once: no file system calls here
+        log.echo(f"[argus] {log_write.REASON}: {why}; stopping the task\n".encode())
+        stop(signal.SIGTERM)
+
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, forward)
-    pump = threading.Thread(target=_pump, args=(child.stdout, log_file, echo), daemon=True)
+    log.on_error = log_failed
+    pump = threading.Thread(target=pump_output, args=(child.stdout, log), daemon=True)
     pump.start()
-    code = child.wait()
+    beat, told = time.monotonic(), False
+    while True:
+        try:
+            code = child.wait(timeout=POLL_S)
+            break
+        except subprocess.TimeoutExpired:
+            pass
+        if time.monotonic() - beat >= HEARTBEAT_S or (log.error and not told):
+            beat, told = time.monotonic(), told or bool(log.error)
+            failed = status.save(alive_at=_now(), log_error=log.error, log_dropped_bytes=log.dropped_bytes,
+                                 log_dropped_lines=log.dropped_lines)
+            if failed is not None and not log.error:
+                log.write(f"[argus] cannot update status.json: {failed}\n".encode())
     kill_group(signal.SIGKILL)  # leftovers in the task's group (daemonised helpers) die with it
     pump.join(timeout=5)
     for sig in (signal.SIGTERM, signal.SIGINT):

@@ -11,10 +11,11 @@ from __future__ import annotations
 from sqlalchemy import select
 
 from argus.cluster.types import ClusterUnavailable, RayJobStatus
+from argus.core import accounting
 from argus.core.states import TaskStatus, TerminationReason
 from argus.db.models import TaskModel
 from argus.errors import Conflict
-from argus.scheduler.common import ACTOR, LoopContext, attempt_by_sid, log
+from argus.scheduler.common import ACTOR, LoopContext, attempt_by_sid, close_attempt, log
 from argus.services.tasks import switch_task_status
 
 
@@ -69,5 +70,6 @@ class CancelTasks:
                 att.exit_code = info.driver_exit_code if info is not None else None
                 att.termination_reason = TerminationReason.USER_CANCELED.value
                 att.message = note
-                att.finished_at = ctx.now()
+                close_attempt(s, att, accounting.end_time(info.end_time_ms if info is not None else None, None,
+                                                          started=att.started_at, now=ctx.now()))
         return 1

@@ -23,6 +23,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from argus.cluster.types import JobsBackend, NodeInventory
+from argus.core import accounting
 from argus.core.paths import DataLayout
 from argus.core.states import LIVE_ATTEMPT, TERMINAL, TaskStatus
 from argus.db.models import TaskAttemptModel, TaskModel, utcnow
@@ -83,6 +84,21 @@ def attempt_by_sid(session: Session, sid: str) -> TaskAttemptModel | None:
 
 
 user_of = user_name_of  # the scheduler's name for the one lookup services.tasks owns
+
+
+def close_attempt(session: Session, att: TaskAttemptModel, end: datetime) -> None:
+    """Stamp an attempt's end and what it cost (accounting: GPU- or CPU-seconds, ``core.accounting``).
+
+    Every place that ends an attempt calls this, so no attempt ends without its figure. An
+    attempt that never ran (no ``started_at``) costs 0. ``end``: when it really ended
+    (:func:`accounting.end_time`), which after a restart is earlier than now.
+    """
+    att.finished_at = att.finished_at or end
+    task = session.get(TaskModel, att.task_id)
+    if task is None:
+        return
+    att.resource_kind = accounting.kind(task.n_gpus_per_node)
+    att.resource_seconds = accounting.seconds(task.nnodes, task.n_gpus_per_node, att.started_at, att.finished_at)
 
 
 def job_dir(ctx: LoopContext, user: str, task_id: str) -> Path:

@@ -17,21 +17,29 @@ which users cannot reach. For such a failure (non-zero exit, attempt log empty o
 monitor asks Ray once for the tail of that log (one bounded HTTP call, only for these failures)
 and copies it into the attempt's log, marked as copied from Ray, before recording the end;
 the cause is then read from it as from any log, and ``argus logs`` shows it.
+
+A driver whose job folder refused its log exits 74 and says why (core/log_write.py):
+``LOG_WRITE_FAILED`` with that reason. A lost node's message is one line (node, when, Ray's
+reason); Ray's multi-line account of the dead supervisor actor goes to the event only. A RUNNING
+task whose driver stops refreshing ``status.json`` gets a warning message and event
+(``DRIVER_SILENCE_S``), and is left running.
 """
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
-from sqlalchemy import select
+from sqlalchemy import select, update
+from sqlalchemy.orm.attributes import set_committed_value
 
 from argus.cluster.types import ClusterUnavailable, JobInfo, RayJobStatus
-from argus.core.failures import TAIL_BYTES, failure_cause, failure_message
+from argus.core import accounting, log_write
+from argus.core.failures import TAIL_BYTES, failure_cause, failure_message, node_lost_message
 from argus.core.states import TaskStatus, TerminationReason
-from argus.db.models import TaskAttemptModel, TaskModel
+from argus.db.models import TaskAttemptModel, TaskEventModel, TaskModel
 from argus.errors import Conflict
 from argus.scheduler.common import (
     ACTOR,
@@ -39,6 +47,7 @@ from argus.scheduler.common import (
     TERMINAL_VALUES,
     LoopContext,
     attempt_by_sid,
+    close_attempt,
     log,
     log_path,
     read_driver_status,
@@ -58,6 +67,7 @@ SETUP_ERRORS = {
 INFRA = {TerminationReason.NODE_LOST, TerminationReason.RAY_JOB_LOST}
 RAY_LOG_TIMEOUT_S = 5.0  # the one HTTP call for a driver that died before writing its log
 FRESH_S = 10.0  # a task that started this recently may end soon: poll it faster
+SILENT = "the driver has not reported"  # how a silence warning starts (to find and clear it)
 
 
 @dataclass(frozen=True)
@@ -68,6 +78,7 @@ class Outcome:
     exit_code: int | None = None
     stop: bool = False  # stop the Ray job (it may still hold a node or a PENDING slot)
     resubmit: bool = False  # Ray does not know a SUBMITTED id: submit it again with the same id
+    detail: str | None = None  # the full story for the task's timeline (Ray's multi-line message)
 
 
 NOTHING = Outcome(None)
@@ -102,7 +113,8 @@ def classify(
     if info.status == RayJobStatus.RUNNING:
         if node_dead:
             return Outcome(TaskStatus.FAILED, TerminationReason.NODE_LOST,
-                           f"worker node {info.driver_node_id} died", stop=True)
+                           node_lost_message(now, "Ray reports the node dead", node_id=info.driver_node_id,
+                                             hostname=_str(driver.get("hostname"))), stop=True)
         return Outcome(TaskStatus.RUNNING) if status == TaskStatus.SUBMITTED else NOTHING
     exit_code = info.driver_exit_code
     if exit_code is None and isinstance(driver.get("exit_code"), int):
@@ -115,7 +127,15 @@ def classify(
     # FAILED
     detail = f": {info.message.strip()}" if info.message and info.message.strip() else ""
     if info.error_type in NODE_DEATH or node_dead:
-        return Outcome(TaskStatus.FAILED, TerminationReason.NODE_LOST, f"the driver's node was lost{detail}")
+        when = datetime.fromtimestamp(info.end_time_ms / 1000, UTC) if info.end_time_ms else now
+        return Outcome(TaskStatus.FAILED, TerminationReason.NODE_LOST,
+                       node_lost_message(when, info.message, node_id=info.driver_node_id,
+                                         hostname=_str(driver.get("hostname"))),
+                       detail=info.message.strip() if info.message and info.message.strip() else None)
+    log_failure = log_write.failure_reason(info.driver_exit_code, driver.get("log_error"), info.message)
+    if log_failure:
+        return Outcome(TaskStatus.FAILED, TerminationReason.LOG_WRITE_FAILED, log_write.task_message(log_failure),
+                       exit_code=exit_code)
     if exit_code is not None and exit_code != 0:
         return Outcome(TaskStatus.FAILED, TerminationReason.EXIT_NONZERO, f"exit code {exit_code}",
                        exit_code=exit_code)
@@ -125,6 +145,11 @@ def classify(
         return Outcome(TaskStatus.FAILED, TerminationReason.SUBMIT_ERROR, f"Ray could not start the job{detail}")
     return Outcome(TaskStatus.FAILED, TerminationReason.SERVER_ERROR, f"the Ray job failed{detail}",
                    exit_code=exit_code)
+
+
+def _str(value: object) -> str | None:
+    """A ``status.json`` field (the task can write that file) used only if it is a non-empty string."""
+    return value if isinstance(value, str) and value else None
 
 
 def with_log_cause(out: Outcome, home: Path, path: Path, fallback: str | None = None) -> Outcome:
@@ -152,7 +177,9 @@ def with_log_cause(out: Outcome, home: Path, path: Path, fallback: str | None = 
 def died_before_logging(info: JobInfo | None, dead: frozenset[str]) -> bool:
     """Could this be a driver that never wrote its log? A non-zero exit Ray saw (not a lost node)."""
     return (info is not None and info.status == RayJobStatus.FAILED and info.driver_exit_code not in (None, 0)
-            and info.error_type not in NODE_DEATH and info.driver_node_id not in dead)
+            and info.error_type not in NODE_DEATH and info.driver_node_id not in dead
+            # the driver said its job folder refuses writes: Ray's message has the reason, copying cannot work
+            and log_write.failure_reason(info.driver_exit_code, None, info.message) is None)
 
 
 def log_is_empty(home: Path, path: Path) -> bool:
@@ -171,6 +198,9 @@ class MonitorActiveTasks:
         # SUBMITTED tasks, and tasks that started in the last FRESH_S, seen by the last pass: the runner
         # polls faster while > 0 (starts and short tasks' ends show at once; long runs cost no extra polls)
         self.starting = 0
+        # RUNNING task id -> (the driver's last ``alive_at``, when this server first saw that value):
+        # measured on the server's clock, so a worker's clock skew cannot fake a silence
+        self.heard: dict[str, tuple[object, datetime]] = {}
 
     def run_once(self) -> int:
         """One pass over SUBMITTED/RUNNING tasks; returns how many changed."""
@@ -196,6 +226,8 @@ class MonitorActiveTasks:
                     raise
                 except Exception:  # noqa: BLE001 - one odd job must not stall every other task
                     log.exception("monitor: checking %s failed", row.submission_id)
+            running = {r.id for r in rows if r.status == TaskStatus.RUNNING.value}
+            self.heard = {k: v for k, v in self.heard.items() if k in running}
             self._sweep_orphans()
             self.janitor.run_once()
         except ClusterUnavailable as exc:
@@ -228,6 +260,8 @@ class MonitorActiveTasks:
                 pass
             elif out.status is None:
                 self._update_attempt(s, sid, info, driver, None)
+                if status == TaskStatus.RUNNING and info is not None and info.status == RayJobStatus.RUNNING:
+                    self._watch_heartbeat(s, task, driver)
                 return 0
             else:
                 return self._apply(s, task, sid, info, driver, out)
@@ -236,6 +270,46 @@ class MonitorActiveTasks:
 
         resubmit_same_id(ctx, task_id, sid)
         return 0
+
+    def _watch_heartbeat(self, s, task: TaskModel, driver: dict) -> None:
+        """Say so (message + timeline event, once) when a RUNNING task's driver stops refreshing ``status.json``.
+
+        The driver rewrites ``alive_at`` every 15 s; when it stays the same for ``DRIVER_SILENCE_S``
+        while Ray says RUNNING, the driver is hung (a dead NFS mount, a frozen node Ray has not
+        noticed) or cannot write its job folder. The task is not stopped: a hung mount may recover,
+        and only a person can tell. A driver that reports again replaces the warning with "the
+        driver reports again" (message and timeline). Drivers from before the heartbeat (no
+        ``heartbeat_s`` in their status.json) are not judged.
+        """
+        limit = self.ctx.settings.driver_silence_s
+        if limit <= 0 or (driver and "heartbeat_s" not in driver):
+            return
+        mark, now = driver.get("alive_at"), self.ctx.now()
+        seen = self.heard.get(task.id)
+        if seen is None or seen[0] != mark:
+            self.heard[task.id] = (mark, now)
+            if seen is not None and (task.status_message or "").startswith(SILENT):
+                self._note(s, task, "the driver reports again", "the driver reports again")
+            return
+        if (now - seen[1]).total_seconds() < limit or (task.status_message or "").startswith(SILENT):
+            return
+        last = f"last at {log_write.one_line(mark)[:40]}" if isinstance(mark, str) else "no status.json for this attempt"
+        text = (f"{SILENT} for over {limit:g} s ({last}) while Ray says RUNNING: its node may be hung or its "
+                f"job folder unwritable; the task is left running")
+        if self._note(s, task, text, text):
+            log.warning("task %s: %s", task.id, text)
+
+    def _note(self, s, task: TaskModel, message: str, event: str) -> bool:
+        """Set a RUNNING task's message without a status change, plus a timeline event; False if it moved on."""
+        now = self.ctx.now()
+        done = s.execute(update(TaskModel).where(TaskModel.id == task.id, TaskModel.status == TaskStatus.RUNNING.value)
+                         .values(status_message=message, updated_at=now))
+        if done.rowcount != 1:
+            return False
+        set_committed_value(task, "status_message", message)
+        s.add(TaskEventModel(task_id=task.id, at=now, from_status=TaskStatus.RUNNING.value,
+                             to_status=TaskStatus.RUNNING.value, reason=None, message=event, actor=ACTOR))
+        return True
 
     def _copy_ray_log(self, task_id: str, sid: str) -> str | None:
         """Ray's driver log, copied into the attempt's log when the driver left that empty; or None.
@@ -293,6 +367,7 @@ class MonitorActiveTasks:
                 log.warning("stopping %s failed (%s); recording the outcome anyway", sid, exc)
         try:
             switch_task_status(s, task, target, actor=ACTOR, reason=out.reason, message=message,
+                               event_message=f"{message}\nRay's message:\n{out.detail}" if out.detail else None,
                                **({"pending_reason": "retrying after an infrastructure failure"} if retry else {}))
         except Conflict:
             return 0
@@ -313,16 +388,21 @@ class MonitorActiveTasks:
                 att.gpus = {**(att.gpus or {}), "visible": driver.get("cuda_visible_devices")}
         if info is not None and info.driver_node_id and not att.node_id:
             att.node_id = info.driver_node_id
+        # when it started: the driver's own start when the server saw it late (it was down), else now
+        started = att.started_at or accounting.start_time(driver, created=att.created_at, now=now)
         if info is not None and info.status == RayJobStatus.RUNNING and att.status != TaskStatus.RUNNING.value:
             att.status = TaskStatus.RUNNING.value
-            att.started_at = att.started_at or now
+            att.started_at = started
         if out is not None and out.status is not None:
             ended = out.status != TaskStatus.RUNNING
             att.status = out.status.value if ended else TaskStatus.RUNNING.value
             if out.status == TaskStatus.RUNNING:
-                att.started_at = att.started_at or now
+                att.started_at = started
             if ended:
-                att.finished_at = now
+                if att.started_at is None and driver.get("started_at"):
+                    att.started_at = started  # it ran and ended while the server was not looking
+                close_attempt(s, att, accounting.end_time(info.end_time_ms if info is not None else None, driver,
+                                                          started=att.started_at, now=now))
                 att.exit_code = out.exit_code
                 att.termination_reason = out.reason.value if out.reason else None
                 att.message = message or out.message
@@ -351,5 +431,6 @@ class MonitorActiveTasks:
                 if att is not None:
                     att.status = TaskStatus.CANCELED.value if info is None or info.status == RayJobStatus.STOPPED \
                         else info.status.value
-                    att.finished_at = att.finished_at or ctx.now()
+                    close_attempt(s, att, accounting.end_time(info.end_time_ms if info is not None else None, None,
+                                                              started=att.started_at, now=ctx.now()))
                     att.termination_reason = att.termination_reason or TerminationReason.USER_CANCELED.value

@@ -6,10 +6,14 @@ table-testable and lets the benchmark time it with 10 000 tasks.
 
 Rules (ARCHITECTURE §2):
 
-* **Order**: priority (higher first), then per-user fair share — the user holding fewer
-  GPUs (then fewer tasks) goes first — then age. Fair share is re-evaluated after every
-  task this pass starts, so two users' equal tasks interleave instead of the older
-  user's backlog draining first.
+* **Order**: per-user fair share first — the user with the least recent usage in the
+  task's pool (decayed GPU-seconds, or CPU-seconds for CPU jobs; Slurm's fair-share
+  factor, see :mod:`argus.scheduler.fairshare`) — then priority (higher first), then age.
+  A user's own tasks keep their order (priority, then age). Priority is set by the task's
+  owner, so it orders their own tasks and breaks ties between users of equal usage, but it
+  cannot buy a bigger share. Usage is re-evaluated after every task this pass starts
+  (a started task is charged ``HELD_CHARGE_S`` in advance), so the users' tasks interleave
+  instead of one backlog draining first.
 * **Gang fit**: a task needs ``nnodes`` slots of ``n_gpus_per_node`` GPUs; a node with
   ``f`` free GPUs offers ``f // n_gpus_per_node`` slots (Ray may put two of verl's
   per-node placement groups on one big node). Free GPUs per node are the *smaller* of
@@ -21,7 +25,15 @@ Rules (ARCHITECTURE §2):
   would over-submit and Ray's PENDING fails after 900 s.
 * **CPU jobs** (``n_gpus_per_node == 0``, e.g. ``argus.jobs.doctor``) fit whenever an
   alive worker node exists: drivers share worker nodes.
-* **Limits**: ``max_running_tasks`` overall and per user count held tasks.
+* **Limits**: ``max_running_tasks`` overall and per user count held tasks; a user's GPU
+  limit counts the GPUs their held tasks hold (``nnodes × n_gpus_per_node``). Each user's
+  own limits (set by an admin) replace the platform defaults; 0 or None means no limit.
+  A user's tasks keep their order under a limit, as in Slurm: when the user's next GPU
+  task would go over their GPU limit, it and every later GPU task of that user wait
+  ("user limit: 16 GPUs held, this task needs 8 (max 16)"), so a small task cannot
+  overtake the same user's big one; other users' tasks still start, and the user's CPU
+  jobs (which hold no GPU) are not held back. A task that needs more GPUs than the limit
+  itself could never start: it says so and does not block the user's other tasks.
 * **Head of line**: the first task (in the order above) that is blocked *only by GPUs*
   and could fit the cluster when empty gets a **reservation**: the ``nnodes`` nodes
   closest to satisfying it are held back, so smaller tasks behind it may backfill only
@@ -36,9 +48,11 @@ from __future__ import annotations
 
 import heapq
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from argus.scheduler.fairshare import HELD_CHARGE_S, Usage, rate
 
 
 @dataclass(frozen=True)
@@ -71,9 +85,27 @@ class NodeState:
 
 
 @dataclass(frozen=True)
+class UserLimits:
+    """One user's own limits, set by an admin; None: the platform default applies."""
+
+    max_gpus: int | None = None
+    max_running: int | None = None
+
+
+@dataclass(frozen=True)
 class Limits:
     max_running: int
-    max_running_per_user: int
+    max_running_per_user: int  # default per user; 0: no limit
+    max_gpus_per_user: int = 0  # default per user; 0: no limit
+    users: Mapping[str, UserLimits] = field(default_factory=dict)
+
+    def running_limit(self, user: str) -> int:
+        own = self.users.get(user)
+        return own.max_running if own is not None and own.max_running is not None else self.max_running_per_user
+
+    def gpu_limit(self, user: str) -> int:
+        own = self.users.get(user)
+        return own.max_gpus if own is not None and own.max_gpus is not None else self.max_gpus_per_user
 
 
 @dataclass(frozen=True)
@@ -156,9 +188,14 @@ def plan(
     nodes: Sequence[NodeState],
     limits: Limits,
     *,
+    usage: Mapping[str, Usage] | None = None,
     cluster_error: str | None = None,
 ) -> Plan:
-    """Decide which queued tasks start now (with their nodes) and why every other one waits."""
+    """Decide which queued tasks start now (with their nodes) and why every other one waits.
+
+    ``usage``: each user's decayed past usage (:class:`fairshare.Usage`, running attempts
+    counted up to now); a user missing from it has none.
+    """
     out = Plan()
     if cluster_error is not None:
         out.pending = {t.task_id: f"Ray cluster unreachable: {cluster_error}" for t in queued}
@@ -171,9 +208,13 @@ def plan(
     running = len(held)
     per_user_tasks: dict[str, int] = defaultdict(int)
     per_user_gpus: dict[str, int] = defaultdict(int)
+    gpu_blocked: dict[str, str] = {}  # user → why their remaining GPU tasks wait (kept in the user's order)
+    charged: dict[str, Usage] = defaultdict(Usage)  # past usage + the advance charge of held tasks
+    charged.update(usage or {})
     for t in held:
         per_user_tasks[t.user] += 1
         per_user_gpus[t.user] += t.nnodes * t.gpus_per_node
+        charged[t.user] = charged[t.user].plus(t.gpus_per_node, rate(t.nnodes, t.gpus_per_node) * HELD_CHARGE_S)
 
     by_user: dict[str, list[QueuedTask]] = defaultdict(list)
     for t in queued:
@@ -182,7 +223,7 @@ def plan(
         tasks.sort(key=lambda t: (-t.priority, t.created_at, t.task_id), reverse=True)  # pop() = next
 
     def entry(t: QueuedTask) -> tuple[Any, ...]:
-        return (-t.priority, per_user_gpus[t.user], per_user_tasks[t.user], t.created_at, t.task_id)
+        return (charged[t.user].of(t.gpus_per_node), -t.priority, t.created_at, t.task_id)
 
     heap = [(*entry(ts[-1]), user) for user, ts in by_user.items()]
     heapq.heapify(heap)
@@ -210,12 +251,21 @@ def plan(
         if running >= limits.max_running:
             wait_all(None, f"cluster limit: {plural(limits.max_running, 'running task')}")
             break
-        if per_user_tasks[user] >= limits.max_running_per_user:
-            wait_all(user, f"user limit: {plural(limits.max_running_per_user, 'running task')}")
+        max_tasks = limits.running_limit(user)
+        if 0 < max_tasks <= per_user_tasks[user]:
+            wait_all(user, f"user limit: {plural(max_tasks, 'running task')}")
             continue
         by_user[user].pop()
         placed: tuple[str, ...] | None = None
-        if not alive:
+        over = _over_gpu_limit(t, per_user_gpus[user], limits.gpu_limit(user))
+        if t.gpus_per_node > 0 and user in gpu_blocked:
+            out.pending[t.task_id] = gpu_blocked[user]
+        elif over is not None:
+            out.pending[t.task_id] = over
+            if t.nnodes * t.gpus_per_node <= limits.gpu_limit(user):  # it will fit once the user's tasks end
+                gpu_blocked[user] = (f"user limit: {plural(per_user_gpus[user], 'GPU')} held "
+                                     f"(max {limits.gpu_limit(user)}); {t.task_id} of the same user waits first")
+        elif not alive:
             out.pending[t.task_id] = "no worker nodes in the Ray cluster"
         elif t.gpus_per_node <= 0:
             placed = ()
@@ -241,9 +291,21 @@ def plan(
             running += 1
             per_user_tasks[user] += 1
             per_user_gpus[user] += t.nnodes * t.gpus_per_node
+            charged[user] = charged[user].plus(t.gpus_per_node, rate(t.nnodes, t.gpus_per_node) * HELD_CHARGE_S)
         if by_user[user]:
             heapq.heappush(heap, (*entry(by_user[user][-1]), user))
     return out
+
+
+def _over_gpu_limit(t: QueuedTask, held_gpus: int, limit: int) -> str | None:
+    """Why the user's GPU limit keeps ``t`` waiting, or None (CPU job, no limit, or it fits)."""
+    need = t.nnodes * t.gpus_per_node
+    if t.gpus_per_node <= 0 or limit <= 0 or held_gpus + need <= limit:
+        return None
+    if need > limit:
+        return (f"user limit: this task needs {plural(need, 'GPU')}, more than the user's limit of {limit} "
+                f"(it cannot start until an admin raises the limit)")
+    return f"user limit: {plural(held_gpus, 'GPU')} held, this task needs {need} (max {limit})"
 
 
 def _closest_nodes(t: QueuedTask, totals: dict[str, int], free: dict[str, int]) -> list[str]:

@@ -20,6 +20,7 @@ from argus.scheduler.common import LoopContext, log
 from argus.scheduler.monitor import MonitorActiveTasks
 from argus.scheduler.recover import RecoverOnStart
 from argus.scheduler.submit import SubmitQueuedTasks
+from argus.services import telemetry
 
 
 class SchedulerRunner:
@@ -67,6 +68,7 @@ class SchedulerRunner:
                 self.run_pass()
             except Exception:  # noqa: BLE001 - logged; the next pass retries
                 log.exception("scheduler pass failed")
+            telemetry.SCHEDULER_PASS.observe(time.monotonic() - started)
             self._wake.wait(max(0.0, self.next_tick() - (time.monotonic() - started)))
             self._wake.clear()
 
@@ -86,11 +88,14 @@ class SchedulerComponent:
 
     name = "scheduler"
 
-    def __init__(self, runner: SchedulerRunner) -> None:
+    def __init__(self, runner: SchedulerRunner, *, owns_db: bool = False) -> None:
         self.runner = runner
+        self.owns_db = owns_db  # the loops' own engine (wiring.build_scheduler): closed with them
 
     async def start(self) -> None:
         self.runner.start()
 
     async def stop(self) -> None:
         await asyncio.to_thread(self.runner.stop)
+        if self.owns_db:
+            self.runner.ctx.db.dispose()

@@ -10,22 +10,24 @@ submitted — Ray's own queue fails a PENDING job after 900 s and cannot say why
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
-from sqlalchemy import bindparam, select, update
+from sqlalchemy import bindparam, or_, select, update
 
 from argus.cluster.types import ClusterUnavailable, JobAlreadyExists, JobInfo, WorkerNode
 from argus.core.gpu_binding import driver_gpus
 from argus.core.states import ACTIVE, TaskStatus, TerminationReason
-from argus.db.models import TaskAttemptModel, TaskModel
+from argus.db.models import TaskAttemptModel, TaskModel, UserModel, utcnow
 from argus.errors import Conflict
 from argus.scheduler import policy
+from argus.scheduler.autoresume import resume_after_node_loss
 from argus.scheduler.common import (
     ACTOR,
     UNCONFIRMED,
     LoopContext,
     attempt_by_sid,
+    close_attempt,
     current_attempt,
     driver_argv,
     entrypoint,
@@ -34,6 +36,8 @@ from argus.scheduler.common import (
     submission_id,
     user_of,
 )
+from argus.scheduler.usage import UsageLedger
+from argus.services import telemetry
 from argus.services.tasks import switch_task_status
 
 FOREIGN_SLACK_S = 60.0  # clock slack between this server and the Ray head
@@ -44,6 +48,7 @@ class Snapshot:
     queued: list[policy.QueuedTask]
     held: list[policy.HeldTask]
     reasons: dict[str, str | None]
+    user_limits: dict[str, policy.UserLimits] = field(default_factory=dict)
 
 
 def load_snapshot(ctx: LoopContext) -> Snapshot:
@@ -61,6 +66,10 @@ def load_snapshot(ctx: LoopContext) -> Snapshot:
                        & (TaskAttemptModel.attempt == TaskModel.attempts))
             .where(TaskModel.status.in_([st.value for st in ACTIVE]))
         ).all()
+        own_limits = s.execute(  # the few users an admin gave limits of their own
+            select(UserModel.id, UserModel.max_gpus, UserModel.max_running_tasks)
+            .where(or_(UserModel.max_gpus.is_not(None), UserModel.max_running_tasks.is_not(None)))
+        ).all()
     queued = [policy.QueuedTask(r.id, str(r.user_id), r.priority, r.created_at, r.nnodes, r.n_gpus_per_node)
               for r in rows]
     held = []
@@ -70,7 +79,8 @@ def load_snapshot(ctx: LoopContext) -> Snapshot:
         if r.n_gpus_per_node == 0:
             placed = ()
         held.append(policy.HeldTask(r.id, str(r.user_id), r.nnodes, r.n_gpus_per_node, placed))
-    return Snapshot(queued, held, {r.id: r.pending_reason for r in rows})
+    user_limits = {str(r.id): policy.UserLimits(r.max_gpus, r.max_running_tasks) for r in own_limits}
+    return Snapshot(queued, held, {r.id: r.pending_reason for r in rows}, user_limits)
 
 
 def node_states(nodes: list[WorkerNode]) -> list[policy.NodeState]:
@@ -80,6 +90,7 @@ def node_states(nodes: list[WorkerNode]) -> list[policy.NodeState]:
 class SubmitQueuedTasks:
     def __init__(self, ctx: LoopContext) -> None:
         self.ctx = ctx
+        self.usage = UsageLedger(ctx.settings.fairshare_half_life_s)  # rebuilt from the DB after a restart
 
     def run_once(self) -> int:
         """One pass; returns how many tasks were handed to Ray."""
@@ -94,8 +105,11 @@ class SubmitQueuedTasks:
         snap = load_snapshot(ctx)
         if not snap.queued:
             return 0
-        limits = policy.Limits(ctx.settings.max_running_tasks, ctx.settings.max_running_tasks_per_user)
-        plan = policy.plan(snap.queued, snap.held, node_states(nodes), limits, cluster_error=error)
+        limits = policy.Limits(ctx.settings.max_running_tasks, ctx.settings.max_running_tasks_per_user,
+                               ctx.settings.max_gpus_per_user, snap.user_limits)
+        with ctx.db.session() as s:
+            usage = self.usage.read(s, ctx.now())
+        plan = policy.plan(snap.queued, snap.held, node_states(nodes), limits, usage=usage, cluster_error=error)
         self._record_reasons(plan.pending, snap.reasons)
         submitted = 0
         for placement in plan.placements:
@@ -149,6 +163,7 @@ class SubmitQueuedTasks:
                                        gpus=gpus, created_at=ctx.now())
                 s.add(att)
                 task.attempts = n
+                resume_after_node_loss(ctx, s, task, user_of(s, task), n)  # same transaction: same argv on resubmit
             user = user_of(s, task)
             sid, attempt, created_at = att.submission_id, att.attempt, att.created_at
             argv = driver_argv(ctx, user, task, attempt)
@@ -181,7 +196,7 @@ class SubmitQueuedTasks:
             att = attempt_by_sid(s, sid)
             if att is not None:
                 att.status, att.termination_reason, att.message = "FAILED", TerminationReason.SUBMIT_ERROR, message
-                att.finished_at = self.ctx.now()
+                close_attempt(s, att, self.ctx.now())
             if task is not None and task.status == TaskStatus.QUEUED.value:
                 try:
                     switch_task_status(s, task, TaskStatus.FAILED, actor=ACTOR,
@@ -213,6 +228,9 @@ def mark_submitted(ctx: LoopContext, task_id: str, sid: str, message: str) -> bo
                 ok = False
         if ok and att is not None:
             att.status = TaskStatus.SUBMITTED.value
+        first_wait = (task.workload, (utcnow() - task.created_at).total_seconds()) if ok and task.attempts == 1 else None
+    if first_wait is not None:  # committed: a first submission ends the queue wait (retries are not waits)
+        telemetry.observe_queue_wait(*first_wait)
     if not ok:
         # Canceled (or otherwise moved) while we talked to Ray: the monitor's orphan sweep marks the
         # attempt once Ray confirms the stop; stop it now so it never runs unattended.
@@ -290,4 +308,4 @@ def _abandon(ctx: LoopContext, sid: str) -> None:
         if att is not None and att.status == UNCONFIRMED:
             att.status, att.termination_reason = "FAILED", TerminationReason.SUBMIT_ERROR.value
             att.message = "submission id already used by another Ray job"
-            att.finished_at = ctx.now()
+            close_attempt(s, att, ctx.now())

@@ -25,6 +25,8 @@ from argus.settings import Settings
 
 log = logging.getLogger(__name__)
 
+SCHEDULER_BUSY_TIMEOUT_S = 30.0
+
 
 def ray_endpoints(settings: Settings) -> tuple[str, str]:
     """(GCS address for drivers' RAY_ADDRESS, dashboard URL for the Jobs API and the inventory)."""
@@ -54,7 +56,9 @@ def build_scheduler(db: Database, settings: Settings, *, jobs: JobsBackend | Non
         log.warning("tasks run WITHOUT a jail (task_jail=%s%s): any task can read every home on its node; "
                     "apt-get install bubblewrap", settings.task_jail,
                     "" if settings.task_jail == "off" else ", bubblewrap is not installed")
-    runner = SchedulerRunner(LoopContext(db=db, settings=settings, jobs=jobs, inventory=inventory,
+    # its own engine: the API's requests give up on a held lock after seconds (503), the loops wait longer
+    loop_db = db.sibling(busy_timeout_s=SCHEDULER_BUSY_TIMEOUT_S)
+    runner = SchedulerRunner(LoopContext(db=loop_db, settings=settings, jobs=jobs, inventory=inventory,
                                          ray_address=ray_address or gcs, jail_key=jail_key))
     inv = inventory
-    return Scheduler(runner, SchedulerComponent(runner), lambda: nodes_view(db, inv))
+    return Scheduler(runner, SchedulerComponent(runner, owns_db=loop_db is not db), lambda: nodes_view(db, inv))

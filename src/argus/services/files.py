@@ -34,6 +34,7 @@ import secrets
 import shutil
 import stat
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,10 +43,10 @@ from sqlalchemy.orm import Session
 
 from argus.db.models import UserModel
 from argus.errors import ArgusError, ClientError, Conflict, Forbidden, NotFound
-from argus.services.fs_paths import PART_PREFIX, SHARED, Area, ConfinedPaths, os_errors
+from argus.services.fs_paths import PART_PREFIX, RESUME_TTL_S, SHARED, Area, ConfinedPaths, os_errors
 from argus.services.principal import Principal
 from argus.services.quota import UsageLedger
-from argus.services.uploads import Upload
+from argus.services.uploads import Upload, resume_name
 from argus.settings import Settings
 
 
@@ -93,6 +94,11 @@ class FileStore:
 
 
 _STORE_LOCK = threading.Lock()
+
+
+def _usable_partial(st: os.stat_result) -> bool:
+    """A regular file only we link to, written to within ``RESUME_TTL_S``."""
+    return stat.S_ISREG(st.st_mode) and st.st_nlink == 1 and time.time() - st.st_mtime < RESUME_TTL_S
 
 
 def shared_store(extras: dict, settings: Settings) -> FileStore:
@@ -215,16 +221,84 @@ class UserFiles(ConfinedPaths):
                     raise ClientError(f"{vpath}: is a directory", code="is_directory")
                 if not truncate:
                     self._check_regular(old, vpath)
-            tmp = f"{PART_PREFIX}{secrets.token_hex(8)}"
-            wfd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644, dir_fd=fd)
+            charged = area is self.home
+            # a new file: an interrupted upload of it is continued (reput: no TRUNC) or discarded (put)
+            partial = self._take_partial(fd, name, charged, keep=not (truncate or exclusive)) if old is None else None
+            if partial is not None:
+                tmp, wfd, partial_size = partial
+            else:
+                tmp = f"{PART_PREFIX}{secrets.token_hex(8)}"
+                wfd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644,
+                              dir_fd=fd)
             pfd = os.dup(fd)
-        charged = area is self.home
         old_size = old.st_size if old is not None and stat.S_ISREG(old.st_mode) and old.st_nlink == 1 else 0
         upload = Upload(self.store.ledger, self.user, self.quota if charged else None, pfd, wfd, tmp, name,
                         vpath, old_size=old_size if charged else 0, charged=charged)
+        upload.resumable = old is None
+        if partial is not None:
+            upload.continue_partial(partial_size)
         if old is not None and not truncate:
             upload.copy_from_existing(old)
         return upload
+
+    def _take_partial(self, fd: int, name: str, charged: bool, *, keep: bool) -> tuple[str, int, int] | None:
+        """The kept partial of ``name`` as (temp name, fd, size) to continue, when ``keep`` and it is usable;
+        otherwise it is deleted. Renamed to a fresh temp name first, so two sessions never share one."""
+        pname = resume_name(name)
+        try:
+            st = os.stat(pname, dir_fd=fd, follow_symlinks=False)
+        except FileNotFoundError:
+            return None
+        if keep and _usable_partial(st):
+            tmp = f"{PART_PREFIX}{secrets.token_hex(8)}"
+            try:
+                os.rename(pname, tmp, src_dir_fd=fd, dst_dir_fd=fd)
+                wfd = os.open(tmp, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+            except FileNotFoundError:  # another session took it first
+                return None
+            except OSError:  # not a file we made (a link a task put there)
+                self._drop_partial(fd, tmp, None, charged)
+                return None
+            fst = os.fstat(wfd)
+            if (fst.st_dev, fst.st_ino) == (st.st_dev, st.st_ino):
+                return tmp, wfd, fst.st_size
+            os.close(wfd)
+            pname, st = tmp, fst
+        self._drop_partial(fd, pname, st, charged)
+        return None
+
+    def _drop_partial(self, fd: int, pname: str, st: os.stat_result | None, charged: bool) -> None:
+        try:
+            os.unlink(pname, dir_fd=fd)
+        except FileNotFoundError:
+            return
+        if charged and st is not None and stat.S_ISREG(st.st_mode) and st.st_nlink == 1:
+            self.store.ledger.charge(self.user, -st.st_size, None)
+
+    def stat_partial(self, path: object) -> FileInfo | None:
+        """A missing file with a kept partial upload, as SFTP shows it to ``reput`` (its size is where the
+        upload continues); None otherwise. Listings, the HTTP API and tasks never see it."""
+        parts = self.virtual(path)
+        if not parts or parts == ("common",):
+            return None
+        try:
+            with self._parent(path, follow_last=False, write=True) as (fd, name, area, vpath):
+                try:
+                    os.stat(name, dir_fd=fd, follow_symlinks=False)
+                    return None  # the file itself exists
+                except FileNotFoundError:
+                    pass
+                pname = resume_name(name)
+                try:
+                    st = os.stat(pname, dir_fd=fd, follow_symlinks=False)
+                except FileNotFoundError:
+                    return None
+                if not _usable_partial(st):
+                    self._drop_partial(fd, pname, st, area is self.home)
+                    return None
+                return self._info(parts[-1], vpath, st, True)
+        except (ArgusError, OSError):
+            return None
 
     def mkdir(self, path: object, mode: int = 0o755, *, parents: bool = False) -> FileInfo:
         """Create a directory; with ``parents`` also the missing ones above it (``mkdir -p``).

@@ -32,6 +32,10 @@ from pathlib import Path
 from argus.errors import ClientError, Conflict, FieldError, Forbidden, NotFound, QuotaExceeded
 
 PART_PREFIX = ".argus-part-"
+# An SFTP upload of a new file whose client vanished leaves its bytes under this prefix + a hash of the
+# target name, for ``reput`` to continue (services/uploads.py); kept this long after its last write.
+RESUME_PREFIX = PART_PREFIX + "resume-"
+RESUME_TTL_S = 24 * 3600.0
 SHARED = ("datasets", "hf")
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 # Bounds on a directory a user creates: deeper trees serve no training job and every later
@@ -241,4 +245,4 @@ class ConfinedPaths:
             os.close(fd)
 
 
-__all__ = ["MAX_NEW_DEPTH", "MAX_PATH_BYTES", "PART_PREFIX", "SHARED", "Area", "ConfinedPaths", "check_regular", "os_errors"]
+__all__ = ["MAX_NEW_DEPTH", "MAX_PATH_BYTES", "PART_PREFIX", "RESUME_PREFIX", "RESUME_TTL_S", "SHARED", "Area", "ConfinedPaths", "check_regular", "os_errors"]

@@ -23,6 +23,7 @@ import logging
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -49,8 +50,12 @@ class Lockout:
 
 
 class LoginLimiter:
-    def __init__(self, max_failures: int, window_s: float, *, address_factor: int = 10) -> None:
+    def __init__(self, max_failures: int, window_s: float, *, address_factor: int = 10,
+                 on_lockout: Callable[[Lockout], None] | None = None) -> None:
+        """``on_lockout``: called with each lockout as it starts (the audit log); its errors are logged,
+        never raised into a sign-in."""
         self.max_failures = max_failures
+        self.on_lockout = on_lockout
         self.window_s = window_s
         self.address_max = max_failures * address_factor
         self._lock = threading.Lock()
@@ -96,6 +101,11 @@ class LoginLimiter:
             limit = self.max_failures if lock.scope == "user+address" else self.address_max
             log.warning("login lockout: password logins for %s from %s refused until %s (%d failures in %g s)",
                         who, address, lock.until.isoformat(timespec="seconds"), limit, self.window_s)
+            if self.on_lockout is not None:
+                try:
+                    self.on_lockout(lock)
+                except Exception:
+                    log.exception("could not record the lockout of %r from %s", user, address)
         return lockouts
 
 

@@ -13,6 +13,7 @@ Quota therefore guards uploads; it is not a hard filesystem limit.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 import threading
@@ -20,11 +21,16 @@ import time
 from pathlib import Path
 
 from argus.errors import QuotaExceeded
+from argus.services.fs_paths import RESUME_PREFIX, RESUME_TTL_S
 
 
 def walk_usage(top: Path) -> int:
-    """Bytes in regular files under ``top``; symlinks are never followed (they cost nothing)."""
+    """Bytes in regular files under ``top``; symlinks are never followed (they cost nothing).
+
+    The walk also deletes kept partial uploads (``RESUME_PREFIX``) untouched for ``RESUME_TTL_S``:
+    hidden from listings, they would otherwise hold quota forever."""
     total = 0
+    expired = time.time() - RESUME_TTL_S
     stack = [str(top)]
     while stack:
         current = stack.pop()
@@ -38,6 +44,10 @@ def walk_usage(top: Path) -> int:
                     if stat.S_ISDIR(st.st_mode):
                         stack.append(entry.path)
                     elif stat.S_ISREG(st.st_mode):
+                        if entry.name.startswith(RESUME_PREFIX) and st.st_mtime < expired:
+                            with contextlib.suppress(OSError):
+                                os.unlink(entry.path)
+                                continue
                         total += st.st_size
         except OSError:
             continue

@@ -11,14 +11,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal, overload
 
 from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 from sqlalchemy.orm.attributes import set_committed_value
 
-from argus.core.admission import AdmissionPolicy, Admitted, CheckOutcome, SpecCheck, admit, resolved_view
+from argus.core.admission import (
+    AdmissionPolicy,
+    Admitted,
+    CheckOutcome,
+    SpecCheck,
+    admit,
+    resolved_view,
+    scan_invalid_spec,
+)
 from argus.core.builders import (
     PathView,
     basic_overrides,
@@ -26,13 +34,16 @@ from argus.core.builders import (
     build_basic_argv,
     display_command,
 )
+from argus.core.spec_lines import with_lines
 from argus.core.states import TERMINAL, TaskStatus, TerminationReason, can_transition
 from argus.core.taskspec import AdvancedTaskSpec, BasicTaskSpec, load_spec_document, parse_taskspec
 from argus.db.models import IdCounterModel, TaskAttemptModel, TaskEventModel, TaskModel, UserModel, utcnow
 from argus.errors import ClientError, Conflict, FieldError, NotFound
+from argus.services import audit
 from argus.services.principal import Principal
 
 VALIDATION_TASK_ID = "validation"
+DRY_RUN_TASK_ID = "<task-id>"  # what a dry run's preview of a basic command shows where the id will go
 
 
 class StaleTask(Conflict):
@@ -46,6 +57,24 @@ class Submitted:
     info: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass
+class DryRun:
+    """What submitting would do (``POST /tasks?dry_run=true``): the same verdict, nothing stored."""
+
+    warnings: list[str]
+    info: dict[str, Any]
+    resolved: dict[str, Any]
+    command_expanded: str | None
+
+
+@overload
+def submit_task(session: Session, principal: Principal, body: str, *, policy: AdmissionPolicy,
+                content_type: str | None = ..., max_bytes: int = ..., checks: tuple[SpecCheck, ...] = ...,
+                dry_run: Literal[False] = ...) -> Submitted: ...
+@overload
+def submit_task(session: Session, principal: Principal, body: str, *, policy: AdmissionPolicy,
+                content_type: str | None = ..., max_bytes: int = ..., checks: tuple[SpecCheck, ...] = ...,
+                dry_run: Literal[True]) -> DryRun: ...
 def submit_task(
     session: Session,
     principal: Principal,
@@ -55,20 +84,44 @@ def submit_task(
     content_type: str | None = None,
     max_bytes: int = 256 * 1024,
     checks: tuple[SpecCheck, ...] = (),
-) -> Submitted:
-    """Admit a spec and queue it, or raise ClientError listing every problem."""
+    dry_run: bool = False,
+) -> Submitted | DryRun:
+    """Admit a spec and queue it, or raise ClientError listing every problem (with YAML lines).
+
+    ``dry_run`` runs every check a submit runs (verl validation included) and returns the verdict
+    before anything is written: no task row, no id taken. It reveals nothing a submit would not: the
+    same errors, and the resolved spec a submit shows at ``GET /tasks/{id}/spec``."""
+    try:
+        return _submit(session, principal, body, policy=policy, content_type=content_type, max_bytes=max_bytes,
+                       checks=checks, dry_run=dry_run)
+    except ClientError as exc:
+        exc.errors = with_lines(exc.errors, body, content_type)
+        raise
+
+
+def _submit(
+    session: Session,
+    principal: Principal,
+    body: str,
+    *,
+    policy: AdmissionPolicy,
+    content_type: str | None,
+    max_bytes: int,
+    checks: tuple[SpecCheck, ...],
+    dry_run: bool,
+) -> Submitted | DryRun:
     if len(body.encode()) > max_bytes:
-        raise ClientError("task spec too large", code="invalid_spec",
-                          errors=[FieldError("(body)", None, f"must be at most {max_bytes} bytes")])
+        raise _rejected([FieldError("(body)", None, f"must be at most {max_bytes} bytes")], "size",
+                        "task spec too large")
     doc = load_spec_document(body, content_type)
     if isinstance(doc, list):
-        raise ClientError("task spec is not valid YAML/JSON", code="invalid_spec", errors=doc)
+        raise _rejected(doc, "syntax", "task spec is not valid YAML/JSON")
     spec = parse_taskspec(doc)
     if isinstance(spec, list):
-        raise _rejected(spec)
+        raise _rejected(spec + scan_invalid_spec(doc, principal.name, policy), "schema")
     verdict = admit(spec, principal.name, policy)
     if not isinstance(verdict, Admitted):
-        raise _rejected(verdict.errors)
+        raise _rejected(verdict.errors, "admission")
     warnings = list(verdict.warnings)
     info: dict[str, Any] = {}
     errors: list[FieldError] = []
@@ -89,7 +142,9 @@ def submit_task(
     if not resolved:  # no check resolved the config: interpolations into paths cannot be judged
         errors.extend(verdict.unresolved)
     if errors:
-        raise _rejected(errors)
+        raise _rejected(errors, "verl" if checks else "admission")
+    if dry_run:
+        return _dry_run(spec, verdict, principal, policy, warnings, info)
 
     task_id = _allocate_task_id(session, spec.workload)
     if isinstance(spec, AdvancedTaskSpec):
@@ -129,9 +184,28 @@ def submit_task(
     return Submitted(task=task, warnings=warnings, info=info)
 
 
-def _rejected(errors: list[FieldError]) -> ClientError:
+def _dry_run(spec: AdvancedTaskSpec | BasicTaskSpec, verdict: Admitted, principal: Principal, policy: AdmissionPolicy,
+             warnings: list[str], info: dict[str, Any]) -> DryRun:
+    if isinstance(spec, AdvancedTaskSpec):
+        assert verdict.command_expanded is not None
+        argv = build_advanced_argv(verdict.command_expanded)
+    else:
+        argv = build_basic_argv(spec, PathView.real(policy.layout, principal.name, DRY_RUN_TASK_ID), DRY_RUN_TASK_ID)
+    return DryRun(warnings=warnings, info=info, resolved=resolved_view(verdict, principal.name, policy.layout),
+                  command_expanded=display_command(argv))
+
+
+REJECTION_STAGES = ("size", "syntax", "schema", "admission", "verl")
+
+
+def _rejected(errors: list[FieldError], stage: str, message: str | None = None) -> ClientError:
+    """The 400 for a refused spec; ``stage`` (one of REJECTION_STAGES) is where it was refused, for the
+    ``argus_admission_rejections_total{reason}`` metric (a small fixed label set, not the messages)."""
     n = len(errors)
-    return ClientError(f"task spec rejected: {n} problem{'s' if n != 1 else ''}", code="invalid_spec", errors=errors)
+    exc = ClientError(message or f"task spec rejected: {n} problem{'s' if n != 1 else ''}", code="invalid_spec",
+                      errors=errors)
+    exc.stage = stage  # type: ignore[attr-defined]
+    return exc
 
 
 def _allocate_task_id(session: Session, workload: str) -> str:
@@ -232,6 +306,9 @@ def cancel_task(session: Session, principal: Principal, task_id: str) -> TaskMod
     new = TaskStatus.CANCELED if status == TaskStatus.QUEUED else TaskStatus.CANCELING
     switch_task_status(session, task, new, reason=TerminationReason.USER_CANCELED,
                        message=f"canceled by {principal.name}", actor=principal.name)
+    if task.user_id != principal.id:  # an admin stopping someone's task: the owner may ask who
+        audit.record(session, actor=principal.name, action=audit.TASK_CANCELED_BY_OTHER, target=task.id,
+                     detail={"owner": user_name_of(session, task), "status_was": status.value})
     return task
 
 
@@ -243,9 +320,14 @@ def switch_task_status(
     actor: str,
     reason: TerminationReason | None = None,
     message: str | None = None,
+    event_message: str | None = None,
     **fields: Any,
 ) -> None:
-    """The only writer of ``tasks.status`` (ARCHITECTURE §5.1)."""
+    """The only writer of ``tasks.status`` (ARCHITECTURE §5.1).
+
+    ``message`` is the task's one-line status message; ``event_message`` (default: the same) is what
+    the timeline keeps, e.g. Ray's full multi-line account of a lost node.
+    """
     old = TaskStatus(task.status)
     if not can_transition(old, new):
         raise Conflict(f"task {task.id}: illegal status change {old} → {new}", code="illegal_transition")
@@ -271,4 +353,5 @@ def switch_task_status(
     for key, value in values.items():
         set_committed_value(task, key, value)
     session.add(TaskEventModel(task_id=task.id, at=now, from_status=old.value, to_status=new.value,
-                               reason=reason.value if reason else None, message=message, actor=actor))
+                               reason=reason.value if reason else None, message=event_message or message,
+                               actor=actor))

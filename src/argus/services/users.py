@@ -15,12 +15,13 @@ from pathlib import Path
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from argus.core.paths import HOME_DIRS, USER_NAME_RE
-from argus.db.models import ApiTokenModel, SshKeyModel, UserModel
+from argus.db.models import ApiTokenModel, SshKeyModel, UserModel, WebSessionModel
 from argus.errors import ClientError, Conflict, FieldError, NotFound, Unauthorized
+from argus.services import audit
 from argus.services.principal import Principal
 
 TOKEN_PREFIX = "argus_"
@@ -85,9 +86,44 @@ def list_users(session: Session) -> list[UserModel]:
 
 
 def set_user_disabled(session: Session, name: str, disabled: bool) -> UserModel:
+    """Disabling also ends the user's browser sessions (every request checks ``disabled`` too), so
+    enabling them again does not bring old cookies back to life."""
     user = get_user(session, name)
     user.disabled = disabled
+    if disabled:
+        session.execute(update(WebSessionModel).where(WebSessionModel.user_id == user.id,
+                                                      WebSessionModel.revoked_at.is_(None))
+                        .values(revoked_at=datetime.now(UTC)))
     return user
+
+
+UNSET: object = object()  # "field not sent": leave that limit as it is (None clears it)
+LIMIT_FIELDS = ("max_gpus", "max_running_tasks")
+
+
+def set_user_limits(session: Session, name: str, **limits: object) -> tuple[UserModel, dict[str, object]]:
+    """Set or clear (None) a user's own limits; returns the user and ``{field: [old, new]}`` of what changed.
+
+    A limit is a whole number of at least 1; None brings back the platform default
+    (``max_gpus_per_user`` / ``max_running_tasks_per_user``). The scheduler reads them each pass.
+    """
+    errors = []
+    for key, value in limits.items():
+        if key not in LIMIT_FIELDS:
+            errors.append(FieldError(key, value, f"unknown limit; the limits are {', '.join(LIMIT_FIELDS)}"))
+        elif value is not UNSET and value is not None and (
+                isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 1_000_000):
+            errors.append(FieldError(key, value, "must be a whole number from 1 to 1000000, or null for the "
+                                                 "platform default"))
+    if errors:
+        raise ClientError("invalid limits", code="invalid_limits", errors=errors)
+    user = get_user(session, name)
+    changed: dict[str, object] = {}
+    for key, value in limits.items():
+        if value is not UNSET and getattr(user, key) != value:
+            changed[key] = [getattr(user, key), value]
+            setattr(user, key, value)
+    return user, changed
 
 
 def create_token(
@@ -170,6 +206,7 @@ def reset_admin_token(session: Session, root: Path, admin_name: str) -> str:
     for tok in session.scalars(select(ApiTokenModel).where(ApiTokenModel.user_id == admin.id,
                                                            ApiTokenModel.revoked_at.is_(None))):
         tok.revoked_at = now
+    audit.record(session, actor="(local state dir)", action=audit.ADMIN_TOKEN_RESET, target=admin_name)
     return create_token(session, admin, name="reset")[1]
 
 
@@ -243,10 +280,12 @@ def list_ssh_keys(session: Session, user_id: int) -> list[SshKeyModel]:
     return list(session.scalars(select(SshKeyModel).where(SshKeyModel.user_id == user_id).order_by(SshKeyModel.id)))
 
 
-def remove_ssh_key(session: Session, user_id: int, key_id: int) -> None:
+def remove_ssh_key(session: Session, user_id: int, key_id: int) -> str:
+    """Delete the key; returns its fingerprint (for the audit log)."""
     row = session.get(SshKeyModel, key_id)
     if row is None or row.user_id != user_id:
         raise NotFound(f"no key {key_id}", code="key_not_found")
     session.delete(row)
+    return row.fingerprint
 
 

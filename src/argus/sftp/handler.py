@@ -6,7 +6,9 @@ so EVERY one of them is overridden here (``map_path`` too, as a tripwire):
 an operation we do not serve answers "unsupported" or "permission denied",
 never falls through to the real filesystem. ``symlink`` and ``link`` are
 refused with a permission error. Uploads are atomic: a handle left open when
-the client vanishes is aborted (no partial file), a CLOSE commits it.
+the client vanishes is aborted (no partial file), a CLOSE commits it. The one exception makes
+``reput`` work: an interrupted upload of a *new* file is kept hidden under a resume name, and
+``stat`` of the still-missing file answers its size (see ``services/uploads.py``).
 """
 
 from __future__ import annotations
@@ -92,11 +94,21 @@ class ArgusSFTPServer(asyncssh.SFTPServer):
 
     @_mapped
     def stat(self, path: bytes) -> SFTPAttrs:
-        return _attrs(self.files.stat(_path(path)))
+        return _attrs(self._stat(_path(path), follow=True))
 
     @_mapped
     def lstat(self, path: bytes) -> SFTPAttrs:
-        return _attrs(self.files.stat(_path(path), follow=False))
+        return _attrs(self._stat(_path(path), follow=False))
+
+    def _stat(self, path: str, *, follow: bool) -> FileInfo:
+        """The file, or for a missing one the partial an interrupted upload left (``reput`` resumes there)."""
+        try:
+            return self.files.stat(path, follow=follow)
+        except NotFound:
+            partial = self.files.stat_partial(path)
+            if partial is None:
+                raise
+            return partial
 
     async def scandir(self, path: bytes) -> AsyncIterator[SFTPName]:
         try:
@@ -143,7 +155,7 @@ class ArgusSFTPServer(asyncssh.SFTPServer):
         if isinstance(file_obj, _Writer):
             self._open.discard(file_obj)
             if self.channel.is_closing():  # cleanup after the client vanished: not a finished upload
-                file_obj.upload.abort()
+                file_obj.upload.keep_partial()
             else:
                 file_obj.upload.commit()
         elif isinstance(file_obj, ReadHandle):
@@ -151,7 +163,7 @@ class ArgusSFTPServer(asyncssh.SFTPServer):
 
     def exit(self) -> None:
         for writer in list(self._open):
-            writer.upload.abort()
+            writer.upload.keep_partial()  # the client vanished mid-upload: kept for reput, or deleted
         self._open.clear()
 
     def fstat(self, file_obj: object) -> SFTPAttrs:

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 
 import asyncssh
 
+from argus.services import audit
 from argus.services.files import FileStore, user_files
 from argus.services.logins import LoginLimiter, login_with_key, login_with_password
 from argus.services.principal import Principal
@@ -115,7 +116,8 @@ class SftpServer:
         self.settings = settings
         self.db = db
         self.store = store
-        self.limiter = LoginLimiter(settings.login_max_failures, settings.login_window_s)
+        self.limiter = LoginLimiter(settings.login_max_failures, settings.login_window_s,
+                                    on_lockout=audit.lockout_recorder(db.session, "sftp"))
         self._acceptor: asyncssh.SSHAcceptor | None = None
 
     @property

@@ -124,6 +124,11 @@ class VerlValidator:
             proc.kill()
         proc.wait(timeout=10)
 
+    def alive(self) -> bool:
+        """Whether the child process is running now (the ``argus_component_up`` metric)."""
+        proc = self._proc
+        return proc is not None and proc.poll() is None
+
     @property
     def pid(self) -> int | None:
         return self._proc.pid if self._proc is not None else None

@@ -19,6 +19,7 @@ from argus.api.context import AppContext
 from argus.api.deps import current_principal, get_ctx
 from argus.api.schemas import ErrorOut
 from argus.services import logs as svc
+from argus.services import telemetry
 from argus.services.principal import Principal
 from argus.services.tasks import get_task
 
@@ -52,6 +53,16 @@ def get_logs(
 
 
 def _sse(ctx: AppContext, principal: Principal, ref: svc.LogRef, offset: int) -> Iterator[bytes]:
+    """The follow stream, counted in ``argus_log_follow_streams`` while it is open (a client that goes
+    away closes the generator, which runs the ``finally``)."""
+    telemetry.LOG_STREAMS.inc()
+    try:
+        yield from _sse_events(ctx, principal, ref, offset)
+    finally:
+        telemetry.LOG_STREAMS.dec()
+
+
+def _sse_events(ctx: AppContext, principal: Principal, ref: svc.LogRef, offset: int) -> Iterator[bytes]:
     def finished() -> bool:
         with ctx.db.session() as session:
             return svc.attempt_finished(session, ref.task_id, ref.attempt)

@@ -29,7 +29,7 @@ def get_metrics(
     task_id: str,
     key: list[str] | None = Query(None, description="only these keys (repeat or comma-separate); default all"),
     principal: Principal = Depends(current_principal),
-    session: Session = Depends(get_session),
+    session: Session = Depends(get_session, scope="function"),
     ctx: AppContext = Depends(get_ctx),
 ) -> MetricsOut:
     """Keys seen so far and ``[step, value]`` points per key, parsed from the task's logs (all attempts)."""

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Depends, Header, Query, Request
+from fastapi.responses import JSONResponse
 from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
@@ -14,6 +16,7 @@ from argus.api.schemas import (
     MAX_LIST_OFFSET,
     AttemptOut,
     CancelOut,
+    DryRunOut,
     ErrorOut,
     EventOut,
     SpecOut,
@@ -22,9 +25,11 @@ from argus.api.schemas import (
     TaskOut,
     TaskSummaryOut,
 )
-from argus.errors import ClientError, FieldError
+from argus.errors import ClientError, Conflict, FieldError
+from argus.services import idempotency, telemetry
 from argus.services import tasks as svc
 from argus.services.principal import Principal
+from argus.services.resume import resumed_by
 
 if TYPE_CHECKING:
     from argus.db.models import TaskModel
@@ -42,14 +47,28 @@ _SPEC_BODY = {
 }
 
 
-@router.post("", status_code=201, response_model=SubmitOut, responses={400: {"model": ErrorOut}},
-             openapi_extra=_SPEC_BODY)
+@router.post("", status_code=201, response_model=SubmitOut, openapi_extra=_SPEC_BODY,
+             responses={200: {"model": DryRunOut, "description": "dry run (`dry_run=true`): accepted, nothing stored"},
+                        400: {"model": ErrorOut}, 409: {"model": ErrorOut}})
 async def submit(
     request: Request,
+    idempotency_key: str | None = Header(None, alias=idempotency.HEADER,
+                                         description="makes a retry safe: same key within 24 h, same answer"),
+    dry_run: bool = Query(False, description="check the spec exactly as a submit would (verl validation "
+                          "included) and answer 200 with the verdict; nothing is queued or stored"),
     principal: Principal = Depends(current_principal),
     ctx: AppContext = Depends(get_ctx),
-) -> SubmitOut:
-    """Submit a task spec (YAML or JSON). 400 lists every problem with field, value and fix."""
+) -> SubmitOut | JSONResponse:
+    """Submit a task spec (YAML or JSON). 400 lists every problem with field, value and fix, and for a
+    YAML body the ``line`` it is on where that can be found.
+
+    An ``Idempotency-Key`` header (printable ASCII, at most 255 characters; e.g. a UUID) makes a retry
+    safe: the same key from the same user within 24 h answers what the first request was answered
+    (same status and body, header ``Idempotent-Replayed: true``) and never queues a second task; the
+    same key with a different spec is refused (409 ``idempotency_key_reused``).
+
+    With ``dry_run=true`` the answer is 200 ``{warnings, info, resolved, command_expanded}`` (or the same
+    400): the New Task page's Check button and ``argus submit --dry-run``."""
     raw = await _read_capped(request, ctx.settings.max_spec_bytes)
     try:
         body = raw.decode("utf-8")
@@ -57,16 +76,56 @@ async def submit(
         raise ClientError("body is not UTF-8 text", code="invalid_spec",
                           errors=[FieldError("(body)", None, "send the spec as UTF-8 YAML or JSON")]) from None
     content_type = request.headers.get("content-type")
+    if dry_run:  # before any Idempotency-Key handling: a dry run stores nothing, a key included
+        def check_only() -> DryRunOut:
+            with ctx.db.session() as session:
+                r = svc.submit_task(session, principal, body, policy=ctx.policy, content_type=content_type,
+                                    max_bytes=ctx.settings.max_spec_bytes, checks=ctx.checks, dry_run=True)
+                return DryRunOut(warnings=r.warnings, info=r.info, resolved=r.resolved,
+                                 command_expanded=r.command_expanded)
 
-    def admit_and_queue() -> SubmitOut:  # blocking work (DB, verl validation): off the event loop
+        out_dry = await run_in_threadpool(check_only)
+        return JSONResponse(out_dry.model_dump(mode="json"), status_code=200)
+
+    key = idempotency.parse_key(idempotency_key)
+    req_hash = idempotency.request_hash(body, content_type) if key is not None else ""
+
+    def admit_and_queue() -> SubmitOut | idempotency.Replay:  # blocking work (DB, verl validation): off the loop
         with ctx.db.session() as session:
-            result = svc.submit_task(session, principal, body, policy=ctx.policy, content_type=content_type,
-                                     max_bytes=ctx.settings.max_spec_bytes, checks=ctx.checks)
-            return SubmitOut(task_id=result.task.id, status=result.task.status, warnings=result.warnings,
-                             info=result.info)
+            if key is not None and (replay := idempotency.lookup(session, principal.id, key, req_hash)):
+                return replay
+            started = time.monotonic()
+            try:
+                result = svc.submit_task(session, principal, body, policy=ctx.policy, content_type=content_type,
+                                         max_bytes=ctx.settings.max_spec_bytes, checks=ctx.checks)
+            except ClientError as exc:
+                telemetry.observe_rejection(exc)
+                raise
+            telemetry.observe_admission(time.monotonic() - started, result.info)
+            out = SubmitOut(task_id=result.task.id, status=result.task.status, warnings=result.warnings,
+                            info=result.info)
+            if key is not None:  # same transaction as the task: both or neither
+                idempotency.remember(session, principal.id, key, req_hash, task_id=out.task_id, status_code=201,
+                                     response=out.model_dump(mode="json"))
+            return out
 
-    out = await run_in_threadpool(admit_and_queue)
+    def after_race() -> idempotency.Replay:
+        with ctx.db.session() as session:
+            replay = idempotency.lookup(session, principal.id, key or "", req_hash)
+        if replay is None:  # the winner's row vanished (expired this instant): let the client retry
+            raise Conflict(f"{idempotency.HEADER} {key!r} is in use by a concurrent request; retry",
+                           code="idempotency_key_busy")
+        return replay
+
+    try:
+        out = await run_in_threadpool(admit_and_queue)
+    except idempotency.KeyRace:
+        out = await run_in_threadpool(after_race)
+    if isinstance(out, idempotency.Replay):
+        return JSONResponse(out.response, status_code=out.status_code, headers={idempotency.REPLAYED_HEADER: "true"})
     ctx.wake()
+    if key is not None:  # the stored body, byte for byte what a replay will send
+        return JSONResponse(out.model_dump(mode="json"), status_code=201)
     return out
 
 
@@ -93,7 +152,7 @@ def list_tasks(
     limit: int = Query(50, ge=1, le=500),
     offset: int = Query(0, ge=0, le=MAX_LIST_OFFSET),
     principal: Principal = Depends(current_principal),
-    session: Session = Depends(get_session),
+    session: Session = Depends(get_session, scope="function"),
 ) -> TaskListOut:
     statuses = [s.strip().upper() for item in status or [] for s in item.split(",") if s.strip()]
     rows, total = svc.list_tasks(session, principal, status=statuses or None, workload=workload, user=user,
@@ -103,7 +162,7 @@ def list_tasks(
 
 @router.get("/{task_id}", response_model=TaskOut, responses={404: {"model": ErrorOut}})
 def get_task(
-    task_id: str, principal: Principal = Depends(current_principal), session: Session = Depends(get_session)
+    task_id: str, principal: Principal = Depends(current_principal), session: Session = Depends(get_session, scope="function")
 ) -> TaskOut:
     task = svc.get_task(session, principal, task_id)
     attempts = [AttemptOut.model_validate(a) for a in svc.list_task_attempts(session, task_id)]
@@ -116,12 +175,14 @@ def get_task(
         submitted_at=task.submitted_at,
         updated_at=task.updated_at,
         attempts=attempts,
+        resumed_from=task.resumed_from,
+        resumed_by=resumed_by(session, task.id),
     )
 
 
 @router.get("/{task_id}/spec", response_model=SpecOut, responses={404: {"model": ErrorOut}})
 def get_spec(
-    task_id: str, principal: Principal = Depends(current_principal), session: Session = Depends(get_session)
+    task_id: str, principal: Principal = Depends(current_principal), session: Session = Depends(get_session, scope="function")
 ) -> SpecOut:
     task = svc.get_task(session, principal, task_id)
     return SpecOut(raw=task.spec_raw, resolved=task.spec_resolved, command_raw=task.command_raw,
@@ -130,7 +191,7 @@ def get_spec(
 
 @router.get("/{task_id}/events", response_model=list[EventOut], responses={404: {"model": ErrorOut}})
 def get_events(
-    task_id: str, principal: Principal = Depends(current_principal), session: Session = Depends(get_session)
+    task_id: str, principal: Principal = Depends(current_principal), session: Session = Depends(get_session, scope="function")
 ) -> list[EventOut]:
     return [EventOut.model_validate(e) for e in svc.list_task_events(session, principal, task_id)]
 

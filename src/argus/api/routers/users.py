@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends, Response
+from fastapi import APIRouter, Depends, Request, Response
 from sqlalchemy.orm import Session
 
 from argus.api.context import AppContext
-from argus.api.deps import current_principal, get_ctx, get_session, require_admin
+from argus.api.deps import client_ip, current_principal, get_ctx, get_session, require_admin
 from argus.api.schemas import (
     ErrorOut,
     KeyIn,
@@ -18,8 +18,10 @@ from argus.api.schemas import (
     TokenIn,
     TokenOut,
     UserIn,
+    UserLimitsIn,
     UserOut,
 )
+from argus.services import audit
 from argus.services import users as svc
 from argus.services.principal import Principal
 
@@ -35,65 +37,99 @@ def me(principal: Principal = Depends(current_principal), ctx: AppContext = Depe
 
 
 @router.post("/me/password", status_code=204, responses=_ERR)
-def set_password(body: PasswordIn, principal: Principal = Depends(current_principal),
-                 session: Session = Depends(get_session)) -> Response:
+def set_password(body: PasswordIn, request: Request, principal: Principal = Depends(current_principal),
+                 session: Session = Depends(get_session, scope="function")) -> Response:
     svc.set_password(session, principal.id, body.password)
+    audit.record(session, actor=principal.name, action=audit.USER_PASSWORD_SET, target=principal.name,
+                 source_ip=client_ip(request))
     return Response(status_code=204)
 
 
 @router.get("/me/keys", response_model=list[KeyOut])
-def list_keys(principal: Principal = Depends(current_principal), session: Session = Depends(get_session)) -> list[KeyOut]:
+def list_keys(principal: Principal = Depends(current_principal), session: Session = Depends(get_session, scope="function")) -> list[KeyOut]:
     return [KeyOut.model_validate(k) for k in svc.list_ssh_keys(session, principal.id)]
 
 
 @router.post("/me/keys", status_code=201, response_model=KeyOut, responses=_ERR)
-def add_key(body: KeyIn, principal: Principal = Depends(current_principal),
-            session: Session = Depends(get_session)) -> KeyOut:
-    return KeyOut.model_validate(svc.add_ssh_key(session, principal.id, body.public_key))
+def add_key(body: KeyIn, request: Request, principal: Principal = Depends(current_principal),
+            session: Session = Depends(get_session, scope="function")) -> KeyOut:
+    key = svc.add_ssh_key(session, principal.id, body.public_key)
+    audit.record(session, actor=principal.name, action=audit.SSH_KEY_ADDED, target=principal.name,
+                 detail={"key_id": key.id, "fingerprint": key.fingerprint}, source_ip=client_ip(request))
+    return KeyOut.model_validate(key)
 
 
 @router.delete("/me/keys/{key_id}", status_code=204, responses=_ERR)
-def remove_key(key_id: RowId, principal: Principal = Depends(current_principal),
-               session: Session = Depends(get_session)) -> Response:
-    svc.remove_ssh_key(session, principal.id, key_id)
+def remove_key(key_id: RowId, request: Request, principal: Principal = Depends(current_principal),
+               session: Session = Depends(get_session, scope="function")) -> Response:
+    fingerprint = svc.remove_ssh_key(session, principal.id, key_id)
+    audit.record(session, actor=principal.name, action=audit.SSH_KEY_REMOVED, target=principal.name,
+                 detail={"key_id": key_id, "fingerprint": fingerprint}, source_ip=client_ip(request))
     return Response(status_code=204)
 
 
 @router.get("/users", response_model=list[UserOut], responses=_ERR)
-def list_users(_: Principal = Depends(require_admin), session: Session = Depends(get_session)) -> list[UserOut]:
+def list_users(_: Principal = Depends(require_admin), session: Session = Depends(get_session, scope="function")) -> list[UserOut]:
     return [UserOut.model_validate(u) for u in svc.list_users(session)]
 
 
 @router.post("/users", status_code=201, response_model=UserOut, responses=_ERR)
-def create_user(body: UserIn, _: Principal = Depends(require_admin), session: Session = Depends(get_session),
-                ctx: AppContext = Depends(get_ctx)) -> UserOut:
-    return UserOut.model_validate(svc.create_user(session, ctx.settings.root, body.name, is_admin=body.is_admin))
+def create_user(body: UserIn, request: Request, admin: Principal = Depends(require_admin),
+                session: Session = Depends(get_session, scope="function"), ctx: AppContext = Depends(get_ctx)) -> UserOut:
+    user = svc.create_user(session, ctx.settings.root, body.name, is_admin=body.is_admin)
+    audit.record(session, actor=admin.name, action=audit.USER_CREATED, target=user.name,
+                 detail={"is_admin": user.is_admin}, source_ip=client_ip(request))
+    return UserOut.model_validate(user)
 
 
 @router.post("/users/{name}/disable", response_model=UserOut, responses=_ERR)
-def disable_user(name: str, _: Principal = Depends(require_admin), session: Session = Depends(get_session)) -> UserOut:
-    return UserOut.model_validate(svc.set_user_disabled(session, name, True))
+def disable_user(name: str, request: Request, admin: Principal = Depends(require_admin),
+                 session: Session = Depends(get_session, scope="function")) -> UserOut:
+    user = svc.set_user_disabled(session, name, True)
+    audit.record(session, actor=admin.name, action=audit.USER_DISABLED, target=user.name, source_ip=client_ip(request))
+    return UserOut.model_validate(user)
 
 
 @router.post("/users/{name}/enable", response_model=UserOut, responses=_ERR)
-def enable_user(name: str, _: Principal = Depends(require_admin), session: Session = Depends(get_session)) -> UserOut:
-    return UserOut.model_validate(svc.set_user_disabled(session, name, False))
+def enable_user(name: str, request: Request, admin: Principal = Depends(require_admin),
+                session: Session = Depends(get_session, scope="function")) -> UserOut:
+    user = svc.set_user_disabled(session, name, False)
+    audit.record(session, actor=admin.name, action=audit.USER_ENABLED, target=user.name, source_ip=client_ip(request))
+    return UserOut.model_validate(user)
+
+
+@router.patch("/users/{name}", response_model=UserOut, responses=_ERR)
+def set_user_limits(name: str, body: UserLimitsIn, request: Request, admin: Principal = Depends(require_admin),
+                    session: Session = Depends(get_session, scope="function")) -> UserOut:
+    """Set a user's own limits (GPUs held at once, running tasks); a field sent as null brings back the
+    platform default, a field not sent stays as it is. The scheduler applies them on its next pass."""
+    sent = {k: getattr(body, k) for k in body.model_fields_set}
+    user, changed = svc.set_user_limits(session, name, **sent)
+    if changed:
+        audit.record(session, actor=admin.name, action=audit.USER_LIMITS_CHANGED, target=user.name,
+                     detail=changed, source_ip=client_ip(request))
+    return UserOut.model_validate(user)
 
 
 @router.get("/users/{name}/tokens", response_model=list[TokenOut], responses=_ERR)
-def list_tokens(name: str, _: Principal = Depends(require_admin), session: Session = Depends(get_session)) -> list[TokenOut]:
+def list_tokens(name: str, _: Principal = Depends(require_admin), session: Session = Depends(get_session, scope="function")) -> list[TokenOut]:
     return [TokenOut.model_validate(t) for t in svc.list_tokens(session, svc.get_user(session, name))]
 
 
 @router.post("/users/{name}/tokens", status_code=201, response_model=TokenCreatedOut, responses=_ERR)
-def create_token(name: str, body: TokenIn | None = None, _: Principal = Depends(require_admin),
-                 session: Session = Depends(get_session)) -> TokenCreatedOut:
+def create_token(name: str, request: Request, body: TokenIn | None = None, admin: Principal = Depends(require_admin),
+                 session: Session = Depends(get_session, scope="function")) -> TokenCreatedOut:
     user = svc.get_user(session, name)
     row, token = svc.create_token(session, user, name=body.name if body else None)
+    audit.record(session, actor=admin.name, action=audit.TOKEN_CREATED, target=user.name,
+                 detail={"token_id": row.id, "prefix": row.prefix, "name": row.name}, source_ip=client_ip(request))
     return TokenCreatedOut(id=row.id, token=token, name=row.name)
 
 
 @router.delete("/users/{name}/tokens/{token_id}", response_model=TokenOut, responses=_ERR)
-def revoke_token(name: str, token_id: RowId, _: Principal = Depends(require_admin),
-                 session: Session = Depends(get_session)) -> TokenOut:
-    return TokenOut.model_validate(svc.revoke_token(session, svc.get_user(session, name), token_id))
+def revoke_token(name: str, token_id: RowId, request: Request, admin: Principal = Depends(require_admin),
+                 session: Session = Depends(get_session, scope="function")) -> TokenOut:
+    tok = svc.revoke_token(session, svc.get_user(session, name), token_id)
+    audit.record(session, actor=admin.name, action=audit.TOKEN_REVOKED, target=name,
+                 detail={"token_id": tok.id, "prefix": tok.prefix}, source_ip=client_ip(request))
+    return TokenOut.model_validate(tok)

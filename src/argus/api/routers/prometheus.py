@@ -1,0 +1,52 @@
+"""GET /metrics: the Prometheus scrape (services/telemetry.py says what is in it).
+
+Never open: an admin's token or session, or the separate ``ARGUS_METRICS_TOKEN`` as a bearer token
+(a scraper then holds no admin rights). Anything else is 401 (no credentials) or 403 (not an admin).
+"""
+
+from __future__ import annotations
+
+import hmac
+
+from fastapi import APIRouter, Depends, Request, Response
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from argus.api.context import AppContext
+from argus.api.deps import current_principal, get_ctx, session_cookie
+from argus.api.schemas import ErrorOut
+from argus.errors import Forbidden
+from argus.services import telemetry
+
+router = APIRouter(tags=["admin"])
+_bearer = HTTPBearer(auto_error=False, description="an admin token, or ARGUS_METRICS_TOKEN")
+
+
+def _registry(ctx: AppContext):  # noqa: ANN202 - prometheus_client's CollectorRegistry
+    registry = ctx.extras.get("metrics_registry")
+    if registry is None:
+        collector = telemetry.PlatformCollector(
+            ctx.db.session,
+            nodes=lambda: ctx.nodes() if ctx.nodes is not None else None,
+            probes=lambda: {"verl_validator": ctx.extras.get("verl_validator"),
+                            "sftp": ctx.extras.get("sftp_process")})
+        registry = ctx.extras.setdefault("metrics_registry", telemetry.build_registry(collector))
+    return registry
+
+
+@router.get("/metrics", response_class=Response, responses={
+    200: {"content": {"text/plain": {}}, "description": "Prometheus text exposition format"},
+    401: {"model": ErrorOut}, 403: {"model": ErrorOut}})
+def metrics(
+    request: Request,
+    creds: HTTPAuthorizationCredentials | None = Depends(_bearer),
+    cookie: str | None = Depends(session_cookie),
+    ctx: AppContext = Depends(get_ctx),
+) -> Response:
+    """Prometheus metrics: tasks by status and workload, queue wait, admission latency and rejections,
+    scheduler pass time, GPUs per node, background processes, log streams (see the README)."""
+    wanted = ctx.settings.metrics_token
+    given = creds.credentials if creds is not None and creds.scheme.lower() == "bearer" else None
+    if not (wanted and given and hmac.compare_digest(given.encode(), wanted.encode())):
+        if not current_principal(request, creds, cookie, ctx).is_admin:
+            raise Forbidden("metrics: send an admin token or ARGUS_METRICS_TOKEN", code="forbidden")
+    return Response(telemetry.render(_registry(ctx)), media_type=telemetry.CONTENT_TYPE)

@@ -1,0 +1,56 @@
+"""GET /api/v2/usage: GPU-hours and CPU-hours per user, workload or day (accounting)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from fastapi import APIRouter, Depends, Query
+from pydantic import BaseModel
+from sqlalchemy.orm import Session
+
+from argus.api.deps import current_principal, get_session
+from argus.api.schemas import ErrorOut
+from argus.services import usage as svc
+from argus.services.principal import Principal
+
+router = APIRouter(prefix="/api/v2", tags=["usage"])
+
+
+class UsageRowOut(BaseModel):
+    key: str
+    gpu_seconds: float
+    gpu_hours: float
+    cpu_seconds: float
+    cpu_hours: float
+    attempts: int
+
+
+class UsageOut(BaseModel):
+    start: datetime
+    end: datetime
+    group_by: str
+    rows: list[UsageRowOut]
+    total: UsageRowOut
+
+
+@router.get("/usage", response_model=UsageOut,
+            responses={400: {"model": ErrorOut}, 403: {"model": ErrorOut}, 404: {"model": ErrorOut}})
+def get_usage(
+    start: str | None = Query(None, alias="from", description="start of the window: a date or ISO 8601 time "
+                              "(UTC if no zone); default 30 days before `to`"),
+    end: str | None = Query(None, alias="to", description="end of the window (exclusive); default now"),
+    group_by: Literal["user", "workload", "day"] = Query("user"),
+    user: str | None = Query(None, description="admins: one user only; others may name only themselves"),
+    principal: Principal = Depends(current_principal),
+    session: Session = Depends(get_session, scope="function"),
+) -> UsageOut:
+    """GPU-seconds (``nnodes × n_gpus_per_node`` × running time) and CPU-seconds of CPU jobs.
+
+    Attempts that cross the window's edges are cut to it; running attempts count up to now.
+    Admins see every user; anyone else only themselves.
+    """
+    report = svc.usage_report(session, principal, start=svc.parse_when("from", start),
+                              end=svc.parse_when("to", end), group_by=group_by, user=user)
+    return UsageOut(start=report.start, end=report.end, group_by=report.group_by,
+                    rows=[UsageRowOut(**r.as_dict()) for r in report.rows], total=UsageRowOut(**report.total.as_dict()))

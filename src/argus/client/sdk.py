@@ -1,0 +1,186 @@
+"""``Client``: every task action of the REST API as a Python method, for notebooks and scripts.
+
+Answers are the API's JSON as plain ``dict``s (the fields the API documents at ``/docs``); an
+error answer raises :class:`argus.client.ApiError` with the server's ``code``, ``message`` and
+per-field ``errors``. A submit sends a fresh ``Idempotency-Key`` and is retried while the server
+is unreachable or busy, so it never queues a task twice (as ``argus submit`` does).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from argus.client.http import ArgusClient, sse_events
+
+TERMINAL = frozenset({"SUCCEEDED", "FAILED", "CANCELED"})
+
+
+class TaskTimeout(TimeoutError):
+    """``Client.wait`` gave up before the task ended; ``task`` is its last view."""
+
+    def __init__(self, task: dict[str, Any], timeout: float) -> None:
+        self.task = task
+        super().__init__(f"task {task.get('task_id')} still {task.get('status')} after {timeout:g} s")
+
+
+class Files:
+    """Your files as the API shows them (``/`` is your home; ``/common/…`` the shared read-only areas)."""
+
+    def __init__(self, http: ArgusClient) -> None:
+        self._http = http
+
+    def ls(self, path: str = "/") -> list[dict[str, Any]]:
+        """A directory's entries (name, type, size, mtime …); a file's own metadata as a one-item list."""
+        out = self._http.get("/api/v2/files", params={"path": path})
+        return list(out["entries"]) if "entries" in out else [out]
+
+    def put(self, local: str | os.PathLike[str] | bytes, remote: str) -> dict[str, Any]:
+        """Upload a local file (or bytes) to ``remote``, atomically; over your quota → ApiError 413."""
+        if isinstance(local, bytes):
+            return self._http.request("PUT", "/api/v2/files/content", params={"path": remote}, content=local)
+        with open(local, "rb") as f:
+            return self._http.request("PUT", "/api/v2/files/content", params={"path": remote}, content=f)
+
+    def get(self, remote: str, local: str | os.PathLike[str] | None = None) -> bytes | Path:
+        """A file's bytes, or, with ``local``, the file written there (streamed) and its path."""
+        if local is None:
+            return b"".join(self._http.stream("GET", "/api/v2/files/content", params={"path": remote}))
+        target = Path(local)
+        with open(target, "wb") as f:
+            for chunk in self._http.stream("GET", "/api/v2/files/content", params={"path": remote}):
+                f.write(chunk)
+        return target
+
+
+class Client:
+    """An Argus server at ``url`` with an API ``token`` (default: ``ARGUS_URL`` / ``ARGUS_TOKEN``)."""
+
+    def __init__(self, url: str | None = None, token: str | None = None, *, timeout: float = 30.0) -> None:
+        url = url or os.environ.get("ARGUS_URL") or "http://127.0.0.1:8080"
+        token = token if token is not None else os.environ.get("ARGUS_TOKEN")
+        self.http = ArgusClient(url, token or None, timeout=timeout)
+        self.files = Files(self.http)
+
+    def close(self) -> None:
+        self.http.http.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ tasks
+
+    def submit(self, spec: str | os.PathLike[str] | dict[str, Any], dry_run: bool = False) -> dict[str, Any]:
+        """Submit a spec: a ``dict``, YAML/JSON text, or a path to a ``.yaml``/``.yml``/``.json`` file.
+
+        Returns ``{task_id, status, warnings, info}``; with ``dry_run=True`` the verdict
+        ``{warnings, info, resolved, command_expanded}`` and nothing is queued. A rejected spec raises
+        ApiError whose ``errors`` name every problem (field, value, fix, line)."""
+        body, ctype = _spec_body(spec)
+        if dry_run:
+            return self.http.post("/api/v2/tasks", content=body, headers={"Content-Type": ctype},
+                                  params={"dry_run": "true"})
+        return self.http.post_retrying("/api/v2/tasks", key=str(uuid.uuid4()), content=body,
+                                       headers={"Content-Type": ctype})
+
+    def get(self, task_id: str) -> dict[str, Any]:
+        """One task: status, reasons, attempts, ``resumed_from`` / ``resumed_by``."""
+        return self.http.get(f"/api/v2/tasks/{task_id}")
+
+    def list(self, *, status: str | list[str] | None = None, workload: str | None = None, user: str | None = None,
+             limit: int = 50, offset: int = 0) -> list[dict[str, Any]]:
+        """Your tasks, newest first (an admin's: everyone's, or ``user``'s)."""
+        params: dict[str, Any] = {"limit": limit, "offset": offset}
+        if status:
+            params["status"] = status if isinstance(status, str) else ",".join(status)
+        if workload:
+            params["workload"] = workload
+        if user:
+            params["user"] = user
+        return list(self.http.get("/api/v2/tasks", params=params)["items"])
+
+    def wait(self, task_id: str, timeout: float | None = None, *, poll_s: float = 2.0) -> dict[str, Any]:
+        """Block until the task ends (SUCCEEDED, FAILED or CANCELED) and return it; TaskTimeout after ``timeout`` s."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            task = self.get(task_id)
+            if task["status"] in TERMINAL:
+                return task
+            if deadline is not None and time.monotonic() >= deadline:
+                raise TaskTimeout(task, timeout or 0.0)
+            time.sleep(poll_s if deadline is None else max(0.0, min(poll_s, deadline - time.monotonic())))
+
+    def logs(self, task_id: str, follow: bool = True, *, attempt: int | None = None) -> Iterator[str]:
+        """The task's log, line by line. ``follow=True`` streams live (server-sent events) until the
+        attempt ends; ``follow=False`` gives what the log holds now."""
+        params: dict[str, Any] = {} if attempt is None else {"attempt": attempt}
+        path = f"/api/v2/tasks/{task_id}/logs"
+        if not follow:
+            text = b"".join(self.http.stream("GET", path, params=params)).decode("utf-8", errors="replace")
+            yield from text.splitlines()
+            return
+        stream = self.http.stream("GET", path, params=params, headers={"Accept": "text/event-stream"}, timeout=None)
+        for event, data in sse_events(stream):
+            if event == "log":
+                yield from data.split("\n")
+            elif event == "end":
+                return
+
+    def metrics(self, task_id: str, keys: list[str] | None = None) -> Any:
+        """verl's per-step metrics: a pandas DataFrame indexed by ``step`` (one column per key) when pandas
+        is installed, else a list of ``{"step": s, key: value, …}`` dicts in step order."""
+        params = {"key": ",".join(keys)} if keys else None
+        out = self.http.get(f"/api/v2/tasks/{task_id}/metrics", params=params)
+        rows: dict[int, dict[str, Any]] = {}
+        for key, points in out["points"].items():
+            for step, value in points:
+                rows.setdefault(step, {"step": step})[key] = _number(value)
+        records = [rows[s] for s in sorted(rows)]
+        try:
+            import pandas as pd
+        except ImportError:
+            return records
+        return pd.DataFrame.from_records(records, columns=["step", *out["keys"]] if not keys else ["step", *keys]) \
+            .set_index("step")
+
+    def cancel(self, task_id: str) -> dict[str, Any]:
+        return self.http.post(f"/api/v2/tasks/{task_id}/cancel")
+
+    # ------------------------------------------------------------ checkpoints
+
+    def checkpoints(self, task_id: str) -> dict[str, Any]:
+        """``{folder, latest, steps: [{step, path, state, complete, components, size_bytes, modified_at}]}``."""
+        return self.http.get(f"/api/v2/tasks/{task_id}/checkpoints")
+
+    def resume(self, task_id: str, step: int | None = None) -> dict[str, Any]:
+        """A new task resuming this ended one from ``step`` (default: its latest complete checkpoint)."""
+        return self.http.post(f"/api/v2/tasks/{task_id}/resume", json={"step": step})
+
+    def export(self, task_id: str, step: int | None = None, to: str | None = None) -> dict[str, Any]:
+        """Queue a CPU task merging a checkpoint into a Hugging Face folder (default ``$HOME/models/<task>-step<N>``);
+        returns that task (``info.target`` is the folder, usable as a next task's ``model_id``)."""
+        return self.http.post(f"/api/v2/tasks/{task_id}/export", json={"step": step, "to": to})
+
+
+def _number(value: Any) -> Any:
+    """The API sends NaN/±Infinity as strings (JSON has none): give them back as floats."""
+    return float(value) if value in ("nan", "inf", "-inf") else value
+
+
+def _spec_body(spec: str | os.PathLike[str] | dict[str, Any]) -> tuple[bytes, str]:
+    if isinstance(spec, dict):
+        return json.dumps(spec).encode(), "application/json"
+    if isinstance(spec, os.PathLike) or (isinstance(spec, str) and "\n" not in spec
+                                        and spec.endswith((".yaml", ".yml", ".json"))):
+        path = Path(spec)
+        ctype = "application/json" if path.suffix == ".json" else "application/yaml"
+        return path.read_bytes(), ctype
+    return spec.encode(), "application/yaml"

@@ -1,0 +1,138 @@
+"""The driver's two files on the shared filesystem, written so that a failing disk never stops the task's output.
+
+Issue 11: with the jobs folder on a full filesystem the old copier died on ``ENOSPC``, nothing
+drained the child's pipe, the child blocked on its next ``print`` and the task stayed RUNNING,
+holding its GPUs, for as long as anyone watched. Here:
+
+* :class:`TaskLog` never raises. The first failed write is recorded once (``error``, in the
+  words of :mod:`argus.core.log_write`: "no space left on $HOME/jobs/<task>/logs"), everything
+  after it is dropped and counted (``dropped_bytes``/``dropped_lines``), and ``on_error`` is
+  called once so the driver can stop the task; the caller keeps reading the pipe to its end.
+  Writes are complete or counted: a short write (the disk filling mid-chunk) is resumed.
+* :class:`StatusFile` replaces ``status.json`` atomically (a reader never sees half a file) and
+  answers a failed write with the error instead of raising, so the driver's exit path stays alive
+  on a full disk and can still say why through its stdout and exit code.
+
+Both take a lock: the pump thread and the main thread write to them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from argus.core import log_write
+
+
+class TaskLog:
+    """``logs/attempt-<n>.log`` plus the echo to our stdout (Ray's driver log, on the node's own disk)."""
+
+    def __init__(self, path: Path, job_dir: Path, echo: BinaryIO) -> None:
+        self.path = path
+        self.job_dir = job_dir
+        self._echo = echo
+        self._file: Any = None
+        self._lock = threading.Lock()
+        self.error: str | None = None  # why the log cannot be written, once known
+        self.dropped_bytes = 0
+        self.dropped_lines = 0
+        self.on_error: Callable[[str], None] | None = None
+
+    def open(self) -> bool:
+        """Make ``logs/`` and open the log for appending; False (and ``error`` set) when the disk refuses."""
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._file = open(self.path, "ab", buffering=0)  # noqa: SIM115 - closed by close()
+        except OSError as exc:
+            self.fail(exc)
+            return False
+        return True
+
+    def write(self, data: bytes, *, echo: bool = True) -> None:
+        """Append ``data`` to the log while it works and echo it; never raises."""
+        if not data:
+            return
+        first_failure = None
+        with self._lock:
+            rest = memoryview(data)
+            if self.error is None and self._file is not None:
+                try:
+                    while rest:
+                        rest = rest[self._file.write(rest):]  # a full disk may take part of a chunk
+                except OSError as exc:
+                    first_failure = self.fail(exc)
+            if rest:
+                self.dropped_bytes += len(rest)
+                self.dropped_lines += rest.tobytes().count(b"\n")
+            if echo:  # under the lock: Ray's log keeps the order of the shared one
+                self.echo(data)
+        if first_failure and self.on_error is not None:
+            self.on_error(first_failure)
+
+    def echo(self, data: bytes) -> None:
+        """To our stdout only: Ray's driver log, whose tail Ray quotes when the job fails.
+
+        ``echo`` should be unbuffered: a buffered stdout that failed would fail again when Python
+        flushes it at exit, and turn the exit status into 120.
+        """
+        try:
+            rest = memoryview(data)
+            while rest:
+                rest = rest[self._echo.write(rest) or len(rest):]
+            self._echo.flush()
+        except (OSError, ValueError):  # Ray's log gone or full: the shared log is what counts
+            pass
+
+    def fail(self, exc: OSError, where: Path | None = None) -> str:
+        """Record why the job folder refuses writes (the first error only) and return it.
+
+        ``where``: the folder to name (default: the path in the error, else ``logs/``).
+        """
+        if self.error is None:
+            folder = where or (Path(exc.filename) if isinstance(exc.filename, str) else self.path.parent)
+            self.error = log_write.describe(exc, log_write.shown_path(folder, self.job_dir))
+        return self.error
+
+    def summary(self) -> str:
+        """``no space left on $HOME/jobs/t/logs; 4.2 MiB (5123 lines) of output not written``."""
+        assert self.error is not None
+        dropped = log_write.dropped_shown(self.dropped_bytes, self.dropped_lines)
+        return f"{self.error}; {dropped}" if dropped else self.error
+
+    def close(self) -> None:
+        with self._lock:
+            f, self._file = self._file, None
+        try:
+            if f is not None:
+                f.close()
+        except OSError:  # NFS may report a failed write-back only now; the task has ended anyway
+            pass
+
+
+class StatusFile:
+    """``status.json``: what the monitor reads to learn the attempt's node, GPUs, times and end."""
+
+    def __init__(self, path: Path, data: dict[str, Any]) -> None:
+        self.path = path
+        self.data = data
+        self._lock = threading.Lock()
+
+    def save(self, **changes: Any) -> OSError | None:
+        """Apply ``changes`` and replace the file atomically; the error instead of raising it."""
+        with self._lock:
+            self.data.update(changes)
+            tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+            try:
+                tmp.write_text(json.dumps(self.data, indent=2) + "\n")
+                os.replace(tmp, self.path)
+            except OSError as exc:
+                try:
+                    tmp.unlink(missing_ok=True)
+                except OSError:
+                    pass
+                return exc
+            return None

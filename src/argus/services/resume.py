@@ -1,0 +1,139 @@
+"""Resume a task from its checkpoint, and export a checkpoint to a Hugging Face folder, as new tasks.
+
+Both build an ordinary spec and go through ``submit_task`` (admission, verl validation, queue,
+fair share) — nothing here talks to Ray or bypasses a check:
+
+* **resume**: the old task's spec as submitted, plus verl's ``trainer.resume_mode=resume_path``
+  and ``trainer.resume_from_path=$HOME/…/global_step_N`` (a basic spec's ``overrides``; an advanced
+  spec's command gets them appended). The new task records ``resumed_from``; its own checkpoints
+  go to its own job folder, and verl continues the step count from N.
+* **export**: a CPU task (``n_gpus_per_node: 0``) running verl's own
+  ``python3 -m verl.model_merger merge --backend fsdp|megatron --local_dir <step>/actor
+  --target_dir $HOME/models/<name>``, with its own logs and status.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path, PurePosixPath
+
+import yaml
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from argus.core import checkpoints as ck
+from argus.core.admission import AdmissionPolicy, SpecCheck
+from argus.core.paths import is_under, normalize
+from argus.core.states import TERMINAL, TaskStatus
+from argus.core.taskspec import load_spec_document
+from argus.db.models import TaskEventModel, TaskModel, utcnow
+from argus.errors import ClientError, Conflict, FieldError, NotFound
+from argus.services.checkpoints import Listing, Step, task_listing
+from argus.services.home_files import open_in_home
+from argus.services.principal import Principal
+from argus.services.tasks import Submitted, get_task, submit_task, user_name_of
+
+_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+
+
+def checkpoints_of(session: Session, principal: Principal, task_id: str, policy: AdmissionPolicy) -> Listing:
+    task = get_task(session, principal, task_id)
+    return task_listing(policy.layout, user_name_of(session, task), task.id, list(task.argv), task.status)
+
+
+def _own_task(session: Session, principal: Principal, task_id: str, what: str) -> TaskModel:
+    task = get_task(session, principal, task_id)
+    if task.user_id != principal.id:  # an admin sees it, but a new task would be the admin's, in the admin's home
+        raise NotFound(f"no task {task_id!r} of yours to {what}", code="task_not_found")
+    return task
+
+
+def resume_task(session: Session, principal: Principal, task_id: str, *, step: int | None,
+                policy: AdmissionPolicy, checks: tuple[SpecCheck, ...] = (), max_bytes: int = 256 * 1024) -> Submitted:
+    """Submit a new task with the old one's spec resuming from ``step`` (default: its latest complete one)."""
+    old = _own_task(session, principal, task_id, "resume")
+    if TaskStatus(old.status) not in TERMINAL:
+        raise Conflict(f"task {task_id} is {old.status}: resume it once it has ended (cancel it first to "
+                       "continue now)", code="task_active")
+    listing = task_listing(policy.layout, principal.name, old.id, list(old.argv), old.status)
+    chosen = listing.pick(step)
+    doc = load_spec_document(old.spec_raw, None)
+    if not isinstance(doc, dict):  # it was accepted once; a later parser change must not crash
+        raise Conflict(f"task {task_id}'s spec can no longer be read", code="spec_unreadable")
+    shown = policy.layout.to_virtual(chosen.path, principal.name)
+    body = yaml.safe_dump(ck.resume_spec(doc, shown), sort_keys=False, allow_unicode=True)
+    done = submit_task(session, principal, body, policy=policy, content_type="application/yaml",
+                       max_bytes=max_bytes, checks=checks)
+    done.task.resumed_from = old.id
+    session.add(TaskEventModel(task_id=done.task.id, at=utcnow(), from_status=TaskStatus.QUEUED.value,
+                               to_status=TaskStatus.QUEUED.value, reason=None, actor=principal.name,
+                               message=f"resumes {old.id} from checkpoint {ck.STEP_PREFIX}{chosen.step} ({shown})"))
+    session.flush()
+    done.info = {**done.info, "resumed_from": old.id, "step": chosen.step}
+    return done
+
+
+def resumed_by(session: Session, task_id: str) -> list[str]:
+    """Tasks that resume this one, oldest first."""
+    return list(session.scalars(select(TaskModel.id).where(TaskModel.resumed_from == task_id)
+                                .order_by(TaskModel.created_at, TaskModel.id)))
+
+
+def export_target(policy: AdmissionPolicy, user: str, task_id: str, step: int, to: str | None) -> str:
+    """``$HOME/models/<name>`` as the user writes it: ``to`` may be a bare name, ``$HOME/…`` or ``~/…``."""
+    if to is None or not to.strip():
+        return f"$HOME/models/{task_id}-step{step}"
+    to = to.strip()
+    if _NAME_RE.fullmatch(to):
+        return f"$HOME/models/{to}"
+    real = normalize(policy.layout.expand(to, user))
+    home = PurePosixPath(str(policy.layout.home(user)))
+    if not to.startswith(("$HOME/", "~/")) or not is_under(real, home) or real == home:
+        raise ClientError("bad export target", code="bad_target", errors=[FieldError(
+            "to", to, "give a name (exported to $HOME/models/<name>) or a path in your home such as "
+            "$HOME/models/my-model")])
+    return policy.layout.to_virtual(str(real), user)
+
+
+def _backend(home: Path, folder: str) -> str:
+    """megatron when the checkpoint holds verl's Megatron ``dist_ckpt/`` folder, else fsdp."""
+    try:
+        rel = tuple(PurePosixPath(folder, "dist_ckpt").relative_to(home).parts)
+        import os
+
+        os.close(open_in_home(home, rel, os.O_RDONLY | os.O_DIRECTORY))
+        return "megatron"
+    except (OSError, ValueError):
+        return "fsdp"
+
+
+def export_task(session: Session, principal: Principal, task_id: str, *, step: int | None, to: str | None,
+                policy: AdmissionPolicy, checks: tuple[SpecCheck, ...] = (), max_bytes: int = 256 * 1024) -> Submitted:
+    """Queue a CPU task that merges a complete checkpoint into a Hugging Face folder with verl.model_merger."""
+    old = _own_task(session, principal, task_id, "export")
+    listing = task_listing(policy.layout, principal.name, old.id, list(old.argv), old.status)
+    chosen: Step = listing.pick(step)
+    user = principal.name
+    target = export_target(policy, user, old.id, chosen.step, to)
+    real_target = Path(policy.layout.expand(target, user))
+    if real_target.exists() or real_target.is_symlink():
+        raise Conflict(f"{target} already exists: choose another --to or remove it", code="exists")
+    has_actor = any(c.name == "actor" for c in chosen.components)
+    source = f"{chosen.path}/actor" if has_actor else chosen.path  # PPO: actor/; SFT: the step folder itself
+    home = Path(str(policy.layout.home(user)))
+    backend = _backend(home, source)
+    source_shown = policy.layout.to_virtual(source, user)
+    command = shlex.join(["python3", "-m", "verl.model_merger", "merge", "--backend", backend,
+                          "--local_dir", source_shown, "--target_dir", target])
+    spec = {"kind": "advanced", "workload": "job", "name": f"export {old.id} step {chosen.step}",
+            "nnodes": 1, "n_gpus_per_node": 0, "command": command}
+    body = yaml.safe_dump(spec, sort_keys=False, allow_unicode=True)
+    done = submit_task(session, principal, body, policy=policy, content_type="application/yaml",
+                       max_bytes=max_bytes, checks=checks)
+    session.add(TaskEventModel(task_id=done.task.id, at=utcnow(), from_status=TaskStatus.QUEUED.value,
+                               to_status=TaskStatus.QUEUED.value, reason=None, actor=principal.name,
+                               message=f"exports {old.id} {ck.STEP_PREFIX}{chosen.step} ({backend}) to {target}"))
+    session.flush()
+    done.info = {**done.info, "source_task": old.id, "step": chosen.step, "target": target, "backend": backend}
+    return done

@@ -1,0 +1,149 @@
+"""Accounting: GPU- and CPU-seconds per user, workload or day, read from the attempt rows.
+
+Every attempt stores what it cost when it ends (``resource_seconds``, ``resource_kind``,
+see ``scheduler.common.close_attempt``); a running attempt counts up to now. A report
+covers a window ``[from, to)``: an attempt that crosses an edge is cut to the window
+(``core.accounting.clipped``), and ``group_by=day`` splits an attempt across the UTC days
+it ran on, so the days of a window always add up to the window's total.
+
+Who may see what: an admin sees every user (or one, ``user=``); anyone else sees only
+their own use and is refused (403) when asking for another user's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, time, timedelta
+from typing import Any
+
+from sqlalchemy import or_, select
+from sqlalchemy.orm import Session
+
+from argus.core import accounting
+from argus.core.states import LIVE_ATTEMPT
+from argus.db.models import TaskAttemptModel, TaskModel, UserModel
+from argus.errors import ClientError, FieldError, Forbidden, NotFound
+from argus.services.principal import Principal
+
+GROUPS = ("user", "workload", "day")
+DEFAULT_WINDOW = timedelta(days=30)
+
+
+@dataclass
+class UsageRow:
+    key: str
+    gpu_seconds: float = 0.0
+    cpu_seconds: float = 0.0
+    attempts: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"key": self.key, "gpu_seconds": round(self.gpu_seconds, 3), "gpu_hours": round(self.gpu_seconds / 3600, 4),
+                "cpu_seconds": round(self.cpu_seconds, 3), "cpu_hours": round(self.cpu_seconds / 3600, 4),
+                "attempts": self.attempts}
+
+
+@dataclass
+class UsageReport:
+    start: datetime
+    end: datetime
+    group_by: str
+    rows: list[UsageRow]
+    total: UsageRow
+
+
+def parse_when(field: str, value: str | None) -> datetime | None:
+    """``2026-11-01`` (midnight UTC) or an ISO 8601 time (no zone: UTC); None when absent."""
+    if value is None or value == "":
+        return None
+    try:
+        t = datetime.fromisoformat(value.strip())
+    except ValueError:
+        raise ClientError("bad usage window", code="invalid_filter", errors=[FieldError(
+            field, value, "must be a date (2026-11-01) or an ISO 8601 time (2026-11-01T08:00:00Z)")]) from None
+    return t.replace(tzinfo=UTC) if t.tzinfo is None else t.astimezone(UTC)
+
+
+def window(start: datetime | None, end: datetime | None, now: datetime) -> tuple[datetime, datetime]:
+    """The report's ``[from, to)``: ``to`` defaults to now, ``from`` to 30 days before ``to``."""
+    end = end or now
+    start = start or end - DEFAULT_WINDOW
+    if start >= end:
+        raise ClientError("bad usage window", code="invalid_filter", errors=[FieldError(
+            "from", start.isoformat(), f"must be before 'to' ({end.isoformat()})")])
+    return start, end
+
+
+def usage_report(session: Session, principal: Principal, *, start: datetime | None = None,
+                 end: datetime | None = None, group_by: str = "user", user: str | None = None,
+                 now: datetime | None = None) -> UsageReport:
+    if group_by not in GROUPS:
+        raise ClientError("bad grouping", code="invalid_filter",
+                          errors=[FieldError("group_by", group_by, f"must be one of {', '.join(GROUPS)}")])
+    now = now or datetime.now(UTC)
+    start, end = window(start, end, now)
+    q = (select(TaskAttemptModel.started_at, TaskAttemptModel.finished_at, TaskAttemptModel.status,
+                TaskAttemptModel.resource_seconds, TaskModel.nnodes, TaskModel.n_gpus_per_node,
+                TaskModel.workload, UserModel.name)
+         .join(TaskModel, TaskModel.id == TaskAttemptModel.task_id)
+         .join(UserModel, UserModel.id == TaskModel.user_id)
+         .where(TaskAttemptModel.started_at.is_not(None), TaskAttemptModel.started_at < end,
+                or_(TaskAttemptModel.finished_at.is_(None), TaskAttemptModel.finished_at > start)))
+    if not principal.is_admin:
+        if user is not None and user != principal.name:
+            raise Forbidden("only admins can see another user's usage", code="forbidden")
+        q = q.where(TaskModel.user_id == principal.id)
+    elif user is not None:
+        uid = session.scalar(select(UserModel.id).where(UserModel.name == user))
+        if uid is None:
+            raise NotFound(f"no user named {user!r}", code="user_not_found")
+        q = q.where(TaskModel.user_id == uid)
+    rows: dict[str, UsageRow] = {}
+    total = UsageRow("total")
+    for r in session.execute(q):
+        if r.finished_at is None and r.status not in LIVE_ATTEMPT:
+            continue  # ended without an end time (not expected): counts nothing rather than forever
+        counted = False
+        for key, lo, hi in _pieces(r, group_by, start, end, r.finished_at or now):
+            # an attempt wholly inside the window counts its stored figure; a cut one, its part
+            whole = r.resource_seconds is not None and lo == r.started_at and hi == r.finished_at
+            amount = r.resource_seconds if whole else accounting.seconds(r.nnodes, r.n_gpus_per_node, lo, hi)
+            row = rows.setdefault(key, UsageRow(key))
+            _add(row, r.n_gpus_per_node, amount)
+            _add(total, r.n_gpus_per_node, amount, count=not counted)  # an attempt split over days is one
+            counted = True
+    return UsageReport(start, end, group_by, sorted(rows.values(), key=_order(group_by)), total)
+
+
+def _add(row: UsageRow, gpus_per_node: int, amount: float, *, count: bool = True) -> None:
+    if gpus_per_node > 0:
+        row.gpu_seconds += amount
+    else:
+        row.cpu_seconds += amount
+    row.attempts += count
+
+
+def _pieces(r: Any, group_by: str, start: datetime, end: datetime,
+            finished: datetime) -> Iterator[tuple[str, datetime, datetime]]:
+    """The parts of one attempt inside the window, each with the group it counts to."""
+    lo, hi = accounting.clipped(r.started_at, finished, start, end)
+    if hi <= lo:
+        return
+    if group_by == "user":
+        yield r.name, lo, hi
+    elif group_by == "workload":
+        yield r.workload, lo, hi
+    else:
+        day = lo.date()
+        while True:
+            next_midnight = datetime.combine(day + timedelta(days=1), time(), UTC)
+            yield day.isoformat(), max(lo, datetime.combine(day, time(), UTC)), min(hi, next_midnight)
+            if hi <= next_midnight:
+                return
+            day = day + timedelta(days=1)
+
+
+def _order(group_by: str) -> Any:
+    if group_by == "day":
+        return lambda row: date.fromisoformat(row.key)
+    return lambda row: (-row.gpu_seconds, -row.cpu_seconds, row.key)

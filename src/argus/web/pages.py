@@ -1,0 +1,114 @@
+"""Page routes: sign-in, tasks, New Task, one task; a 404 page for anything else a browser asks for.
+
+Signed-out page requests get a 303 to ``/login?next=…``. A task page is rendered only when the
+task exists *for this user* (the same ``get_task`` the API uses, so another user's task is the
+same 404 page as a task that never existed). Everything else the page shows, it fetches from
+``/api/v2`` itself.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+
+from argus.api.context import AppContext
+from argus.api.deps import get_ctx
+from argus.errors import NotFound
+from argus.services.principal import Principal
+from argus.services.tasks import get_task
+from argus.web import i18n
+from argus.web.auth import page_principal
+from argus.web.templates_catalog import spec_templates
+
+WEB_DIR = Path(__file__).parent
+STATIC_DIR = WEB_DIR / "static"
+_env = Environment(loader=FileSystemLoader(WEB_DIR / "templates"), autoescape=select_autoescape(default=True))
+
+# Pages run only same-origin code: scripts from /static, no inline script, no framing. Styles may be
+# inline because CodeMirror and uPlot set element styles at run time.
+CSP = ("default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+       "connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; "
+       "frame-ancestors 'none'")
+router = APIRouter(include_in_schema=False)
+
+
+def render(request: Request, template: str, *, title_key: str, principal: Principal | None,
+           status_code: int = 200, **page: Any) -> HTMLResponse:
+    lang = i18n.pick_language(request.cookies.get(i18n.COOKIE), request.headers.get("accept-language"))
+    t = i18n.translator(lang)
+    data = {"lang": lang, "user": principal.name if principal else None,
+            "is_admin": bool(principal and principal.is_admin), **page}
+    html = _env.get_template(template).render(t=t, lang=lang, title=t(title_key), page=data,
+                                              catalog=i18n.catalog(lang), principal=principal)
+    return HTMLResponse(html, status_code=status_code, headers={
+        "Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff", "Referrer-Policy": "same-origin",
+        "Cache-Control": "no-store", "Vary": "Cookie, Accept-Language"})
+
+
+def _to_login(request: Request) -> RedirectResponse:
+    target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+    return RedirectResponse(f"/login?next={quote(target, safe='')}", status_code=303)
+
+
+@router.get("/")
+def home() -> Response:
+    return RedirectResponse("/tasks", status_code=303)
+
+
+@router.get("/login")
+def login_page(request: Request, ctx: AppContext = Depends(get_ctx)) -> Response:
+    principal = page_principal(request, ctx)
+    nxt = _safe_next(request.query_params.get("next"))
+    if principal is not None:
+        return RedirectResponse(nxt, status_code=303)
+    return render(request, "login.html", title_key="login.title", principal=None, next=nxt)
+
+
+def _safe_next(target: str | None) -> str:
+    """Only a path on this site (``/x``), never ``//host`` or ``https://…``: no open redirect."""
+    if not target or not target.startswith("/") or target.startswith("//") or "\\" in target:
+        return "/tasks"
+    return target
+
+
+@router.get("/tasks")
+def tasks_page(request: Request, ctx: AppContext = Depends(get_ctx)) -> Response:
+    principal = page_principal(request, ctx)
+    if principal is None:
+        return _to_login(request)
+    return render(request, "tasks.html", title_key="tasks.title", principal=principal)
+
+
+@router.get("/tasks/new")
+def new_task_page(request: Request, ctx: AppContext = Depends(get_ctx)) -> Response:
+    principal = page_principal(request, ctx)
+    if principal is None:
+        return _to_login(request)
+    lang = i18n.pick_language(request.cookies.get(i18n.COOKIE), request.headers.get("accept-language"))
+    root = ctx.settings.root
+    return render(request, "new_task.html", title_key="new.title", principal=principal,
+                  templates=spec_templates(lang), clone=request.query_params.get("clone"),
+                  paths={"home": str(ctx.layout.home(principal.name)), "datasets": str(root / "datasets"),
+                         "hf": str(root / "hf")})
+
+
+@router.get("/tasks/{task_id}")
+def task_page(task_id: str, request: Request, ctx: AppContext = Depends(get_ctx)) -> Response:
+    principal = page_principal(request, ctx)
+    if principal is None:
+        return _to_login(request)
+    try:
+        with ctx.db.session() as session:
+            get_task(session, principal, task_id)
+    except NotFound:
+        return not_found(request, principal)
+    return render(request, "task.html", title_key="task.title", principal=principal, task_id=task_id)
+
+
+def not_found(request: Request, principal: Principal | None) -> HTMLResponse:
+    return render(request, "not_found.html", title_key="notfound.title", principal=principal, status_code=404)

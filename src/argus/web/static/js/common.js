@@ -1,0 +1,161 @@
+// Shared by every page: translations, the API client (session cookie + CSRF header), safe DOM
+// building (text only, never innerHTML), local-time formatting, the language switcher, sign out.
+const catalog = JSON.parse(document.getElementById("argus-i18n").textContent);
+export const page = JSON.parse(document.getElementById("argus-page").textContent);
+
+/** The catalog's text for key; {name} placeholders filled from vars. */
+export function t(key, vars) {
+  let s = Object.prototype.hasOwnProperty.call(catalog, key) ? catalog[key] : key;
+  if (vars) for (const [k, v] of Object.entries(vars)) s = s.split(`{${k}}`).join(String(v));
+  return s;
+}
+
+const STATUS_KEYS = {
+  QUEUED: "status.QUEUED", SUBMITTED: "status.SUBMITTED", RUNNING: "status.RUNNING",
+  CANCELING: "status.CANCELING", SUCCEEDED: "status.SUCCEEDED", FAILED: "status.FAILED",
+  CANCELED: "status.CANCELED",
+};
+export const TERMINAL = new Set(["SUCCEEDED", "FAILED", "CANCELED"]);
+
+export function statusBadge(status) {
+  return el("span", { class: `badge st-${String(status).toLowerCase()}`, "data-status": status },
+    STATUS_KEYS[status] ? t(STATUS_KEYS[status]) : status);
+}
+
+/** An element with attributes and children; strings become text nodes (hostile text stays text). */
+export function el(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === null || v === undefined || v === false) continue;
+    if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
+    else node.setAttribute(k, v === true ? "" : String(v));
+  }
+  for (const c of children.flat()) {
+    if (c === null || c === undefined || c === false) continue;
+    node.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return node;
+}
+
+export function setText(id, text) {
+  const node = document.getElementById(id);
+  if (node) node.textContent = text === null || text === undefined || text === "" ? "—" : String(text);
+}
+
+let csrf = null;
+
+/** The CSRF token of this browser session (asked once per page load). */
+export async function csrfToken() {
+  if (csrf === null) {
+    const r = await fetch("/api/v2/session", { credentials: "same-origin", headers: { Accept: "application/json" } });
+    if (r.status === 401) toLogin();
+    csrf = r.ok ? (await r.json()).csrf_token : "";
+  }
+  return csrf;
+}
+
+export function toLogin() {
+  const next = location.pathname + location.search;
+  location.assign(`/login?next=${encodeURIComponent(next)}`);
+  return new Promise(() => {}); // the page is going away
+}
+
+export class ApiError extends Error {
+  constructor(status, body) {
+    const d = (body && body.detail) || {};
+    super(d.message || `HTTP ${status}`);
+    this.status = status;
+    this.code = d.code;
+    this.errors = d.errors || [];
+  }
+}
+
+/** fetch /api/v2… with the session cookie; mutating calls carry X-CSRF-Token. JSON in, JSON out. */
+export async function api(path, { method = "GET", body, contentType, signal, raw = false, headers: extra } = {}) {
+  const headers = { Accept: "application/json", ...(extra || {}) };
+  if (method !== "GET" && method !== "HEAD") headers["X-CSRF-Token"] = await csrfToken();
+  let payload = body;
+  if (body !== undefined && typeof body !== "string") {
+    payload = JSON.stringify(body);
+    headers["Content-Type"] = "application/json";
+  } else if (contentType) headers["Content-Type"] = contentType;
+  const r = await fetch(path, { method, headers, body: payload, credentials: "same-origin", signal });
+  if (r.status === 401) return toLogin();
+  if (raw) return r;
+  const text = await r.text();
+  let data = null;
+  try { data = text ? JSON.parse(text) : null; } catch { data = { detail: { message: text.slice(0, 300) } }; }
+  if (!r.ok) throw new ApiError(r.status, data);
+  return data;
+}
+
+const dateFmt = new Intl.DateTimeFormat(page.lang === "zh" ? "zh-CN" : "en", {
+  year: "numeric", month: "2-digit", day: "2-digit", hour: "2-digit", minute: "2-digit", second: "2-digit",
+});
+
+/** An API timestamp shown in the browser's own time zone. */
+export function fmtTime(iso) {
+  if (!iso) return "—";
+  const d = new Date(iso);
+  return Number.isNaN(d.getTime()) ? String(iso) : dateFmt.format(d);
+}
+
+export function fmtDuration(seconds) {
+  if (seconds === null || seconds === undefined || !Number.isFinite(seconds)) return "—";
+  const s = Math.max(0, Math.round(seconds));
+  const h = Math.floor(s / 3600), m = Math.floor((s % 3600) / 60), r = s % 60;
+  if (h) return t("time.hm", { h, m });
+  if (m) return t("time.ms", { m, s: r });
+  return t("time.s", { s: r });
+}
+
+export function age(iso) {
+  return iso ? (Date.now() - new Date(iso).getTime()) / 1000 : null;
+}
+
+export function duration(task) {
+  if (!task.started_at) return null;
+  const end = task.finished_at ? new Date(task.finished_at).getTime() : Date.now();
+  return (end - new Date(task.started_at).getTime()) / 1000;
+}
+
+export function gpus(task) {
+  return `${task.nnodes} × ${task.n_gpus_per_node}`;
+}
+
+/** Run fn every `ms` while the tab is visible, never two at once (no request storm). */
+export function poll(fn, ms) {
+  let busy = false, again = false, timer = null, stopped = false;
+  const tick = async () => {
+    if (stopped || document.visibilityState !== "visible") return;
+    if (busy) { again = true; return; } // one more run after this one (a filter changed meanwhile)
+    busy = true;
+    try { await fn(); } catch (e) { console.warn(e); } finally { busy = false; }
+    if (again) { again = false; tick(); }
+  };
+  timer = setInterval(tick, ms);
+  document.addEventListener("visibilitychange", () => { if (document.visibilityState === "visible") tick(); });
+  return { stop() { stopped = true; clearInterval(timer); }, now: tick };
+}
+
+function setLanguage(lang) {
+  localStorage.setItem("argus_lang", lang);
+  document.cookie = `argus_lang=${lang}; path=/; max-age=31536000; SameSite=Strict`;
+  location.reload();
+}
+
+function wireChrome() {
+  const sw = document.getElementById("lang-switch");
+  if (sw) sw.addEventListener("change", () => setLanguage(sw.value));
+  // A language chosen earlier in this browser wins over Accept-Language even if the cookie was cleared.
+  const remembered = localStorage.getItem("argus_lang");
+  if (remembered && remembered !== page.lang && !document.cookie.includes("argus_lang=")) setLanguage(remembered);
+  const out = document.getElementById("sign-out");
+  if (out) out.addEventListener("click", async () => {
+    try { await api("/api/v2/session", { method: "DELETE", raw: true }); } finally { location.assign("/login"); }
+  });
+  const nav = location.pathname === "/tasks/new" ? "new" : location.pathname.startsWith("/tasks") ? "tasks" : "";
+  for (const a of document.querySelectorAll("[data-nav]")) if (a.dataset.nav === nav) a.classList.add("current");
+}
+
+wireChrome();

@@ -1,0 +1,150 @@
+// New Task: a YAML editor prefilled from a template or an earlier task's raw spec; Check (and a
+// debounced check while typing) calls the dry-run admission POST /api/v2/tasks?dry_run=true and
+// shows every error at its line; Submit posts the same text and opens the new task's page.
+import { createEditor } from "/static/vendor/editor.js";
+import { ApiError, api, el, page, t } from "./common.js";
+
+const DEBOUNCE_MS = 900;
+const editor = createEditor(document.getElementById("editor"), "", () => scheduleCheck());
+const state = document.getElementById("check-state");
+let timer = null;
+let inflight = null;
+let generation = 0;
+let loading = false;
+
+function load(text) {
+  loading = true;
+  editor.set(text);
+  loading = false;
+  clearResult();
+  scheduleCheck();
+}
+
+for (const b of document.querySelectorAll("[data-template]")) {
+  b.addEventListener("click", () => load(page.templates[b.dataset.template]));
+}
+
+async function loadFromTask(id) {
+  try {
+    const spec = await api(`/api/v2/tasks/${encodeURIComponent(id)}/spec`);
+    load(spec.raw);
+    state.textContent = t("new.cloned", { id });
+  } catch (e) {
+    state.textContent = e instanceof ApiError && e.status === 404 ? t("new.clone_missing", { id }) : e.message;
+  }
+}
+
+document.getElementById("clone-load").addEventListener("click", () => {
+  const id = document.getElementById("clone-id").value.trim();
+  if (id) loadFromTask(id);
+});
+
+function scheduleCheck() {
+  if (loading) return;
+  clearTimeout(timer);
+  timer = setTimeout(() => check(false), DEBOUNCE_MS);
+}
+
+function clearResult() {
+  for (const id of ["errors", "warnings", "info", "expanded", "ok"]) document.getElementById(id).hidden = true;
+  editor.setProblems([]);
+}
+
+function problemItem(e) {
+  const where = e.line ? t("new.at_line", { line: e.line }) : "";
+  return el("li", { "data-line": e.line || "", "data-field": e.field },
+    el("code", {}, e.field), " ",
+    e.value !== null && e.value !== undefined && e.value !== "" ? el("span", { class: "value" }, `= ${JSON.stringify(e.value)}`) : null,
+    where ? el("span", { class: "line" }, ` (${where})`) : null,
+    ": ", e.message);
+}
+
+function show(errors, warnings, info, expanded) {
+  clearResult();
+  const errBox = document.getElementById("errors");
+  errBox.querySelector("ul").replaceChildren(...errors.map(problemItem));
+  errBox.hidden = errors.length === 0;
+  const warnBox = document.getElementById("warnings");
+  warnBox.querySelector("ul").replaceChildren(...warnings.map((w) => el("li", {}, w)));
+  warnBox.hidden = warnings.length === 0;
+  const infoBox = document.getElementById("info");
+  const hasInfo = info && Object.keys(info).length > 0;
+  infoBox.querySelector("pre").textContent = hasInfo ? JSON.stringify(info, null, 2) : "";
+  infoBox.hidden = !hasInfo;
+  const exp = document.getElementById("expanded");
+  exp.querySelector("pre").textContent = expanded || "";
+  exp.hidden = !expanded;
+  document.getElementById("ok").hidden = errors.length > 0;
+  editor.setProblems(errors.map((e) => ({ line: e.line, severity: "error", message: `${e.field}: ${e.message}` })));
+}
+
+async function check(explicit) {
+  const text = editor.get();
+  if (!text.trim()) { clearResult(); state.textContent = ""; return; }
+  if (inflight) inflight.abort();
+  const ctrl = new AbortController();
+  inflight = ctrl;
+  const mine = ++generation;
+  state.textContent = t("new.checking");
+  try {
+    const r = await api("/api/v2/tasks?dry_run=true", { method: "POST", body: text, contentType: "application/yaml", signal: ctrl.signal });
+    if (mine !== generation) return;
+    show([], r.warnings || [], r.info, r.command_expanded);
+    state.textContent = t("new.checked");
+  } catch (e) {
+    if (mine !== generation || e.name === "AbortError") return;
+    if (e instanceof ApiError && e.status === 400) {
+      show(e.errors.length ? e.errors : [{ field: "(spec)", value: null, message: e.message }], [], null, null);
+      state.textContent = t("new.rejected", { n: e.errors.length || 1 });
+    } else {
+      state.textContent = e.message;
+    }
+  } finally {
+    if (inflight === ctrl) inflight = null;
+  }
+  if (explicit) document.getElementById("result").scrollIntoView({ block: "nearest" });
+}
+
+document.getElementById("check").addEventListener("click", () => { clearTimeout(timer); check(true); });
+
+// One Idempotency-Key per spec text: a retried Submit (double click, lost answer) never queues twice;
+// an edited spec is a new submission. getRandomValues works on plain http too (randomUUID does not).
+let submitKey = null;
+let submitText = null;
+function idempotencyKey(text) {
+  if (text !== submitText) {
+    submitText = text;
+    submitKey = Array.from(crypto.getRandomValues(new Uint8Array(16)), (b) => b.toString(16).padStart(2, "0")).join("");
+  }
+  return submitKey;
+}
+
+document.getElementById("submit").addEventListener("click", async () => {
+  clearTimeout(timer);
+  if (inflight) inflight.abort();
+  generation++;
+  const btn = document.getElementById("submit");
+  btn.disabled = true;
+  state.textContent = t("new.submitting");
+  try {
+    const text = editor.get();
+    const r = await api("/api/v2/tasks", { method: "POST", body: text, contentType: "application/yaml",
+                                           headers: { "Idempotency-Key": idempotencyKey(text) } });
+    location.assign(`/tasks/${encodeURIComponent(r.task_id)}`);
+  } catch (e) {
+    if (e instanceof ApiError && e.status === 400) {
+      show(e.errors.length ? e.errors : [{ field: "(spec)", value: null, message: e.message }], [], null, null);
+      state.textContent = t("new.rejected", { n: e.errors.length || 1 });
+    } else {
+      state.textContent = e.message;
+    }
+    btn.disabled = false;
+  }
+});
+
+if (page.clone) {
+  document.getElementById("clone-id").value = page.clone;
+  loadFromTask(page.clone);
+} else {
+  load(page.templates["basic-grpo"]);
+}

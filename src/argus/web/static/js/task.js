@@ -1,0 +1,195 @@
+// One task: summary (polled while not finished), live log over SSE with a bounded window of lines,
+// metric charts (uPlot), the spec views, the events timeline, Cancel (confirmed) and Clone.
+import { ApiError, TERMINAL, api, duration, el, fmtDuration, fmtTime, page, poll, setText, statusBadge, t } from "./common.js";
+import { startCharts } from "./charts.js";
+
+const id = page.task_id;
+const base = `/api/v2/tasks/${encodeURIComponent(id)}`;
+let task = null;
+
+// ---- summary -------------------------------------------------------------------------------
+function renderSummary(tk) {
+  const changed = task !== null && task.status !== tk.status;
+  task = tk;
+  if (changed && activeTab === "events") loadEvents(); // the timeline grows with each status change
+  setText("t-name", tk.name || tk.task_id);
+  document.getElementById("t-status").replaceChildren(statusBadge(tk.status));
+  document.body.dataset.status = tk.status;
+  setText("s-user", tk.user);
+  setText("s-workload", `${tk.workload} (${tk.kind})`);
+  setText("s-gpus", `${tk.nnodes} × ${tk.n_gpus_per_node}`);
+  setText("s-priority", tk.priority);
+  setText("s-created", fmtTime(tk.created_at));
+  setText("s-started", tk.started_at ? fmtTime(tk.started_at) : "");
+  setText("s-finished", tk.finished_at ? fmtTime(tk.finished_at) : "");
+  setText("s-duration", fmtDuration(duration(tk)));
+  const last = tk.attempts.length ? tk.attempts[tk.attempts.length - 1] : null;
+  setText("s-node", last ? (last.hostname || last.node_id || "") : "");
+  setText("s-attempts", tk.attempts.length);
+  setText("s-reason", tk.termination_reason || (tk.pending_reason ? t("task.waiting") : ""));
+  setText("s-message", tk.status_message || tk.pending_reason || "");
+  document.getElementById("s-warnings").replaceChildren(...(tk.warnings || []).map((w) => el("li", {}, w)));
+  document.getElementById("cancel").hidden = TERMINAL.has(tk.status) || tk.status === "CANCELING";
+  renderAttempts(tk);
+}
+
+const summaryPoll = poll(async () => {
+  const tk = await api(base);
+  renderSummary(tk);
+  if (TERMINAL.has(tk.status)) summaryPoll.stop();
+}, 3000);
+
+document.getElementById("cancel").addEventListener("click", async () => {
+  if (!window.confirm(t("task.cancel_confirm", { id }))) return;
+  try {
+    await api(`${base}/cancel`, { method: "POST" });
+  } catch (e) {
+    window.alert(e.message);
+  }
+  summaryPoll.now();
+});
+
+// ---- log -----------------------------------------------------------------------------------
+const MAX_LINES = 5000;          // lines kept in the page; older ones leave the DOM
+const TAIL_BYTES = 256 * 1024;   // a big log opens at its end, not its start
+const logEl = document.getElementById("log");
+const attemptSel = document.getElementById("attempt");
+const followBtn = document.getElementById("follow");
+let following = true;
+let source = null;
+let shownAttempt = null;
+let trimmed = 0;
+let tailOf = null; // the log's size when it was opened at its end (too big to show whole)
+
+function renderAttempts(tk) {
+  const n = Math.max(1, tk.attempts.length); // attempt 1's log exists to follow even before it starts
+  const had = attemptSel.options.length;
+  if (had === n) return;
+  const onLatest = shownAttempt === null || shownAttempt === had;
+  attemptSel.replaceChildren(...Array.from({ length: n }, (_, i) => el("option", { value: i + 1 }, `#${i + 1}`)));
+  if (onLatest) { attemptSel.value = String(n); openLog(n); } else attemptSel.value = String(shownAttempt);
+}
+
+function appendLines(lines) {
+  if (!lines.length) return;
+  let drop = 0;
+  if (lines.length > MAX_LINES) { drop = lines.length - MAX_LINES; lines = lines.slice(drop); }
+  const frag = document.createDocumentFragment();
+  for (const line of lines) frag.append(el("div", { class: "ln" }, line));
+  logEl.append(frag);
+  const extra = logEl.childElementCount - MAX_LINES;
+  if (extra > 0) {
+    const range = document.createRange();
+    range.setStartBefore(logEl.firstElementChild);
+    range.setEndAfter(logEl.children[extra - 1]);
+    range.deleteContents();
+    drop += extra;
+  }
+  if (drop > 0) {
+    trimmed += drop;
+    const note = document.getElementById("log-trimmed");
+    if (!tailOf) note.textContent = t("task.log_trimmed", { n: trimmed });
+    note.hidden = false;
+  }
+  if (following) logEl.scrollTop = logEl.scrollHeight;
+}
+
+async function openLog(attempt) {
+  if (source) source.close();
+  shownAttempt = attempt;
+  trimmed = 0;
+  tailOf = null;
+  logEl.replaceChildren();
+  document.getElementById("log-trimmed").hidden = true;
+  document.getElementById("download").href = `${base}/logs?attempt=${attempt}`;
+  document.getElementById("download").setAttribute("download", `${id}-attempt-${attempt}.log`);
+  const state = document.getElementById("log-state");
+  let start = 0;
+  try {
+    const probe = await api(`${base}/logs?attempt=${attempt}&offset=999999999999999&limit=0`, { raw: true });
+    const size = Number(probe.headers.get("X-Next-Offset") || "0");
+    if (size > TAIL_BYTES) {
+      const r = await api(`${base}/logs?attempt=${attempt}&offset=${size - TAIL_BYTES}&limit=${TAIL_BYTES}`, { raw: true });
+      const text = await r.text();
+      const lines = text.split("\n");
+      lines.shift(); // the first one is cut
+      if (lines.length && lines[lines.length - 1] === "") lines.pop();
+      tailOf = size;
+      const note = document.getElementById("log-trimmed");
+      note.textContent = t("task.log_tail", { size: (size / 1048576).toFixed(1) });
+      note.hidden = false;
+      appendLines(lines);
+      start = size;
+    }
+  } catch (e) {
+    if (e instanceof ApiError && e.status === 404) return;
+  }
+  if (shownAttempt !== attempt) return;
+  state.textContent = t("task.log_live");
+  const es = new EventSource(`${base}/logs?attempt=${attempt}&follow=true&offset=${start}`);
+  source = es;
+  es.addEventListener("log", (ev) => appendLines(ev.data.split("\n")));
+  es.addEventListener("end", () => {
+    es.close();
+    state.textContent = t("task.log_ended");
+    summaryPoll.now();
+  });
+  es.onerror = () => { if (es.readyState === EventSource.CLOSED) state.textContent = t("task.log_lost"); };
+}
+
+attemptSel.addEventListener("change", () => openLog(Number(attemptSel.value)));
+followBtn.addEventListener("click", () => {
+  following = !following;
+  followBtn.textContent = following ? t("task.pause") : t("task.resume");
+  if (following) logEl.scrollTop = logEl.scrollHeight;
+});
+document.getElementById("jump").addEventListener("click", () => {
+  following = true;
+  followBtn.textContent = t("task.pause");
+  logEl.scrollTop = logEl.scrollHeight;
+});
+logEl.addEventListener("wheel", (ev) => {
+  if (ev.deltaY < 0 && following) { following = false; followBtn.textContent = t("task.resume"); }
+});
+
+// ---- tabs: metrics, spec, events -------------------------------------------------------------
+let charts = null;
+let activeTab = "log";
+const loaded = new Set();
+for (const tab of document.querySelectorAll("#tabs .tab")) {
+  tab.addEventListener("click", () => {
+    for (const o of document.querySelectorAll("#tabs .tab")) o.classList.toggle("active", o === tab);
+    for (const pane of document.querySelectorAll(".tabpane")) pane.hidden = pane.dataset.pane !== tab.dataset.tab;
+    const name = tab.dataset.tab;
+    activeTab = name;
+    if (name === "metrics" && !charts) charts = startCharts(base, () => task && TERMINAL.has(task.status));
+    if (name === "spec" && !loaded.has("spec")) { loaded.add("spec"); loadSpec(); }
+    if (name === "events") loadEvents();
+  });
+}
+
+let spec = null;
+async function loadSpec() {
+  spec = await api(`${base}/spec`);
+  showSpec("raw");
+}
+function showSpec(which) {
+  for (const b of document.querySelectorAll("#spec-tabs .tab")) b.classList.toggle("active", b.dataset.spec === which);
+  let v = spec ? spec[which] : "";
+  if (which === "argv" && Array.isArray(v)) v = v.map((a, i) => `[${i}] ${a}`).join("\n");
+  else if (v && typeof v === "object") v = JSON.stringify(v, null, 2);
+  document.getElementById("spec").textContent = v || "—";
+}
+for (const b of document.querySelectorAll("#spec-tabs .tab")) b.addEventListener("click", () => showSpec(b.dataset.spec));
+
+async function loadEvents() {
+  const events = await api(`${base}/events`);
+  document.getElementById("events").replaceChildren(...events.map((e) => el("li", {},
+    el("time", { datetime: e.at }, fmtTime(e.at)), " ",
+    e.from_status ? statusBadge(e.from_status) : null, e.from_status ? " → " : null, statusBadge(e.to_status),
+    " ", el("span", { class: "muted" }, t("task.by", { actor: e.actor })),
+    e.reason ? el("div", { class: "reason" }, e.reason) : null,
+    e.message ? el("div", { class: "message" }, e.message) : null)));
+}
+
+summaryPoll.now();

@@ -1,0 +1,305 @@
+"""The WebUI in a real Chromium against a real ``argus up`` (issue 12, "How it is checked").
+
+One server for the module (tests/web/conftest.py). Each test reads as what a user does in the
+browser; the API is used only to set things up (users, uploads) and to check what the page did.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from datetime import datetime
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from argus.web.templates_catalog import spec_templates
+from tests.web.conftest import Pages, Up, shot, sign_in
+
+pytestmark = [pytest.mark.browser, pytest.mark.e2e]
+
+DOCTOR = ("kind: advanced\nworkload: job\nname: doctor\nnnodes: 1\nn_gpus_per_node: 0\n"
+          "command: python3 -m argus.jobs.doctor --home $HOME --shared $HOME/common/datasets --shared $HOME/common/hf\n")
+HOSTILE = '<script>window.__xss=1</script><img src=x onerror="window.__xss=2">'
+
+
+def set_editor(page, text: str) -> None:  # noqa: ANN001
+    """Replace the editor's text as a user pasting it would."""
+    page.click("#editor .cm-content")
+    page.keyboard.press("Control+a")
+    page.keyboard.press("Delete")
+    page.keyboard.insert_text(text)
+
+
+def submit_api(up: Up, user: str, body: str) -> str:
+    with up.api(user) as c:
+        r = c.post("/api/v2/tasks", content=body, headers={"Content-Type": "application/yaml"})
+        assert r.status_code == 201, r.text
+        return r.json()["task_id"]
+
+
+def test_sign_in_with_password_lists_my_tasks(up: Up, pages: Pages) -> None:
+    tid = submit_api(up, "alice", DOCTOR.replace("name: doctor", "name: listed"))
+    page = pages.new(user="alice")
+    row = page.locator(f'tr[data-task="{tid}"]')
+    row.wait_for()
+    assert "listed" in row.inner_text() and "0 × 0" not in row.inner_text()
+    assert "1 × 0" in row.inner_text()
+    assert page.locator("#who").inner_text().startswith("alice")
+    cookies = {c["name"]: c for c in page.context.cookies()}
+    assert cookies["argus_session"]["httpOnly"] and cookies["argus_session"]["sameSite"] == "Strict"
+    assert page.evaluate("document.cookie").find("argus_session") < 0
+    later = submit_api(up, "alice", DOCTOR.replace("name: doctor", "name: arrives later"))
+    page.locator(f'tr[data-task="{later}"]').wait_for(timeout=15_000)  # the list refreshed by itself
+    assert page.locator("#tasks-body tr").first.get_attribute("data-task") == later  # newest first
+    shot(page, "tasks-en")
+    page.click("#sign-out")
+    page.wait_for_url(re.compile(r".*/login.*"))
+    page.goto(f"{up.url}/tasks")
+    assert "/login?next=%2Ftasks" in page.url
+
+
+def test_signed_out_page_requests_redirect_to_sign_in(up: Up, pages: Pages) -> None:
+    page = pages.new()
+    for path in ("/tasks", "/tasks/new", "/tasks/job-000001"):
+        page.goto(f"{up.url}{path}")
+        assert page.url.startswith(f"{up.url}/login?next="), page.url
+    shot(page, "login-en")
+    page.fill("#login-user", "alice")
+    page.fill("#login-password", "wrong")
+    page.click("#login-submit")
+    page.locator("#login-error").wait_for()
+    page.fill("#login-password", "alice-pw-1234567")
+    page.click("#login-submit")
+    page.wait_for_url(f"{up.url}/tasks/job-000001")  # back where the user wanted to go
+
+
+def test_sign_in_with_api_token(up: Up, pages: Pages) -> None:
+    page = pages.new()
+    page.goto(f"{up.url}/login")
+    page.click('.tab[data-mode="token"]')
+    page.fill("#login-token", up.tokens["bob"])
+    page.click("#login-submit")
+    page.wait_for_url(f"{up.url}/tasks")
+    assert page.locator("#who").inner_text() == "bob"
+
+
+def test_typo_in_advanced_template_shows_verls_did_you_mean_at_its_line(up: Up, pages: Pages) -> None:
+    page = pages.new(user="alice")
+    page.goto(f"{up.url}/tasks/new")
+    page.click('[data-template="advanced"]')
+    text = spec_templates("en")["advanced"].replace("data.train_batch_size=16", "data.train_batch_sz=16")
+    line = next(i for i, ln in enumerate(text.splitlines(), 1) if "data.train_batch_sz=16" in ln)
+    set_editor(page, text)  # no click: the page checks by itself once typing pauses
+    item = page.locator("#errors li", has_text="did you mean")
+    item.first.wait_for(timeout=60_000)
+    assert item.first.get_attribute("data-line") == str(line), item.first.inner_text()
+    assert "data.train_batch_size" in item.first.inner_text()
+    # the editor marks that very line
+    page.locator(".cm-lintRange-error", has_text="data.train_batch_sz=16").wait_for()
+    shot(page, "new-task-typo-en")
+    with up.api("alice") as c:  # a check queues nothing
+        assert all("advanced" not in (t["name"] or "") for t in c.get("/api/v2/tasks").json()["items"])
+
+
+def test_doctor_job_log_arrives_live_and_status_reaches_succeeded_without_reload(up: Up, pages: Pages) -> None:
+    page = pages.new(user="alice")
+    page.goto(f"{up.url}/tasks/new")
+    set_editor(page, DOCTOR)
+    page.click("#check")
+    page.locator("#ok").wait_for(timeout=60_000)
+    page.click("#submit")
+    page.wait_for_url(re.compile(rf"{re.escape(up.url)}/tasks/job-[0-9-]+$"))
+    page.evaluate("window.__sameDocument = true")
+    page.locator("#log .ln").first.wait_for(timeout=120_000)
+    page.locator('#t-status [data-status="SUCCEEDED"]').wait_for(timeout=180_000)
+    assert page.evaluate("window.__sameDocument") is True  # no reload happened
+    log = page.locator("#log").inner_text()
+    assert "doctor" in log.lower(), log[:2000]
+    shot(page, "task-doctor-en")
+    page.click('#tabs [data-tab="events"]')
+    page.locator("#events li").nth(2).wait_for()
+    page.click('#tabs [data-tab="spec"]')
+    page.locator("#spec", has_text="argus.jobs.doctor").wait_for()
+    page.click('#spec-tabs [data-spec="command_expanded"]')
+    assert "$HOME" not in page.locator("#spec").inner_text()
+    tid = page.url.rsplit("/", 1)[1]
+    with up.api("alice") as c:
+        created = c.get(f"/api/v2/tasks/{tid}").json()["created_at"]
+    local = datetime.fromisoformat(created).astimezone(ZoneInfo("Asia/Shanghai"))  # the browser's zone
+    assert f"{local:%H:%M:%S}" in page.locator("#s-created").inner_text() or \
+        f"{local:%I:%M:%S}" in page.locator("#s-created").inner_text()
+    download = page.locator("#download").get_attribute("href")
+    got = page.request.get(up.url + download)  # the session cookie is enough to download
+    assert got.ok and "doctor: all essential checks passed" in got.text()
+    page.click("#clone")
+    page.wait_for_url(f"{up.url}/tasks/new?clone={tid}")
+    page.locator("#editor .cm-content", has_text="argus.jobs.doctor").wait_for()
+
+
+def _tiny_inputs(up: Up, tmp: Path) -> None:
+    subprocess.run([sys.executable, "scripts/smoke_tiny.py", str(tmp)], check=True, capture_output=True,
+                   cwd=Path(__file__).resolve().parents[2])
+    uploads = [(p, f"/models/tiny/{p.name}") for p in sorted((tmp / "model").iterdir())]
+    uploads += [(tmp / "gsm8k" / n, f"/datasets/gsm8k/{n}") for n in ("train.parquet", "test.parquet")]
+    with up.api("alice") as c:
+        for folder in ("/models/tiny", "/datasets/gsm8k"):
+            r = c.post("/api/v2/files/mkdir", json={"path": folder, "parents": True})
+            assert r.status_code in (201, 409), r.text
+        for src, dst in uploads:
+            r = c.put("/api/v2/files/content", params={"path": dst}, content=src.read_bytes())
+            assert r.status_code in (200, 201, 204), r.text
+
+
+def test_basic_grpo_waits_for_gpus_and_a_queued_task_is_canceled(up: Up, pages: Pages, tmp_path: Path) -> None:
+    _tiny_inputs(up, tmp_path)
+    page = pages.new(user="alice")
+    page.goto(f"{up.url}/tasks/new")
+    page.click('[data-template="basic-grpo"]')
+    page.click("#check")
+    page.locator("#ok").wait_for(timeout=90_000)
+    page.click("#submit")
+    page.wait_for_url(re.compile(rf"{re.escape(up.url)}/tasks/grpo-[0-9-]+$"))
+    page.locator("#s-message", has_text="GPU").wait_for(timeout=30_000)
+    assert page.locator('#t-status [data-status="QUEUED"]').count() == 1
+    shot(page, "task-queued-en")
+    page.once("dialog", lambda d: d.dismiss())  # "no": nothing happens
+    page.click("#cancel")
+    assert page.locator('#t-status [data-status="QUEUED"]').count() == 1
+    page.once("dialog", lambda d: d.accept())
+    page.click("#cancel")
+    page.locator('#t-status [data-status="CANCELED"]').wait_for()
+    assert page.locator("#cancel").is_hidden()
+
+
+def test_chinese_ui(up: Up, pages: Pages) -> None:
+    tid = submit_api(up, "alice", DOCTOR.replace("name: doctor", "name: 中文界面"))
+    page = pages.new(lang="zh")
+    page.goto(f"{up.url}/login")
+    assert page.locator("h1").inner_text() == "登录"
+    shot(page, "login-zh")
+    sign_in(page, up, "alice")
+    assert page.locator("nav a").all_inner_texts() == ["任务", "新建任务"]
+    assert page.locator("th").first.inner_text() == "ID"
+    page.locator("#tasks-body tr").first.wait_for()
+    shot(page, "tasks-zh")
+    page.goto(f"{up.url}/tasks/new")
+    assert page.locator("#check").inner_text() == "检查"
+    page.click('[data-template="advanced"]')
+    assert "资源(平台调度与预检查用;仍需要)" in page.locator("#editor .cm-content").inner_text()
+    shot(page, "new-task-zh")
+    page.goto(f"{up.url}/tasks/{tid}")
+    page.locator("#t-status .badge").wait_for()
+    assert page.locator('[data-tab="log"]').inner_text() == "日志"
+    shot(page, "task-zh")
+    resp = page.goto(f"{up.url}/tasks/job-00000000-0000")
+    assert resp is not None and resp.status == 404 and page.locator("#not-found h1").inner_text() == "未找到"
+    shot(page, "not-found-zh")
+    # switch to English: remembered across pages
+    with page.expect_navigation():  # the switcher reloads the page in the new language
+        page.select_option("#lang-switch", "en")
+    assert page.locator("#not-found h1").inner_text() == "Not found"
+    page.goto(f"{up.url}/tasks")
+    assert page.locator("nav a").all_inner_texts() == ["Tasks", "New task"]
+
+
+def test_bob_cannot_open_alices_task(up: Up, pages: Pages) -> None:
+    tid = submit_api(up, "alice", DOCTOR)
+    page = pages.new(user="bob")
+    resp = page.goto(f"{up.url}/tasks/{tid}")
+    assert resp is not None and resp.status == 404
+    assert page.locator("#not-found h1").inner_text() == "Not found"
+    assert "Traceback" not in page.content()
+    shot(page, "not-found-en")
+    page.goto(f"{up.url}/tasks/new?clone={tid}")
+    page.locator("#check-state", has_text=tid).wait_for()
+    assert "doctor" not in page.locator("#editor .cm-content").inner_text()
+
+
+def test_hostile_names_and_log_lines_are_shown_as_text(up: Up, pages: Pages) -> None:
+    name = HOSTILE.replace('"', "'")
+    body = ("kind: advanced\nworkload: job\nnnodes: 1\nn_gpus_per_node: 1\n"
+            f"name: \"{name}\"\ncommand: python3 -m argus.jobs.sleep 1\n")
+    tid = submit_api(up, "alice", body)  # waits for a GPU: its log is written below as a task would
+    log = up.root / "users" / "alice" / "jobs" / tid / "logs" / "attempt-1.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    metric_lines = [f"step:{s} - critic/score/mean:{s / 10} - actor/entropy:{1 - s / 20}" for s in range(1, 8)]
+    log.write_text(f"{HOSTILE}\n" + "\n".join(metric_lines) + "\n")
+    page = pages.new(user="alice")
+    page.locator(f'tr[data-task="{tid}"] td.name').wait_for()
+    assert page.locator(f'tr[data-task="{tid}"] td.name').inner_text() == name
+    page.goto(f"{up.url}/tasks/{tid}")
+    page.locator("#log .ln", has_text="<script>").wait_for()
+    assert page.locator("#t-name").inner_text() == name
+    assert page.evaluate("window.__xss") is None
+    assert page.locator("#log script, #log img, td script").count() == 0
+    # the same log's verl metric lines become a chart with one point per step
+    page.click('#tabs [data-tab="metrics"]')
+    chart = page.locator('figure.chart[data-key="critic/score/mean"]')
+    chart.wait_for()
+    assert chart.get_attribute("data-points") == "7"
+    assert page.locator("figure.chart canvas").count() >= 1
+    shot(page, "task-metrics-en")
+    with up.api("alice") as c:
+        assert c.post(f"/api/v2/tasks/{tid}/cancel").status_code == 200
+
+
+def test_a_cross_site_post_is_refused(up: Up, pages: Pages) -> None:
+    page = pages.new(user="alice")
+    with up.api("alice") as c:
+        before = c.get("/api/v2/tasks").json()["total"]
+    evil = "http://evil.example/"
+    form = (f'<form id=f method=post action="{up.url}/api/v2/tasks" enctype="text/plain">'
+            f'<input name="kind: advanced\nworkload: job\nnnodes: 1\nn_gpus_per_node: 0\ncommand: python3 -m argus.jobs.sleep 0\n#" value="">'
+            "</form><script>document.getElementById('f').submit()</script>")
+    page.route(evil, lambda route: route.fulfill(status=200, content_type="text/html", body=form))
+    with page.expect_navigation(url=re.compile(re.escape(up.url) + ".*")) as nav:
+        page.goto(evil)
+    resp = nav.value
+    assert resp is not None and resp.status in (401, 403), resp.status
+    with up.api("alice") as c:
+        assert c.get("/api/v2/tasks").json()["total"] == before
+    pages.requests[:] = [u for u in pages.requests if not u.startswith(evil)]  # the test's own fake site
+
+
+def test_a_big_log_opens_at_its_end_and_keeps_a_bounded_window(up: Up, pages: Pages) -> None:
+    tid = submit_api(up, "alice", "kind: advanced\nworkload: job\nnnodes: 1\nn_gpus_per_node: 1\n"
+                                  "command: python3 -m argus.jobs.sleep 1\n")  # waits for a GPU
+    log = up.root / "users" / "alice" / "jobs" / tid / "logs" / "attempt-1.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    pad = "x" * 90
+    log.write_text("".join(f"first {i} {pad}\n" for i in range(6000)))  # ~600 KB: more than the page loads
+    page = pages.new(user="alice")
+    page.goto(f"{up.url}/tasks/{tid}")
+    page.locator("#log .ln", has_text="first 5999 ").wait_for()
+    assert page.locator("#log-trimmed").is_visible()
+    assert page.locator("#log .ln", has_text="first 0 ").count() == 0
+    with log.open("a") as f:  # the task writes on: followed live, older lines leave the page
+        f.write("".join(f"more {i} {pad}\n" for i in range(8000)))
+    page.locator("#log .ln", has_text="more 7999 ").wait_for()
+    assert page.locator("#log .ln").count() == 5000
+    assert page.locator("#log .ln").first.inner_text().startswith("more 3000 ")
+    with up.api("alice") as c:
+        assert c.post(f"/api/v2/tasks/{tid}/cancel").status_code == 200
+
+
+def test_admin_sees_every_users_tasks_and_filters_by_user(up: Up, pages: Pages) -> None:
+    mine, theirs = submit_api(up, "alice", DOCTOR), submit_api(up, "bob", DOCTOR)
+    page = pages.new()
+    page.goto(f"{up.url}/login")
+    page.click('.tab[data-mode="token"]')
+    page.fill("#login-token", up.admin_token)
+    page.click("#login-submit")
+    page.wait_for_url(f"{up.url}/tasks")
+    page.locator(f'tr[data-task="{mine}"]').wait_for()
+    assert page.locator(f'tr[data-task="{theirs}"]').count() == 1
+    page.fill("#f-user", "bob")
+    page.press("#f-user", "Enter")
+    page.locator(f'tr[data-task="{mine}"]').wait_for(state="detached")
+    assert page.locator(f'tr[data-task="{theirs}"]').count() == 1
+    assert "user=bob" in page.url
+    shot(page, "tasks-admin-en")
+    with up.api("bob") as c:  # and bob, no admin, does not get a user filter at all
+        assert c.get("/api/v2/tasks", params={"user": "alice"}).json()["total"] == c.get("/api/v2/tasks").json()["total"]

@@ -1,0 +1,99 @@
+"""The page routes over HTTP (no browser, no Ray): sign-in redirects, the 404 page, headers, language.
+
+What a browser does with these pages is in test_browser.py; this checks the server's side of the
+contract cheaply: who gets which page, that nothing user-controlled is put into the HTML
+unescaped, and that pages forbid foreign scripts and framing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import httpx
+import pytest
+
+from tests.helpers import LiveServer
+
+pytestmark = pytest.mark.hostile
+
+
+@contextmanager
+def browser(live: LiveServer, token: str | None = None, lang: str = "en") -> Iterator[httpx.Client]:
+    """A cookie-keeping client, signed in with ``token`` through the browser sign-in when given."""
+    with httpx.Client(base_url=live.url, headers={"Accept-Language": lang}, timeout=30) as c:
+        if token:
+            r = c.post("/api/v2/session", json={"token": token})
+            assert r.status_code == 200, r.text
+        yield c
+
+
+def test_signed_out_pages_redirect_to_sign_in_with_the_way_back(live: LiveServer) -> None:
+    with browser(live) as c:
+        for path, nxt in [("/", None), ("/tasks", "%2Ftasks"), ("/tasks/new?clone=x", "%2Ftasks%2Fnew%3Fclone%3Dx"),
+                          ("/tasks/job-1", "%2Ftasks%2Fjob-1")]:
+            r = c.get(path)
+            assert r.status_code == 303
+            if nxt:
+                assert r.headers["location"] == f"/login?next={nxt}"
+        assert c.get("/login").status_code == 200
+
+
+def test_sign_in_page_never_redirects_off_site(live: LiveServer) -> None:
+    with browser(live, live.admin_token) as c:
+        for bad in ["//evil.example/x", "https://evil.example/", "/\\evil.example", "javascript:alert(1)"]:
+            r = c.get("/login", params={"next": bad})
+            assert r.status_code == 303 and r.headers["location"] == "/tasks", bad
+        assert c.get("/login", params={"next": "/tasks/new"}).headers["location"] == "/tasks/new"
+
+
+def test_signed_in_pages_render_with_strict_headers(live: LiveServer) -> None:
+    with browser(live, live.admin_token) as c:
+        for path in ("/tasks", "/tasks/new"):
+            r = c.get(path)
+            assert r.status_code == 200 and r.headers["content-type"].startswith("text/html")
+            csp = r.headers["content-security-policy"]
+            assert "script-src 'self'" in csp and "frame-ancestors 'none'" in csp and "unsafe-eval" not in csp
+            assert r.headers["x-content-type-options"] == "nosniff"
+            assert "<script>" not in r.text  # only external modules and inert JSON data blocks
+
+
+def test_unknown_or_foreign_task_is_the_same_404_page(live: LiveServer) -> None:
+    alice, bob = live.new_user("alice"), live.new_user("bob")
+    body = "kind: advanced\nworkload: job\nnnodes: 1\nn_gpus_per_node: 0\ncommand: python3 -m argus.jobs.sleep 0\n"
+    tid = alice.post("/api/v2/tasks", content=body, headers={"Content-Type": "application/yaml"}).json()["task_id"]
+    bob_token = bob.headers["Authorization"].split()[1]
+    alice_token = alice.headers["Authorization"].split()[1]
+    with browser(live, bob_token) as c:
+        foreign, missing = c.get(f"/tasks/{tid}"), c.get("/tasks/job-99999999-9999")
+    assert foreign.status_code == missing.status_code == 404
+    assert 'id="not-found"' in foreign.text and "Traceback" not in foreign.text
+    assert foreign.text.replace(tid, "X") == missing.text.replace("job-99999999-9999", "X")
+    with browser(live, alice_token) as c:
+        assert c.get(f"/tasks/{tid}").status_code == 200
+
+
+def test_user_controlled_text_in_a_page_is_escaped(live: LiveServer) -> None:
+    hostile = '</script><script>alert(1)</script>"><img src=x onerror=alert(2)>'
+    with browser(live, live.admin_token) as c:
+        r = c.get("/tasks/new", params={"clone": hostile})
+        assert r.status_code == 200
+        assert "<script>alert(1)" not in r.text and "<img src=x" not in r.text
+        r = c.get(f"/tasks/{hostile}")
+        assert r.status_code in (404, 303) and "<script>alert(1)" not in r.text
+
+
+def test_language_from_accept_language_and_the_switchers_cookie(live: LiveServer) -> None:
+    with browser(live, lang="zh-CN,zh;q=0.9") as c:
+        assert '<html lang="zh-CN">' in c.get("/login").text and "登录" in c.get("/login").text
+        c.cookies.set("argus_lang", "en")
+        assert '<html lang="en">' in c.get("/login").text
+
+
+def test_static_assets_are_served_from_the_package(live: LiveServer) -> None:
+    with httpx.Client(base_url=live.url) as c:
+        for path in ("/static/app.css", "/static/js/common.js", "/static/vendor/editor.js", "/static/vendor/charts.js",
+                     "/static/vendor/uplot.css"):
+            r = c.get(path)
+            assert r.status_code == 200 and len(r.content) > 500, path
+        assert c.get("/static/../pages.py").status_code == 404
