@@ -86,6 +86,27 @@ def test_schema_errors_and_path_errors_come_together(live):
     assert str(root) not in foreign[0]["message"]  # the server's layout is never shown in the message
 
 
+def test_list_search_by_name_or_id_prefix(live):
+    alice = live.new_user("alice")
+    ids = {}
+    for name in ("Alpha run", "beta_run", "100% gamma"):
+        r = submit(alice, ADV.replace("name: my run", f"name: '{name}'"))
+        assert r.status_code == 201, r.text
+        ids[name] = r.json()["task_id"]
+
+    def found(q):
+        r = alice.get("/api/v2/tasks", params={"q": q})
+        assert r.status_code == 200, r.text
+        return {t["task_id"] for t in r.json()["items"]}
+
+    assert found("alpha") == {ids["Alpha run"]}
+    assert found("a_r") == {ids["beta_run"]}  # "_" is a letter, not LIKE's wildcard
+    assert found("0%") == {ids["100% gamma"]}
+    assert found(ids["beta_run"][:-1]) >= {ids["beta_run"]}
+    assert found("nothing-like-this") == set()
+    assert alice.get("/api/v2/tasks", params={"q": "x" * 200}).status_code == 400  # validation errors are 400 here
+
+
 def test_hostile_bodies_never_500(live):
     alice = live.new_user("alice")
     for body, ctype in [

@@ -246,6 +246,24 @@ def test_hostile_names_and_log_lines_are_shown_as_text(up: Up, pages: Pages) -> 
         assert c.post(f"/api/v2/tasks/{tid}/cancel").status_code == 200
 
 
+def test_search_finds_a_task_by_name_and_by_id(up: Up, pages: Pages) -> None:
+    body = "kind: advanced\nworkload: job\nnnodes: 1\nn_gpus_per_node: 1\nname: {}\ncommand: python3 -m argus.jobs.sleep 1\n"
+    wanted = submit_api(up, "alice", body.format("needle-run 50%_off"))
+    other = submit_api(up, "alice", body.format("haystack"))
+    page = pages.new(user="alice")
+    page.locator(f'tr[data-task="{other}"]').wait_for()
+    page.fill("#f-q", "NEEDLE-run 50%_")  # any case; % and _ are letters here, not wildcards
+    page.locator(f'tr[data-task="{other}"]').wait_for(state="detached")
+    assert page.locator("#tasks-body tr").count() == 1
+    assert page.locator(f'tr[data-task="{wanted}"]').count() == 1
+    assert "q=NEEDLE" in page.url
+    page.fill("#f-q", other[:-1])  # an id prefix
+    page.locator(f'tr[data-task="{other}"]').wait_for()
+    with up.api("alice") as c:
+        for tid in (wanted, other):
+            assert c.post(f"/api/v2/tasks/{tid}/cancel").status_code == 200
+
+
 def test_a_cross_site_post_is_refused(up: Up, pages: Pages) -> None:
     page = pages.new(user="alice")
     with up.api("alice") as c:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal, overload
 
-from sqlalchemy import func, select, update
+from sqlalchemy import func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 from sqlalchemy.orm.attributes import set_committed_value
@@ -247,6 +247,7 @@ def list_tasks(
     status: list[str] | None = None,
     workload: str | None = None,
     user: str | None = None,
+    search: str | None = None,
     limit: int = 50,
     offset: int = 0,
 ) -> tuple[list[tuple[TaskModel, str]], int]:
@@ -265,6 +266,11 @@ def list_tasks(
         conds.append(TaskModel.status.in_(status))
     if workload:
         conds.append(TaskModel.workload == workload)
+    if search and search.strip():
+        # a task id by its prefix (the primary key's index), or any part of the name, case-insensitive
+        needle = search.strip().lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        conds.append(or_(TaskModel.id.like(f"{needle}%", escape="\\"),
+                         func.lower(TaskModel.name).like(f"%{needle}%", escape="\\")))
     for c in conds:
         q = q.where(c)
         cq = cq.where(c)

@@ -149,6 +149,7 @@ def list_tasks(
     status: list[str] | None = Query(None, description="repeat or comma-separate: status=QUEUED,RUNNING"),
     workload: str | None = None,
     user: str | None = Query(None, description="admin only: one user's tasks"),
+    q: str | None = Query(None, max_length=128, description="a task id prefix or part of the name (any case)"),
     limit: int = Query(50, ge=1, le=500),
     offset: int = Query(0, ge=0, le=MAX_LIST_OFFSET),
     principal: Principal = Depends(current_principal),
@@ -156,7 +157,7 @@ def list_tasks(
 ) -> TaskListOut:
     statuses = [s.strip().upper() for item in status or [] for s in item.split(",") if s.strip()]
     rows, total = svc.list_tasks(session, principal, status=statuses or None, workload=workload, user=user,
-                                 limit=limit, offset=offset)
+                                 search=q, limit=limit, offset=offset)
     return TaskListOut(items=[_summary(t, u) for t, u in rows], total=total, limit=limit, offset=offset)
 
 

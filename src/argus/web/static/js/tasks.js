@@ -9,6 +9,7 @@ const state = {
   status: params.get("status") || "",
   workload: params.get("workload") || "",
   user: params.get("user") || "",
+  q: params.get("q") || "",
   offset: Math.max(0, parseInt(params.get("offset") || "0", 10) || 0),
 };
 let total = 0;
@@ -16,14 +17,15 @@ let total = 0;
 const fStatus = document.getElementById("f-status");
 const fWorkload = document.getElementById("f-workload");
 const fUser = document.getElementById("f-user");
-const fOpen = document.getElementById("f-open");
+const fQuery = document.getElementById("f-q");
 fStatus.value = state.status;
+fQuery.value = state.q;
 fWorkload.value = state.workload;
 if (fUser) fUser.value = state.user;
 
 function syncUrl() {
   const q = new URLSearchParams();
-  for (const k of ["status", "workload", "user"]) if (state[k]) q.set(k, state[k]);
+  for (const k of ["status", "workload", "user", "q"]) if (state[k]) q.set(k, state[k]);
   if (state.offset) q.set("offset", String(state.offset));
   history.replaceState(null, "", q.toString() ? `?${q}` : location.pathname);
 }
@@ -49,6 +51,7 @@ async function load() {
   if (state.status) q.set("status", state.status);
   if (state.workload) q.set("workload", state.workload);
   if (state.user && page.is_admin) q.set("user", state.user);
+  if (state.q) q.set("q", state.q);
   const data = await api(`/api/v2/tasks?${q}`);
   total = data.total;
   body.replaceChildren(...data.items.map(row));
@@ -69,6 +72,7 @@ function changed() {
   state.status = fStatus.value;
   state.workload = fWorkload.value;
   state.user = fUser ? fUser.value.trim() : "";
+  state.q = fQuery.value.trim();
   state.offset = 0;
   syncUrl();
   poller.now();
@@ -77,12 +81,9 @@ function changed() {
 fStatus.addEventListener("change", changed);
 fWorkload.addEventListener("change", changed);
 if (fUser) fUser.addEventListener("change", changed);
-document.getElementById("filters").addEventListener("submit", (ev) => {
-  ev.preventDefault();
-  const id = fOpen.value.trim();
-  if (id) location.assign(`/tasks/${encodeURIComponent(id)}`);
-  else changed();
-});
+let typing = 0;
+fQuery.addEventListener("input", () => { clearTimeout(typing); typing = setTimeout(changed, 400); });
+document.getElementById("filters").addEventListener("submit", (ev) => { ev.preventDefault(); changed(); });
 document.getElementById("prev").addEventListener("click", () => {
   state.offset = Math.max(0, state.offset - LIMIT); syncUrl(); poller.now();
 });
