@@ -58,7 +58,7 @@ def verdict(spec_text: str, home: str) -> str:
     return "accept"
 
 
-def _compose(path: str | None, name: str, overrides: list[str]):  # noqa: ANN202
+def _compose(path: str | None, name: str, overrides: list[str], *, resolve: bool = True):  # noqa: ANN202
     from hydra import compose, initialize_config_dir, initialize_config_module
     from hydra.core.global_hydra import GlobalHydra
     from omegaconf import OmegaConf
@@ -70,8 +70,27 @@ def _compose(path: str | None, name: str, overrides: list[str]):  # noqa: ANN202
         ctx = initialize_config_dir(config_dir=path, version_base=None)
     with ctx, contextlib.redirect_stdout(io.StringIO()):
         cfg = compose(config_name=name, overrides=overrides)
-    OmegaConf.resolve(cfg)  # main_ppo resolves the whole config first
+    if resolve:
+        OmegaConf.resolve(cfg)  # main_ppo resolves the whole config first
     return cfg
+
+
+def command_parts(spec_text: str, home: str) -> tuple[str | None, str, list[str]]:
+    """(``--config-path``, config name, overrides) of a corpus spec's command, ``$HOME`` filled in."""
+    spec = yaml.safe_load(spec_text)
+    words = shlex.split(spec["command"].replace("\\\n", " ").replace("$HOME", home))
+    args = words[words.index("-m") + 2:]
+    path = name = None
+    overrides = []
+    for a in args:
+        if a.startswith("--config-path="):
+            path = a.split("=", 1)[1]
+        elif a.startswith("--config-name="):
+            name = a.split("=", 1)[1].removesuffix(".yaml")
+        else:
+            overrides.append(a)
+    module = words[words.index("-m") + 1]
+    return path, name or ("sft_trainer_engine" if module.endswith("sft_trainer") else "ppo_trainer"), overrides
 
 
 def _validate(kind: str, cfg, home: str) -> None:  # noqa: ANN001

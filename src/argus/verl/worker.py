@@ -63,6 +63,8 @@ class Validator:
             GlobalHydra.instance().clear()
             initialize_config_module(config_module="verl.trainer.config", version_base=None)
         _parse_config_files_once()
+        _compose_defaults_once()
+        _parse_interpolations_once()
         lock_resolvers()
         self._schemas: dict[str, Schema] = {}
         self._user_schemas: dict[tuple[str, int], Schema] = {}
@@ -300,6 +302,66 @@ def _parse_config_files_once() -> None:
         return dataclasses.replace(result, config=copy.deepcopy(result.config), header=dict(result.header))
 
     ImportlibResourcesConfigSource.load_config = load_config  # type: ignore[method-assign]
+
+
+def _compose_defaults_once() -> None:
+    """Build each defaults tree (which files, in which packages) and its merged config once.
+
+    Hydra composes in two steps: the defaults list (which YAML files, under which packages —
+    changed only by config-group overrides such as ``actor@actor_rollout_ref.actor=megatron``) and
+    the merge of those files, then it applies the plain ``key=value`` overrides to the result. The
+    first two steps are the same for every task that names the same config and group overrides:
+    they are cached here, keyed by the search path, the config name and the group overrides, and
+    every request gets its own copy of the merged config to apply its overrides to — exactly what
+    Hydra would have built (``tests/verl/test_compose_cache.py`` compares the two on the corpus).
+    """
+    import copy
+
+    from hydra._internal import config_loader_impl as loader
+    from hydra._internal.defaults_list import DefaultsList
+
+    original_defaults = loader.create_defaults_list
+    original_merge = loader.ConfigLoaderImpl._compose_config_from_defaults_list
+    trees: dict[tuple[Any, ...], Any] = {}
+    merged: dict[tuple[Any, ...], Any] = {}
+
+    def sources(repo: Any) -> tuple[str, ...]:
+        return tuple(f"{s.scheme()}://{s.path}" for s in repo.get_sources())
+
+    def create_defaults_list(repo: Any, config_name: Any, overrides_list: list[Any], prepend_hydra: bool,
+                             skip_missing: bool) -> Any:
+        values = [o for o in overrides_list if not o.is_sweep_override()
+                  and (isinstance(o.value(), dict) or not repo.group_exists(o.key_or_group))]
+        groups = [o for o in overrides_list if o not in values]
+        key = (sources(repo), config_name, tuple(o.input_line for o in groups), prepend_hydra, skip_missing)
+        if key not in trees:
+            if len(trees) > 64:
+                trees.clear()
+            trees[key] = original_defaults(repo, config_name, groups, prepend_hydra, skip_missing)
+        base = trees[key]
+        return DefaultsList(defaults=base.defaults, config_overrides=values, defaults_tree=base.defaults_tree,
+                            overrides=base.overrides)
+
+    def compose_config_from_defaults_list(self: Any, defaults: list[Any], repo: Any) -> Any:
+        key = (sources(repo), tuple(repr(d) for d in defaults))
+        if key not in merged:
+            if len(merged) > 64:
+                merged.clear()
+            merged[key] = original_merge(self, defaults, repo)
+        return copy.deepcopy(merged[key])
+
+    loader.create_defaults_list = create_defaults_list  # type: ignore[assignment]
+    loader.ConfigLoaderImpl._compose_config_from_defaults_list = compose_config_from_defaults_list  # type: ignore[method-assign]
+
+
+def _parse_interpolations_once() -> None:
+    """Keep OmegaConf's parse trees of interpolation strings (``${oc.select:...}``): its ANTLR parser is
+    pure Python and verl's config holds ~140 interpolations, each parsed again on every resolve. A parse
+    tree depends only on its string and is only read by the resolver that walks it."""
+    from omegaconf import base, grammar_parser
+
+    cached = functools.lru_cache(maxsize=4096)(grammar_parser.parse)
+    base.parse = cached  # type: ignore[attr-defined]
 
 
 def _validate_ppo(cfg: Any) -> None:
