@@ -59,6 +59,10 @@ def test_password_and_ssh_keys_are_recorded(live):
     key = alice.post("/api/v2/me/keys", json={"public_key": pub}).json()
     assert alice.delete(f"/api/v2/me/keys/{key['id']}").status_code == 204
     assert _one(live, audit.USER_PASSWORD_SET)["actor"] == "alice"
+    with live.admin() as a:  # an admin's reset of someone else's password names both
+        assert a.post("/api/v2/users/alice/password", json={"password": "another horse battery"}).status_code == 204
+    reset = _events(live, action=audit.USER_PASSWORD_SET)[0]
+    assert (reset["actor"], reset["target"]) == ("admin", "alice")
     added, removed = _one(live, audit.SSH_KEY_ADDED), _one(live, audit.SSH_KEY_REMOVED)
     assert added["detail"]["fingerprint"] == removed["detail"]["fingerprint"] == key["fingerprint"]
 

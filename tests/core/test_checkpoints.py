@@ -20,6 +20,13 @@ def test_checkpoint_folder_follows_default_local_dir() -> None:
     adv = ["bash", "-lc", "python3 -m verl.trainer.main_ppo \\\n  trainer.default_local_dir=out/../ck2 # note"]
     assert ck.checkpoint_folder(adv, JOB) == JOB / "ck2"  # relative: below the driver's cwd, the job folder
     assert ck.checkpoint_folder(["bash", "-lc", "python3 -m x"], JOB) == JOB / "checkpoints"
+    # a verl trainer that names no folder: verl's default checkpoints/<project_name>/<experiment_name>
+    assert ck.checkpoint_folder(["bash", "-lc", "python3 -m verl.trainer.main_ppo a=1"], JOB) == \
+        JOB / "checkpoints/verl_examples/gsm8k"
+    assert ck.checkpoint_folder(["bash", "-lc", "python3 -m verl.trainer.main_ppo trainer.experiment_name=e1"], JOB) \
+        == JOB / "checkpoints/verl_examples/e1"
+    sft = ["python3", "-m", "torch.distributed.run", "--nproc_per_node=1", "-m", "verl.trainer.sft_trainer"]
+    assert ck.checkpoint_folder(sft, JOB) == JOB / "checkpoints/gsm8k-sft/test"
     interp = ["bash", "-lc", "python3 -m x trainer.default_local_dir=${oc.env:HOME}/x"]
     assert ck.checkpoint_folder(interp, JOB) == JOB / "checkpoints"
     assert ck.checkpoint_folder(["bash", "-lc", "python3 'unterminated"], JOB) == JOB / "checkpoints"

@@ -19,9 +19,11 @@ from argus.cluster.types import RayJobStatus
 from argus.core import accounting
 from argus.db.models import TaskAttemptModel, UserModel
 from argus.errors import ClientError, Forbidden, NotFound
+from argus.scheduler.cancel import CancelTasks
 from argus.scheduler.monitor import MonitorActiveTasks
 from argus.scheduler.submit import SubmitQueuedTasks
 from argus.services.principal import Principal
+from argus.services.tasks import cancel_task
 from argus.services.usage import usage_report
 from tests.scheduler.fakes import Clock, FakeRay, add_task, add_user, make_ctx, task
 
@@ -85,14 +87,14 @@ def test_attempt_ended_while_the_server_was_down_is_closed_with_rays_end_time(db
     assert started == clock()
 
     # the server is killed; the task ends 30 min later; the server comes back 2 h after that
-    end = started + timedelta(minutes=30)
+    end = datetime.fromtimestamp(ms(started + timedelta(minutes=30)) / 1000, UTC)  # Ray's times are in ms
     ray.set(sid, RayJobStatus.SUCCEEDED, driver_exit_code=0, end_time_ms=ms(end))
     clock.advance(2.5 * 3600)
     MonitorActiveTasks(ctx).run_once()  # a fresh process's first pass
     a = attempt(ctx, sid)
     assert task(ctx, tid).status == "SUCCEEDED"
     assert a.finished_at == end  # not the time the server noticed
-    assert (a.resource_kind, a.resource_seconds) == ("gpu", pytest.approx(4 * 1800))
+    assert (a.resource_kind, a.resource_seconds) == ("gpu", pytest.approx(4 * 1800, abs=0.01))
 
 
 def test_attempt_that_started_and_ended_while_the_server_was_down_uses_status_json(db_ctx):
@@ -208,3 +210,21 @@ def test_usage_sums_clip_to_the_window_and_split_days(db_ctx):
         with pytest.raises(ClientError) as e:
             usage_report(s, admin, start=now, end=day, now=now)
         assert e.value.errors[0].field == "from"
+
+
+def test_a_task_canceled_before_the_server_saw_it_run_still_counts_its_run(db_ctx):
+    ctx, ray, clock = db_ctx
+    alice = add_user(ctx, "alice")
+    tid = add_task(ctx, alice, gpus=2)
+    SubmitQueuedTasks(ctx).run_once()
+    sid, t0 = f"{tid}-a1", clock()
+    with ctx.db.session() as s:
+        owner = Principal(id=alice, name="alice", is_admin=False)
+        cancel_task(s, owner, tid)  # SUBMITTED → CANCELING; the monitor never saw it RUNNING
+    write_status(ctx, "alice", tid, started_at=(t0 + timedelta(seconds=2)).isoformat())
+    clock.advance(60)
+    ray.set(sid, RayJobStatus.STOPPED, end_time_ms=ms(t0 + timedelta(seconds=32)))
+    CancelTasks(ctx).run_once()
+    a = attempt(ctx, sid)
+    assert task(ctx, tid).status == "CANCELED"
+    assert a.resource_seconds == pytest.approx(2 * 30, abs=0.01)

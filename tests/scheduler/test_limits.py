@@ -13,6 +13,7 @@ from argus.scheduler.monitor import MonitorActiveTasks
 from argus.scheduler.policy import HeldTask, Limits, NodeState, QueuedTask, UserLimits, plan
 from argus.scheduler.submit import SubmitQueuedTasks
 from tests.scheduler.fakes import add_task, add_user, task
+from tests.scheduler.test_accounting import db_ctx, pg_admin_url  # noqa: F401 - SQLite and PostgreSQL
 
 
 def q(tid: str, user: str = "u", prio: int = 0, age: int = 0, nnodes: int = 1, gpus: int = 0) -> QueuedTask:
@@ -103,8 +104,9 @@ def run_to_running(ctx, ray, submit, monitor) -> None:
     monitor.run_once()
 
 
-def test_limits_block_and_release_as_tasks_end(ctx, ray, clock):
-    ray.add_node("w2", 4)  # 8 GPUs in all
+def test_limits_block_and_release_as_tasks_end(db_ctx):  # noqa: F811 - the imported fixture
+    """On SQLite and PostgreSQL (``db_ctx``: one 8-GPU worker)."""
+    ctx, ray, clock = db_ctx
     alice, bob = add_user(ctx, "alice"), add_user(ctx, "bob")
     set_limits(ctx, "alice", max_gpus=4)
     a1 = add_task(ctx, alice, gpus=2)

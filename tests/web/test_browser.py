@@ -181,7 +181,7 @@ def test_chinese_ui(up: Up, pages: Pages) -> None:
     assert page.locator("h1").inner_text() == "登录"
     shot(page, "login-zh")
     sign_in(page, up, "alice")
-    assert page.locator("nav a").all_inner_texts() == ["任务", "新建任务"]
+    assert page.locator("nav a").all_inner_texts() == ["任务", "新建任务", "数据", "节点", "账户"]
     assert page.locator("th").first.inner_text() == "ID"
     page.locator("#tasks-body tr").first.wait_for()
     shot(page, "tasks-zh")

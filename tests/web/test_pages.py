@@ -97,3 +97,27 @@ def test_static_assets_are_served_from_the_package(live: LiveServer) -> None:
             r = c.get(path)
             assert r.status_code == 200 and len(r.content) > 500, path
         assert c.get("/static/../pages.py").status_code == 404
+
+
+def test_part_two_pages_render_and_admin_is_for_admins_only(live: LiveServer) -> None:
+    alice = live.new_user("alice")
+    alice_token = alice.headers["Authorization"].split()[1]
+    with browser(live) as c:  # signed out: to sign-in, with the way back
+        for path in ("/data", "/account", "/nodes", "/admin"):
+            r = c.get(path)
+            assert r.status_code == 303 and r.headers["location"].startswith("/login?next="), path
+    with browser(live, alice_token) as c:
+        for path in ("/data", "/data?path=%2Fcommon%2Fdatasets", "/account", "/nodes"):
+            r = c.get(path)
+            assert r.status_code == 200 and "script-src 'self'" in r.headers["content-security-policy"], path
+        assert 'href="/admin"' not in c.get("/data").text  # no admin link for a user
+        r = c.get("/admin")
+        assert r.status_code == 404 and 'id="not-found"' in r.text
+        assert "sftp -P" in c.get("/data").text
+        r = c.get("/jobs/job-000001-abc/")  # the task page's folder link opens the Data page there
+        assert r.status_code == 303 and r.headers["location"] == "/data?path=/jobs/job-000001-abc"
+        r = c.get("/jobs/%3Cimg%20src=x%3E/")
+        assert r.status_code == 303 and "<" not in r.headers["location"]
+    with browser(live, live.admin_token) as c:
+        r = c.get("/admin")
+        assert r.status_code == 200 and 'href="/admin"' in r.text

@@ -27,6 +27,7 @@ from argus.api.routers import (
     metrics,
     nodes,
     prometheus,
+    retention,
     session,
     tasks,
     usage,
@@ -72,7 +73,7 @@ def create_app(ctx: AppContext, extra_routers: tuple = ()) -> FastAPI:
     install_docs(app)
     for r in (health.router, session.router, tasks.router, users.router, metrics.router, files.router, logs.router, nodes.router,
               audit.router, usage.router, checkpoints.router,
-              prometheus.router, *extra_routers):
+              prometheus.router, retention.router, *extra_routers):
         app.include_router(r)
     _install_error_handlers(app)
     db_unavailable.install(app)  # busy / full / broken database: 503 + Retry-After naming the cause

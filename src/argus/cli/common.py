@@ -27,6 +27,7 @@ from rich.table import Table
 from rich.text import Text
 
 from argus.cli.client import ApiError, ArgusClient, CliConfig
+from argus.client import Client
 
 console = Console(highlight=False, soft_wrap=True, emoji=False)
 err_console = Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
@@ -55,6 +56,12 @@ def json_flag() -> Any:
 def client() -> ArgusClient:
     cfg = CliConfig.load()
     return ArgusClient(cfg.url, cfg.token or None)
+
+
+def sdk() -> Client:
+    """The Python SDK's client for this CLI's URL and token (the same HTTP client underneath)."""
+    cfg = CliConfig.load()
+    return Client(cfg.url, cfg.token or "")
 
 
 def handle_errors(fn: F) -> F:

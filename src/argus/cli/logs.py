@@ -8,6 +8,7 @@ import sys
 import typer
 
 from argus.cli.common import Output, client, console, emit, handle_errors, json_flag, output_option, table
+from argus.client.http import sse_events as _sse
 
 
 @handle_errors
@@ -40,26 +41,6 @@ def logs(
         why = end.get("status_message") or end.get("termination_reason") or ""
         console.print(f"── {task_id} attempt {end.get('attempt')}: {end.get('status')} {why}", style="dim",
                       markup=False)
-
-
-def _sse(chunks):  # noqa: ANN001, ANN202 - a tiny parser for our own event stream
-    buf = b""
-    event, data = "message", []
-    for chunk in chunks:
-        buf += chunk
-        while b"\n" in buf:
-            raw, buf = buf.split(b"\n", 1)
-            line = raw.decode("utf-8", errors="replace")
-            if not line:
-                if data:
-                    yield event, "\n".join(data)
-                event, data = "message", []
-            elif line.startswith(":"):
-                continue
-            elif line.startswith("event:"):
-                event = line[6:].strip()
-            elif line.startswith("data:"):
-                data.append(line[6:] if line.startswith("data: ") else line[5:])
 
 
 @handle_errors

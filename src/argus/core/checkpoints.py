@@ -60,12 +60,28 @@ def last_value(words: list[str], key: str) -> str | None:
     return value
 
 
+# verl 0.9.1's default ``trainer.default_local_dir`` is ``checkpoints/${trainer.project_name}/${trainer.experiment_name}``
+# (relative: below the driver's working directory, the job folder) with these names per config.
+_VERL_NAMES = {"verl.trainer.sft_trainer": ("gsm8k-sft", "test")}
+_PPO_NAMES = ("verl_examples", "gsm8k")
+
+
 def checkpoint_folder(argv: list[str], job_dir: PurePosixPath) -> PurePosixPath:
     """Where a task's checkpoints are: its ``trainer.default_local_dir`` when the command names a plain
-    path (relative ones are below the job folder, the driver's working directory), else
-    ``<job dir>/checkpoints``. An interpolated value (``${…}``) cannot be followed and falls back too."""
-    value = last_value(command_words(argv), DIR_KEY)
-    if not value or "${" in value or "$" in value:
+    path (relative ones are below the job folder, the driver's working directory); for a verl trainer
+    that names none, verl's default ``checkpoints/<project_name>/<experiment_name>``; else
+    ``<job dir>/checkpoints``. An interpolated value (``${…}``) cannot be followed and falls back."""
+    words = command_words(argv)
+    value = last_value(words, DIR_KEY)
+    if value is None:
+        entry = next((words[i + 1] for i, w in enumerate(words[:-1]) if w == "-m" and words[i + 1] != "torch.distributed.run"),
+                     "")
+        if entry.startswith("verl.trainer."):
+            project, experiment = _VERL_NAMES.get(entry, _PPO_NAMES)
+            project = last_value(words, "trainer.project_name") or project
+            experiment = last_value(words, "trainer.experiment_name") or experiment
+            value = f"{DEFAULT_FOLDER}/{project}/{experiment}"
+    if not value or "$" in value:
         return job_dir / DEFAULT_FOLDER
     return normalize(value, cwd=job_dir)
 

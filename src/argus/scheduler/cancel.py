@@ -15,7 +15,15 @@ from argus.core import accounting
 from argus.core.states import TaskStatus, TerminationReason
 from argus.db.models import TaskModel
 from argus.errors import Conflict
-from argus.scheduler.common import ACTOR, LoopContext, attempt_by_sid, close_attempt, log
+from argus.scheduler.common import (
+    ACTOR,
+    LoopContext,
+    attempt_by_sid,
+    close_attempt,
+    log,
+    read_driver_status,
+    user_of,
+)
 from argus.services.tasks import switch_task_status
 
 
@@ -70,6 +78,9 @@ class CancelTasks:
                 att.exit_code = info.driver_exit_code if info is not None else None
                 att.termination_reason = TerminationReason.USER_CANCELED.value
                 att.message = note
-                close_attempt(s, att, accounting.end_time(info.end_time_ms if info is not None else None, None,
+                driver = read_driver_status(ctx, user_of(s, task), task_id, att.attempt) if info is not None else {}
+                if att.started_at is None and driver.get("started_at"):  # it ran before the monitor saw it
+                    att.started_at = accounting.start_time(driver, created=att.created_at, now=ctx.now())
+                close_attempt(s, att, accounting.end_time(info.end_time_ms if info is not None else None, driver,
                                                           started=att.started_at, now=ctx.now()))
         return 1

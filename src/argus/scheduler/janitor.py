@@ -1,63 +1,74 @@
-"""DeleteFinishedRayJobs: remove Ray's record of an Argus job once it is safe to.
+"""DeleteFinishedRayJobs: Ray job records of ended Argus attempts are deleted after a retention period.
 
-Ray keeps every finished job (and its log) forever in the head's memory and KV store.
-Argus's own copy of what matters is the attempt row plus the driver's log file on the
-shared filesystem, so a finished job's Ray record is deleted once that log file exists —
-or, for a job whose driver never started (so no log will ever appear), after a grace
-period. Only jobs that carry Argus metadata AND match a finished attempt row are
-touched; other users of the same Ray cluster are left alone. Ids are never reused after
-deletion (each attempt has its own), which Ray requires.
+Ray keeps every finished job (and its driver log) forever in the head's memory and KV store.
+Argus's own record is the attempt row, the task's events and the driver's log file in the
+owner's home, so Ray's copy is only a convenience (the Ray dashboard, ``ray job logs``) and is
+deleted once the attempt ended more than ``ray_job_retention_days`` ago (0 keeps them all;
+retention policy after the DI-orchestrator seed, 002: finished jobs are cleaned up by policy,
+not by hand). Nothing user-visible disappears without that setting.
+
+Only Argus's own jobs are touched: a Ray job is deleted only when its submission id is an
+attempt row's, its metadata names that attempt's task, and the attempt has ended (no live
+attempt, no job of anyone else sharing the cluster). Ray itself refuses to delete a job that has
+not finished. Ids are never reused after deletion (each attempt has its own), which Ray requires.
 """
 
 from __future__ import annotations
 
 import time
+from datetime import UTC, datetime, timedelta
 
-from argus.cluster.types import RayJobStatus
-from argus.db.models import TaskModel
-from argus.scheduler.common import ATTEMPT_LIVE, LoopContext, attempt_by_sid, log, log_path, user_of
+from argus.cluster.types import JobInfo, RayJobStatus
+from argus.scheduler.common import ATTEMPT_LIVE, LoopContext, attempt_by_sid, log
+from argus.services import telemetry
 
 FINISHED = (RayJobStatus.SUCCEEDED, RayJobStatus.FAILED, RayJobStatus.STOPPED)
 
 
 class DeleteFinishedRayJobs:
-    def __init__(self, ctx: LoopContext, *, interval_s: float = 5.0, grace_s: float = 300.0) -> None:
+    def __init__(self, ctx: LoopContext, *, interval_s: float = 300.0) -> None:
+        """``interval_s``: one Ray job listing per this many seconds at most (retention is counted in days,
+        and the listing holds every job Ray kept)."""
         self.ctx = ctx
         self.interval_s = interval_s
-        self.grace_s = grace_s
         self._last = float("-inf")
 
     def run_once(self, *, force: bool = False) -> int:
-        """Delete what is safe; rate-limited to one Ray listing per ``interval_s``."""
-        if not force and time.monotonic() - self._last < self.interval_s:
+        """Delete the records past retention; returns how many were deleted."""
+        days = self.ctx.settings.ray_job_retention_days
+        if days <= 0 or (not force and time.monotonic() - self._last < self.interval_s):
             return 0
         self._last = time.monotonic()
-        ctx = self.ctx
-        jobs = [j for j in ctx.jobs.list() if j.status in FINISHED and "argus_task_id" in (j.metadata or {})]
-        if not jobs:
-            return 0
+        due = self.due(self.ctx.jobs.list(), self.ctx.now() - timedelta(days=days))
         deleted = 0
-        now = ctx.now()
-        with ctx.db.session() as s:
-            safe: list[str] = []
-            for job in jobs:
-                att = attempt_by_sid(s, job.submission_id)
-                if att is None or att.status in ATTEMPT_LIVE:
-                    continue  # not ours, or the monitor has not recorded the end yet
-                task = s.get(TaskModel, att.task_id)
-                if task is None:
-                    continue
-                logged = log_path(ctx, user_of(s, task), task.id, att.attempt).exists()
-                ended = att.finished_at or task.finished_at
-                old = ended is not None and (now - ended).total_seconds() > self.grace_s
-                if logged or old:
-                    safe.append(job.submission_id)
-        for sid in safe:
+        for sid in due:
             try:
-                deleted += bool(ctx.jobs.delete(sid))
+                deleted += bool(self.ctx.jobs.delete(sid))
             except Exception as exc:  # noqa: BLE001 - ClusterUnavailable included: try again later
                 log.warning("deleting Ray job %s failed: %s", sid, exc)
                 break
         if deleted:
-            log.info("deleted %d finished Ray job record(s)", deleted)
+            telemetry.RAY_JOBS_DELETED.inc(deleted)
+            log.info("deleted %d Ray job record(s) of attempts that ended before %s", deleted,
+                     (self.ctx.now() - timedelta(days=days)).isoformat(timespec="seconds"))
         return deleted
+
+    def due(self, jobs: list[JobInfo], cutoff: datetime) -> list[str]:
+        """Submission ids of Argus's ended jobs whose attempt ended before ``cutoff``."""
+        candidates = [j for j in jobs if j.status in FINISHED and (j.metadata or {}).get("argus_task_id")]
+        if not candidates:
+            return []
+        out: list[str] = []
+        with self.ctx.db.session() as s:
+            for job in candidates:
+                att = attempt_by_sid(s, job.submission_id)
+                if att is None or att.status in ATTEMPT_LIVE or job.metadata["argus_task_id"] != att.task_id:
+                    continue  # not ours, or the monitor has not recorded the end yet
+                ended = att.finished_at or _ray_end(job)
+                if ended is not None and ended < cutoff:
+                    out.append(job.submission_id)
+        return out
+
+
+def _ray_end(job: JobInfo) -> datetime | None:
+    return datetime.fromtimestamp(job.end_time_ms / 1000, UTC) if job.end_time_ms else None

@@ -40,7 +40,15 @@ class SchedulerRunner:
         self._wake.set()
 
     def run_pass(self) -> None:
-        """One full pass (also what tests call instead of starting the thread)."""
+        """One full pass (also what tests call instead of starting the thread); its duration is the
+        ``argus_scheduler_pass_seconds`` metric."""
+        started = time.monotonic()
+        try:
+            self._run_pass()
+        finally:
+            telemetry.SCHEDULER_PASS.observe(time.monotonic() - started)
+
+    def _run_pass(self) -> None:
         if not self.recovered:
             try:
                 self.recover.run_once()
@@ -68,7 +76,6 @@ class SchedulerRunner:
                 self.run_pass()
             except Exception:  # noqa: BLE001 - logged; the next pass retries
                 log.exception("scheduler pass failed")
-            telemetry.SCHEDULER_PASS.observe(time.monotonic() - started)
             self._wake.wait(max(0.0, self.next_tick() - (time.monotonic() - started)))
             self._wake.clear()
 

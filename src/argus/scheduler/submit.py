@@ -10,10 +10,13 @@ submitted — Ray's own queue fails a PENDING job after 900 s and cannot say why
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import bindparam, or_, select, update
+from sqlalchemy import bindparam, func, or_, select, update
+from sqlalchemy.orm import Session
 
 from argus.cluster.types import ClusterUnavailable, JobAlreadyExists, JobInfo, WorkerNode
 from argus.core.gpu_binding import driver_gpus
@@ -36,6 +39,7 @@ from argus.scheduler.common import (
     submission_id,
     user_of,
 )
+from argus.scheduler.fairshare import HELD_CHARGE_S, Usage, rate
 from argus.scheduler.usage import UsageLedger
 from argus.services import telemetry
 from argus.services.tasks import switch_task_status
@@ -54,24 +58,51 @@ class Snapshot:
 def load_snapshot(ctx: LoopContext) -> Snapshot:
     """The queue and the ledger in one short read transaction."""
     with ctx.db.session() as s:
-        rows = s.execute(
-            select(TaskModel.id, TaskModel.user_id, TaskModel.priority, TaskModel.created_at,
-                   TaskModel.nnodes, TaskModel.n_gpus_per_node, TaskModel.pending_reason)
-            .where(TaskModel.status == TaskStatus.QUEUED.value)
-        ).all()
-        held_rows = s.execute(
-            select(TaskModel.id, TaskModel.user_id, TaskModel.nnodes, TaskModel.n_gpus_per_node,
-                   TaskAttemptModel.gpus)
-            .outerjoin(TaskAttemptModel, (TaskAttemptModel.task_id == TaskModel.id)
-                       & (TaskAttemptModel.attempt == TaskModel.attempts))
-            .where(TaskModel.status.in_([st.value for st in ACTIVE]))
-        ).all()
-        own_limits = s.execute(  # the few users an admin gave limits of their own
-            select(UserModel.id, UserModel.max_gpus, UserModel.max_running_tasks)
-            .where(or_(UserModel.max_gpus.is_not(None), UserModel.max_running_tasks.is_not(None)))
-        ).all()
-    queued = [policy.QueuedTask(r.id, str(r.user_id), r.priority, r.created_at, r.nnodes, r.n_gpus_per_node)
-              for r in rows]
+        queued, reasons = load_queue(s)
+        held, user_limits = load_held(s)
+    return Snapshot(queued, held, reasons, user_limits)
+
+
+def queue_fingerprint(s: Session) -> tuple[Any, ...]:
+    """(count, newest created_at, sum of priorities) of the QUEUED tasks: read from the index alone.
+
+    Changes whenever the queue's membership does, given the held set alongside (see
+    :meth:`SubmitQueuedTasks.run_once`): a task enters QUEUED either new (the newest
+    ``created_at``) or back from a held state (the held set changes), and leaves it either held
+    (the held set changes) or ended (the count drops). A queued task's plan inputs
+    (priority, size, owner) never change while it waits.
+    """
+    row = s.connection().execute(
+        select(func.count(), func.max(TaskModel.created_at), func.sum(TaskModel.priority))
+        .where(TaskModel.status == TaskStatus.QUEUED.value)).one()
+    return tuple(row)
+
+
+def load_queue(s: Session) -> tuple[list[policy.QueuedTask], dict[str, str | None]]:
+    """Every QUEUED task, only the columns the policy needs (Core rows: no ORM objects for 10 000 rows)."""
+    rows = s.connection().execute(
+        select(TaskModel.id, TaskModel.user_id, TaskModel.priority, TaskModel.created_at,
+               TaskModel.nnodes, TaskModel.n_gpus_per_node, TaskModel.pending_reason)
+        .where(TaskModel.status == TaskStatus.QUEUED.value)
+    ).all()
+    queued = [policy.QueuedTask(tid, str(uid), prio, created, nnodes, gpus)
+              for tid, uid, prio, created, nnodes, gpus, _ in rows]
+    return queued, {r[0]: r[6] for r in rows}
+
+
+def load_held(s: Session) -> tuple[list[policy.HeldTask], dict[str, policy.UserLimits]]:
+    """The tasks holding resources, and the users with limits of their own (both small)."""
+    held_rows = s.execute(
+        select(TaskModel.id, TaskModel.user_id, TaskModel.nnodes, TaskModel.n_gpus_per_node,
+               TaskAttemptModel.gpus)
+        .outerjoin(TaskAttemptModel, (TaskAttemptModel.task_id == TaskModel.id)
+                   & (TaskAttemptModel.attempt == TaskModel.attempts))
+        .where(TaskModel.status.in_([st.value for st in ACTIVE]))
+    ).all()
+    own_limits = s.execute(  # the few users an admin gave limits of their own
+        select(UserModel.id, UserModel.max_gpus, UserModel.max_running_tasks)
+        .where(or_(UserModel.max_gpus.is_not(None), UserModel.max_running_tasks.is_not(None)))
+    ).all()
     held = []
     for r in held_rows:
         nodes = (r.gpus or {}).get("nodes") if isinstance(r.gpus, dict) else None
@@ -80,17 +111,50 @@ def load_snapshot(ctx: LoopContext) -> Snapshot:
             placed = ()
         held.append(policy.HeldTask(r.id, str(r.user_id), r.nnodes, r.n_gpus_per_node, placed))
     user_limits = {str(r.id): policy.UserLimits(r.max_gpus, r.max_running_tasks) for r in own_limits}
-    return Snapshot(queued, held, {r.id: r.pending_reason for r in rows}, user_limits)
+    return held, user_limits
 
 
 def node_states(nodes: list[WorkerNode]) -> list[policy.NodeState]:
     return [policy.NodeState(n.node_id, n.alive, n.gpus_total, n.gpus_free) for n in nodes]
 
 
+def fair_order(usage: dict[str, Usage], held: list[policy.HeldTask]) -> tuple[tuple[str, bool, bool], ...]:
+    """The order of the users' fair-share values as :func:`policy.plan` sees them (ties marked).
+
+    The plan depends on usage only through this order, so two passes with the same order (and
+    the same other inputs) make the same plan, however the values themselves drifted.
+    """
+    charged: dict[str, Usage] = dict(usage)
+    for t in held:
+        charged[t.user] = charged.get(t.user, Usage()).plus(t.gpus_per_node,
+                                                            rate(t.nnodes, t.gpus_per_node) * HELD_CHARGE_S)
+    values = sorted((v, user, gpu) for user, u in charged.items() for gpu, v in ((True, u.gpu_s), (False, u.cpu_s)))
+    return tuple((user, gpu, i > 0 and v == values[i - 1][0]) for i, (v, user, gpu) in enumerate(values))
+
+
 class SubmitQueuedTasks:
+    """The submit loop. A steady pass (nothing changed since the last one) costs O(running tasks).
+
+    Planning 10 000 queued tasks means reading them all and ordering them; doing it every
+    tick when nothing changed would redo the same work and get the same answer. So each pass
+    first reads what the plan depends on and is cheap to read — the queue's fingerprint (from
+    its index), the held tasks, the nodes, the users' own limits and the users' fair-share
+    order — and plans only when one of them changed since the last pass that started nothing,
+    or at least every ``REPLAN_S`` seconds anyway (a safety net for a change the fingerprint
+    could miss). Pending reasons are written only when they change.
+    """
+
+    REPLAN_S = 30.0
+
     def __init__(self, ctx: LoopContext) -> None:
         self.ctx = ctx
         self.usage = UsageLedger(ctx.settings.fairshare_half_life_s)  # rebuilt from the DB after a restart
+        self._unchanged: tuple[Any, ...] | None = None  # the inputs of the last pass that started nothing
+        self._planned_at = 0.0
+        self.plans = 0  # passes that planned (the rest found nothing changed)
+        # Unconfirmed attempts (id stored, Ray's answer not seen) come only from a crash (this is a new
+        # process: True at start) or from this loop's own submissions; looked for only then.
+        self._maybe_unconfirmed = True
 
     def run_once(self) -> int:
         """One pass; returns how many tasks were handed to Ray."""
@@ -98,20 +162,35 @@ class SubmitQueuedTasks:
         error: str | None = None
         nodes: list[WorkerNode] = []
         try:
-            confirm_unconfirmed(ctx)
+            if self._maybe_unconfirmed:
+                left: list[str] = []
+                confirm_unconfirmed(ctx, left=left)
+                self._maybe_unconfirmed = bool(left)
             nodes = ctx.inventory.worker_nodes()
         except ClusterUnavailable as exc:
             error = str(exc) or type(exc).__name__
-        snap = load_snapshot(ctx)
-        if not snap.queued:
-            return 0
-        limits = policy.Limits(ctx.settings.max_running_tasks, ctx.settings.max_running_tasks_per_user,
-                               ctx.settings.max_gpus_per_user, snap.user_limits)
         with ctx.db.session() as s:
+            fingerprint = queue_fingerprint(s)
+            if not fingerprint[0]:
+                self._unchanged = None
+                return 0
+            held, user_limits = load_held(s)
             usage = self.usage.read(s, ctx.now())
-        plan = policy.plan(snap.queued, snap.held, node_states(nodes), limits, usage=usage, cluster_error=error)
-        self._record_reasons(plan.pending, snap.reasons)
+            states = node_states(nodes)
+            inputs = (fingerprint, sorted((t.task_id, t.nodes) for t in held), states, sorted(user_limits.items()),
+                      fair_order(usage, held), error)
+            if inputs == self._unchanged and time.monotonic() - self._planned_at < self.REPLAN_S:
+                return 0
+            queued, reasons = load_queue(s)
+        limits = policy.Limits(ctx.settings.max_running_tasks, ctx.settings.max_running_tasks_per_user,
+                               ctx.settings.max_gpus_per_user, user_limits)
+        plan = policy.plan(queued, held, states, limits, usage=usage, cluster_error=error)
+        self.plans += 1
+        self._planned_at = time.monotonic()
+        self._unchanged = None if plan.placements else inputs
+        self._record_reasons(plan.pending, reasons)
         submitted = 0
+        self._maybe_unconfirmed = self._maybe_unconfirmed or bool(plan.placements)
         for placement in plan.placements:
             outcome = self._submit_one(placement)
             if outcome == "unavailable":
@@ -242,8 +321,12 @@ def mark_submitted(ctx: LoopContext, task_id: str, sid: str, message: str) -> bo
     return ok
 
 
-def confirm_unconfirmed(ctx: LoopContext) -> int:
-    """Adopt unconfirmed attempts that Ray knows; returns how many. Raises ClusterUnavailable."""
+def confirm_unconfirmed(ctx: LoopContext, *, left: list[str] | None = None) -> int:
+    """Adopt unconfirmed attempts that Ray knows; returns how many. Raises ClusterUnavailable.
+
+    ``left`` (when given) receives the ids still unconfirmed: Ray does not know them, and the task's
+    next placement submits them under the same id.
+    """
     with ctx.db.session() as s:
         rows = s.execute(
             select(TaskModel.id, TaskAttemptModel.submission_id, TaskAttemptModel.created_at)
@@ -261,6 +344,8 @@ def confirm_unconfirmed(ctx: LoopContext) -> int:
         elif info is not None:
             log.info("adopting Ray job %s for %s (stored before a crash or a lost reply)", sid, task_id)
             adopted += mark_submitted(ctx, task_id, sid, f"adopted Ray job {sid} after a restart")
+        elif left is not None:
+            left.append(sid)
     return adopted
 
 

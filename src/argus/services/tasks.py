@@ -15,7 +15,7 @@ from typing import Any, Literal, overload
 
 from sqlalchemy import func, or_, select, update
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, load_only
 from sqlalchemy.orm.attributes import set_committed_value
 
 from argus.core.admission import (
@@ -211,12 +211,14 @@ def _rejected(errors: list[FieldError], stage: str, message: str | None = None) 
 def _allocate_task_id(session: Session, workload: str) -> str:
     """Readable ids ``<workload>-<yyyymmdd>-<nnnn>`` from a per-day counter row."""
     day = datetime.now(UTC).strftime("%Y%m%d")
+    counters = IdCounterModel.__table__
     for _ in range(5):
-        value = session.execute(
-            update(IdCounterModel)
-            .where(IdCounterModel.day == day)
-            .values(next_value=IdCounterModel.next_value + 1)
-            .returning(IdCounterModel.next_value)
+        # Core, not the ORM's bulk update: half the CPU per submit for the same one statement
+        value = session.connection().execute(
+            update(counters)
+            .where(counters.c.day == day)
+            .values(next_value=counters.c.next_value + 1)
+            .returning(counters.c.next_value)
         ).scalar()
         if value is not None:
             return f"{workload}-{day}-{value - 1:04d}"
@@ -240,6 +242,12 @@ def get_task(session: Session, principal: Principal, task_id: str) -> TaskModel:
     return task
 
 
+SUMMARY_COLUMNS = (TaskModel.id, TaskModel.user_id, TaskModel.name, TaskModel.kind, TaskModel.workload,
+                   TaskModel.status, TaskModel.priority, TaskModel.nnodes, TaskModel.n_gpus_per_node,
+                   TaskModel.termination_reason, TaskModel.status_message, TaskModel.pending_reason,
+                   TaskModel.created_at, TaskModel.started_at, TaskModel.finished_at)
+
+
 def list_tasks(
     session: Session,
     principal: Principal,
@@ -251,7 +259,9 @@ def list_tasks(
     limit: int = 50,
     offset: int = 0,
 ) -> tuple[list[tuple[TaskModel, str]], int]:
-    q = select(TaskModel, UserModel.name).join(UserModel, UserModel.id == TaskModel.user_id)
+    # a page shows summaries: the spec, command and argv columns (kilobytes each, JSON to parse) stay unread
+    q = (select(TaskModel, UserModel.name).join(UserModel, UserModel.id == TaskModel.user_id)
+         .options(load_only(*SUMMARY_COLUMNS)))
     cq = select(func.count()).select_from(TaskModel)
     conds = []
     if not principal.is_admin:

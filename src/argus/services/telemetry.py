@@ -8,14 +8,13 @@ Two kinds of numbers:
   counters and histograms are meant to (``rate()`` handles resets).
 * **State**, read at scrape time by ``PlatformCollector``: tasks by status and workload from the
   database, GPUs per node from the scheduler's node view, whether the verl validator and the SFTP
-  process are up and how often they were restarted.
+  process are up and how often they were restarted, and the SFTP process's session and byte counters
+  (it reports them to the server over its stdout pipe, ``sftp/stats.py``).
 
-Scrape cost at 100 000 tasks (``bench/metrics_scrape.py``): the task gauges never read the big
-columns. ``argus_tasks{status}`` and ``argus_tasks_by_workload{workload}`` are GROUP BYs that the
-covering indexes ``ix_tasks_status_*`` / ``ix_tasks_workload_created`` answer alone; the joint
-``argus_tasks_active{status, workload}`` reads only the non-terminal rows (the queue and what runs),
-through the status index. A joint count over *all* tasks would scan the table (240 ms at 100 000
-rows): finished tasks are counted per status and per workload, not per pair.
+Scrape cost at 100 000 tasks (``bench/metrics_scrape.py``): ``argus_tasks{status, workload}`` is
+kept from the task timeline (``TaskCounts``): the first scrape of a server process counts the table
+once, every later one reads only the events since the last (a primary-key range), so a scrape is
+O(changes), not O(tasks).
 
 Label sets are bounded: statuses, workloads (a fixed enumeration), rejection stages
 (``services.tasks.REJECTION_STAGES`` + ``other``), node ids (the cluster's), component names.
@@ -23,20 +22,26 @@ Label sets are bounded: statuses, workloads (a fixed enumeration), rejection sta
 
 from __future__ import annotations
 
+import logging
+import threading
+from collections import Counter as Tally
 from collections.abc import Callable, Iterable, Iterator
+from datetime import timedelta
 from typing import Any, Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
-from sqlalchemy import func, select
+from sqlalchemy import func, select, text
 from sqlalchemy.orm import Session
 
-from argus.core.states import TERMINAL, TaskStatus
-from argus.db.models import TaskModel
+from argus.core.states import TaskStatus
+from argus.db.models import TaskEventModel, TaskModel, utcnow
+
+log = logging.getLogger(__name__)
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
-NOT_TERMINAL = tuple(s.value for s in TaskStatus if s not in TERMINAL)
+WORKLOADS = ("ppo", "grpo", "sft", "job")  # every series exists from the start (core.taskspec's workloads)
 REJECTION_REASONS = ("size", "syntax", "schema", "admission", "verl", "other")
 
 QUEUE_WAIT = Histogram(
@@ -85,17 +90,101 @@ class Probe(Protocol):
     def alive(self) -> bool: ...
 
 
-def task_counts(session: Session) -> tuple[dict[str, int], dict[str, int], dict[tuple[str, str], int]]:
-    """(by status, by workload, active by (status, workload)): index-only for the first two (docstring)."""
-    by_status = {s: n for s, n in session.execute(select(TaskModel.status, func.count()).group_by(TaskModel.status))}
-    by_workload = {w: n for w, n in session.execute(
-        select(TaskModel.workload, func.count()).group_by(TaskModel.workload))}
-    active: dict[tuple[str, str], int] = {}
-    if any(by_status.get(s) for s in NOT_TERMINAL):
-        active = {(s, w): n for s, w, n in session.execute(
-            select(TaskModel.status, TaskModel.workload, func.count())
-            .where(TaskModel.status.in_(NOT_TERMINAL)).group_by(TaskModel.status, TaskModel.workload))}
-    return by_status, by_workload, active
+_BASELINE = text(
+    "SELECT status, workload, COUNT(*) AS n, CAST(NULL AS INTEGER) AS event_id FROM tasks GROUP BY status, workload "
+    "UNION ALL SELECT CAST(NULL AS VARCHAR(16)), CAST(NULL AS VARCHAR(16)), 0, id FROM task_events "
+    "WHERE id > (SELECT COALESCE(MAX(id), 0) FROM task_events) - :window")
+
+
+_epoch = [0]  # bumped when events are deleted (retention.apply_prune): every TaskCounts counts afresh
+
+
+def invalidate_task_counts() -> None:
+    """Events were deleted: ids may be reused (SQLite) and marks are stale; the next scrape counts the table."""
+    _epoch[0] += 1
+
+
+class TaskCounts:
+    """Tasks by (status, workload), kept from the task timeline so that a scrape costs O(changes).
+
+    Why not ``GROUP BY status, workload`` per scrape: no index holds both columns, so that reads every
+    task row (240 ms at 100 000 tasks on SQLite). Every status change writes a ``task_events`` row
+    (``switch_task_status``; a new task writes one from NULL to QUEUED), task rows are never deleted,
+    and a task's workload never changes, so the counts follow from the events: the first scrape counts
+    the table once, later ones apply the events with an id above the last one applied (primary-key
+    range, joined with the task for its workload).
+
+    PostgreSQL assigns ids before commit, so an event can become visible after a higher id was read:
+    ids of the last ``SETTLE_S`` seconds are read again each time and applied once (``_seen``). SQLite
+    writers are serialized, so its ids appear in order. A prune (which deletes events, and after which
+    SQLite may reuse ids) calls ``invalidate_task_counts``; that, counts that would go negative, or an
+    event table whose ids went back below the mark make the next scrape count afresh.
+    """
+
+    SETTLE_S = 120.0
+    WINDOW_IDS = 10_000
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._counts: Tally[tuple[str, str]] | None = None
+        self._floor = 0  # every event with an id <= this is in the counts
+        self._seen: set[int] = set()  # ids above the floor already applied
+        self._epoch = _epoch[0]
+
+    def get(self, session: Session) -> dict[tuple[str, str], int]:
+        with self._lock:
+            if self._counts is not None and self._epoch != _epoch[0]:
+                self._counts = None
+            if self._counts is not None:
+                top = session.scalar(select(func.max(TaskEventModel.id))) or 0
+                if top < self._floor:  # events deleted behind our back: ids went back
+                    self._counts = None
+            if self._counts is None:
+                self._baseline(session)
+            self._catch_up(session)
+            assert self._counts is not None
+            if any(n < 0 for n in self._counts.values()):
+                log.warning("task counts went negative (a status written without its event?); recounting")
+                self._baseline(session)
+            return {k: n for k, n in self._counts.items() if n}
+
+    def _baseline(self, session: Session) -> None:
+        """One statement (one snapshot): the table's counts, and the recent event ids they already include."""
+        self._epoch = _epoch[0]
+        counts: Tally[tuple[str, str]] = Tally()
+        ids: list[int] = []
+        for status, workload, n, event_id in session.execute(_BASELINE, {"window": self.WINDOW_IDS}):
+            if event_id is None:
+                counts[(status, workload)] = n
+            else:
+                ids.append(event_id)
+        self._counts = counts
+        self._floor = max(0, max(ids) - self.WINDOW_IDS) if ids else 0
+        self._seen = {i for i in ids if i > self._floor}
+
+    def _catch_up(self, session: Session) -> None:
+        assert self._counts is not None
+        rows = session.execute(
+            select(TaskEventModel.id, TaskEventModel.from_status, TaskEventModel.to_status, TaskEventModel.at,
+                   TaskModel.workload)
+            .join(TaskModel, TaskModel.id == TaskEventModel.task_id)
+            .where(TaskEventModel.id > self._floor).order_by(TaskEventModel.id)).all()
+        sqlite = session.get_bind().dialect.name == "sqlite"
+        settled = utcnow() - timedelta(seconds=0 if sqlite else self.SETTLE_S)
+        for r in rows:
+            if r.id not in self._seen:
+                self._seen.add(r.id)
+                if r.from_status != r.to_status:
+                    if r.from_status is not None:
+                        self._counts[(r.from_status, r.workload)] -= 1
+                    self._counts[(r.to_status, r.workload)] += 1
+        floor = self._floor
+        for r in rows:  # the mark moves over settled events only: a later one may still have an earlier id
+            if r.at > settled:
+                break
+            floor = r.id
+        self._floor = floor
+        self._seen = {i for i in self._seen if i > floor}
 
 
 class PlatformCollector(Collector):
@@ -106,6 +195,7 @@ class PlatformCollector(Collector):
         self.open_session = open_session
         self.nodes = nodes
         self.probes = probes
+        self.counts = TaskCounts()
 
     def collect(self) -> Iterator[Metric]:
         yield from self._tasks()
@@ -114,20 +204,13 @@ class PlatformCollector(Collector):
 
     def _tasks(self) -> Iterable[Metric]:
         with self.open_session() as session:
-            by_status, by_workload, active = task_counts(session)
-        status = GaugeMetricFamily("argus_tasks", "Tasks by status (all time: task rows are never deleted)",
-                                   labels=["status"])
-        for s in TaskStatus:
-            status.add_metric([s.value], by_status.get(s.value, 0))
-        workload = GaugeMetricFamily("argus_tasks_by_workload", "Tasks by workload (all statuses)", labels=["workload"])
-        for w, n in sorted(by_workload.items()):
-            workload.add_metric([w], n)
-        pairs = GaugeMetricFamily("argus_tasks_active", "Queued, starting, running and canceling tasks by workload",
-                                  labels=["status", "workload"])
-        for s in NOT_TERMINAL:
-            for w in sorted(by_workload):
-                pairs.add_metric([s, w], active.get((s, w), 0))
-        return status, workload, pairs
+            counts = self.counts.get(session)
+        family = GaugeMetricFamily("argus_tasks", "Tasks by status and workload (all time: task rows are never "
+                                   "deleted)", labels=["status", "workload"])
+        for workload in sorted({w for _, w in counts} | set(WORKLOADS)):
+            for s in TaskStatus:
+                family.add_metric([s.value, workload], counts.get((s.value, workload), 0))
+        return (family,)
 
     def _gpus(self) -> Iterable[Metric]:
         view = self.nodes()
@@ -149,12 +232,22 @@ class PlatformCollector(Collector):
                                labels=["component"])
         restarts = CounterMetricFamily("argus_component_restarts", "Restarts of a background process after it "
                                        "died or hung", labels=["component"])
+        sessions = GaugeMetricFamily("argus_sftp_sessions", "SFTP sessions open now")
+        started = CounterMetricFamily("argus_sftp_sessions_started", "SFTP sessions started")
+        transferred = CounterMetricFamily("argus_sftp_bytes", "Bytes transferred over SFTP (download: read by "
+                                          "clients, upload: written by them)", labels=["direction"])
         for name, probe in sorted(self.probes().items()):
             if probe is None:
                 continue
             up.add_metric([name], 1 if probe.alive() else 0)
             restarts.add_metric([name], probe.restarts)
-        return up, restarts
+            stats = getattr(probe, "stats", None)  # the SFTP process's counters (sftp/stats.py)
+            if name == "sftp" and stats is not None:
+                sessions.add_metric([], stats.sessions_open)
+                started.add_metric([], stats.sessions_total)
+                transferred.add_metric(["download"], stats.bytes_read)
+                transferred.add_metric(["upload"], stats.bytes_written)
+        return up, restarts, sessions, started, transferred
 
 
 def build_registry(collector: PlatformCollector) -> CollectorRegistry:

@@ -10,7 +10,8 @@ Protocol with the parent, over the child's stdin and stdout:
   The pipe then stays open and nothing more is written: EOF means the parent is gone (even by
   ``kill -9``), and the child stops at once. ``PR_SET_PDEATHSIG`` (SIGTERM) backs that up on Linux
   for a child too busy to read.
-* stdout: ``ready`` once it listens, or ``error: <one line>`` before exiting with status 1.
+* stdout: ``ready`` once it listens, or ``error: <one line>`` before exiting with status 1; then
+  ``stats {json}`` lines with its session and byte counters (``sftp/stats.py``).
 
 It runs at a lower CPU priority (``nice`` +10): when the machine's cores are all busy, bulk
 transfers yield to the API and the scheduler; with an idle core that costs them nothing.
@@ -71,11 +72,26 @@ async def _serve(config: dict) -> None:
             raise SystemExit(1) from None
         loop.add_reader(sys.stdin.fileno(), parent_gone)
         print("ready", flush=True)
+        reporter = asyncio.create_task(_report_stats(stop))
         await stop.wait()
+        reporter.cancel()
     finally:
         with contextlib.suppress(Exception):
             await server.stop()
         db.dispose()
+
+
+async def _report_stats(stop: asyncio.Event) -> None:
+    """``stats {json}`` on stdout whenever the counters changed (sftp/stats.py: the parent's /metrics)."""
+    from argus.sftp.stats import REPORT_S, STATS
+
+    last = ""
+    while not stop.is_set():
+        line = STATS.line()
+        if line != last:
+            print(line, flush=True)
+            last = line
+        await asyncio.sleep(REPORT_S)
 
 
 def main() -> None:

@@ -24,6 +24,7 @@ from asyncssh import SFTPAttrs, SFTPName
 
 from argus.errors import ArgusError, Conflict, Forbidden, NotFound, QuotaExceeded
 from argus.services.files import FileInfo, ReadHandle, Upload, UserFiles
+from argus.sftp.stats import STATS
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -82,6 +83,8 @@ class ArgusSFTPServer(asyncssh.SFTPServer):
         super().__init__(chan)
         self.files = files
         self._open: set[_Writer] = set()
+        STATS.sessions_open += 1
+        STATS.sessions_total += 1
 
     def map_path(self, path: bytes) -> bytes:  # tripwire: nothing may reach the real filesystem by name
         raise asyncssh.SFTPPermissionDenied("not available")
@@ -139,15 +142,19 @@ class ArgusSFTPServer(asyncssh.SFTPServer):
     @_mapped
     def read(self, file_obj: object, offset: int, size: int) -> bytes:
         if isinstance(file_obj, _Writer):
-            return file_obj.upload.read(offset, size)
-        assert isinstance(file_obj, ReadHandle)
-        return file_obj.pread(offset, size)
+            data = file_obj.upload.read(offset, size)
+        else:
+            assert isinstance(file_obj, ReadHandle)
+            data = file_obj.pread(offset, size)
+        STATS.bytes_read += len(data)
+        return data
 
     @_mapped
     def write(self, file_obj: object, offset: int, data: bytes) -> int:
         if not isinstance(file_obj, _Writer):
             raise asyncssh.SFTPPermissionDenied("file was opened for reading")
         file_obj.upload.write(data, None if file_obj.append else offset)
+        STATS.bytes_written += len(data)
         return len(data)
 
     @_mapped
@@ -162,6 +169,7 @@ class ArgusSFTPServer(asyncssh.SFTPServer):
             file_obj.close()
 
     def exit(self) -> None:
+        STATS.sessions_open -= 1
         for writer in list(self._open):
             writer.upload.keep_partial()  # the client vanished mid-upload: kept for reput, or deleted
         self._open.clear()

@@ -17,6 +17,7 @@ import sys
 import time
 
 from argus.settings import Settings
+from argus.sftp.stats import SftpStats
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +35,9 @@ class SftpProcess:
         self._watch: asyncio.Task[None] | None = None
         self._stopping = False
         self.restarts = 0
+        self._stats = SftpStats()  # the running child's last report
+        self._earlier = SftpStats()  # totals of the children before it (counters never go down)
+        self._reader: asyncio.Task[None] | None = None
 
     @property
     def banner(self) -> str:
@@ -64,8 +68,28 @@ class SftpProcess:
             raise OSError(text.removeprefix("error: ") or f"the SFTP process exited with code {proc.returncode}")
         return proc
 
+    @property
+    def stats(self) -> SftpStats:
+        """Sessions and bytes for /metrics: the child's report plus earlier children's totals."""
+        return self._stats.plus(self._earlier)
+
+    async def _read_stats(self, proc: asyncio.subprocess.Process) -> None:
+        assert proc.stdout is not None
+        while line := await proc.stdout.readline():
+            report = SftpStats.parse(line.decode(errors="replace").strip())
+            if report is not None:
+                self._stats = report
+        # the child is gone: its totals carry over, its open sessions do not
+        self._earlier = self._stats.plus(self._earlier)
+        self._earlier.sessions_open = 0
+        self._stats = SftpStats()
+
+    def _follow(self, proc: asyncio.subprocess.Process) -> None:
+        self._reader = asyncio.create_task(self._read_stats(proc))
+
     async def start(self) -> None:
         self.proc = await self._spawn()
+        self._follow(self.proc)
         log.info("SFTP server process %d on %s:%s", self.proc.pid, self.settings.sftp_host, self.settings.sftp_port)
         self._watch = asyncio.create_task(self._supervise())
 
@@ -93,11 +117,14 @@ class SftpProcess:
                     log.warning("SFTP server process failed to start (%s); retrying in %.0f s", exc, delay)
                     continue
                 self.restarts += 1
+                self._follow(self.proc)
                 log.info("SFTP server process %d restarted", self.proc.pid)
                 break
 
     async def stop(self) -> None:
         self._stopping = True
+        if self._reader is not None:
+            self._reader.cancel()
         if self._watch is not None:
             self._watch.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -1,4 +1,4 @@
-"""Page routes: sign-in, tasks, New Task, one task; a 404 page for anything else a browser asks for.
+"""Page routes: sign-in, tasks, New Task, one task, Data, Account, Nodes, Admin; a 404 page otherwise.
 
 Signed-out page requests get a 303 to ``/login?next=…``. A task page is rendered only when the
 task exists *for this user* (the same ``get_task`` the API uses, so another user's task is the
@@ -108,6 +108,58 @@ def task_page(task_id: str, request: Request, ctx: AppContext = Depends(get_ctx)
     except NotFound:
         return not_found(request, principal)
     return render(request, "task.html", title_key="task.title", principal=principal, task_id=task_id)
+
+
+@router.get("/jobs/{task_id}/")
+def task_folder(task_id: str) -> Response:
+    """The task page's folder link: its ``/jobs/<id>/`` folder in the Data page."""
+    return RedirectResponse(f"/data?path={quote('/jobs/' + task_id, safe='/')}", status_code=303)
+
+
+def _sftp_command(ctx: AppContext, principal: Principal) -> str:
+    s = ctx.settings
+    return f"sftp -P {s.sftp_port} {principal.name}@{s.sftp_public_host}"
+
+
+@router.get("/data")
+def data_page(request: Request, ctx: AppContext = Depends(get_ctx)) -> Response:
+    """The file browser; which folder it shows is in the URL (``?path=``) and checked by the API."""
+    principal = page_principal(request, ctx)
+    if principal is None:
+        return _to_login(request)
+    root = ctx.settings.root
+    return render(request, "data.html", title_key="data.title", principal=principal,
+                  sftp=_sftp_command(ctx, principal), sftp_enabled=ctx.settings.sftp_enabled,
+                  paths={"home": str(ctx.layout.home(principal.name)), "datasets": str(root / "datasets"),
+                         "hf": str(root / "hf")})
+
+
+@router.get("/account")
+def account_page(request: Request, ctx: AppContext = Depends(get_ctx)) -> Response:
+    principal = page_principal(request, ctx)
+    if principal is None:
+        return _to_login(request)
+    return render(request, "account.html", title_key="account.title", principal=principal,
+                  sftp=_sftp_command(ctx, principal), sftp_enabled=ctx.settings.sftp_enabled)
+
+
+@router.get("/nodes")
+def nodes_page(request: Request, ctx: AppContext = Depends(get_ctx)) -> Response:
+    principal = page_principal(request, ctx)
+    if principal is None:
+        return _to_login(request)
+    return render(request, "nodes.html", title_key="nodes.title", principal=principal)
+
+
+@router.get("/admin")
+def admin_page(request: Request, ctx: AppContext = Depends(get_ctx)) -> Response:
+    """Admins only; anyone else gets the same 404 page as an unknown address (the API refuses them too)."""
+    principal = page_principal(request, ctx)
+    if principal is None:
+        return _to_login(request)
+    if not principal.is_admin:
+        return not_found(request, principal)
+    return render(request, "admin.html", title_key="admin.title", principal=principal)
 
 
 def not_found(request: Request, principal: Principal | None) -> HTMLResponse:

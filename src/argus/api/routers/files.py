@@ -20,6 +20,7 @@ from starlette.concurrency import run_in_threadpool
 from argus.api.context import AppContext
 from argus.api.deps import current_principal, get_ctx
 from argus.api.schemas import ErrorOut
+from argus.services import file_preview
 from argus.services.files import UserFiles, shared_store, user_files
 from argus.services.principal import Principal
 
@@ -115,6 +116,26 @@ async def upload(request: Request, path: str = Query(...), files: UserFiles = De
         up.abort()
         raise
     return (await run_in_threadpool(files.stat, path)).as_dict()
+
+
+@router.get("/preview", responses=_ERR)
+def preview(path: str = Query(...), rows: int = Query(20, ge=1, le=file_preview.MAX_ROWS),
+            files: UserFiles = Depends(get_files)) -> dict:
+    """A bounded look inside a file: a parquet file's schema, row count and first ``rows`` rows (with the
+    columns verl reads named in ``verl_columns``); otherwise the first lines of text, or ``binary``."""
+    return file_preview.preview(files, path, rows=rows)
+
+
+@router.get("/summary", responses=_ERR)
+def summary(path: str = Query(...), files: UserFiles = Depends(get_files)) -> dict:
+    """How many files and folders are under ``path`` and their bytes (what a recursive delete removes)."""
+    return file_preview.tree_summary(files, path)
+
+
+@router.get("/usage")
+def usage(files: UserFiles = Depends(get_files)) -> dict:
+    """Bytes stored in your home and your quota (null: none)."""
+    return files.usage()
 
 
 @router.post("/mkdir", status_code=201, responses=_ERR)

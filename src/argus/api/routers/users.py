@@ -23,6 +23,7 @@ from argus.api.schemas import (
 )
 from argus.services import audit
 from argus.services import users as svc
+from argus.services.files import shared_store
 from argus.services.principal import Principal
 
 router = APIRouter(prefix="/api/v2", tags=["users"])
@@ -65,6 +66,53 @@ def remove_key(key_id: RowId, request: Request, principal: Principal = Depends(c
     fingerprint = svc.remove_ssh_key(session, principal.id, key_id)
     audit.record(session, actor=principal.name, action=audit.SSH_KEY_REMOVED, target=principal.name,
                  detail={"key_id": key_id, "fingerprint": fingerprint}, source_ip=client_ip(request))
+    return Response(status_code=204)
+
+
+@router.get("/me/tokens", response_model=list[TokenOut])
+def list_my_tokens(principal: Principal = Depends(current_principal),
+                   session: Session = Depends(get_session, scope="function")) -> list[TokenOut]:
+    return [TokenOut.model_validate(t) for t in svc.list_tokens(session, svc.get_user(session, principal.name))]
+
+
+@router.post("/me/tokens", status_code=201, response_model=TokenCreatedOut, responses=_ERR)
+def create_my_token(request: Request, body: TokenIn | None = None, principal: Principal = Depends(current_principal),
+                    session: Session = Depends(get_session, scope="function")) -> TokenCreatedOut:
+    """A new API token for yourself; its secret is in this answer only (the server keeps a hash)."""
+    user = svc.get_user(session, principal.name)
+    row, token = svc.create_token(session, user, name=body.name if body else None)
+    audit.record(session, actor=principal.name, action=audit.TOKEN_CREATED, target=user.name,
+                 detail={"token_id": row.id, "prefix": row.prefix, "name": row.name}, source_ip=client_ip(request))
+    return TokenCreatedOut(id=row.id, token=token, name=row.name)
+
+
+@router.delete("/me/tokens/{token_id}", response_model=TokenOut, responses=_ERR)
+def revoke_my_token(token_id: RowId, request: Request, principal: Principal = Depends(current_principal),
+                    session: Session = Depends(get_session, scope="function")) -> TokenOut:
+    tok = svc.revoke_token(session, svc.get_user(session, principal.name), token_id)
+    audit.record(session, actor=principal.name, action=audit.TOKEN_REVOKED, target=principal.name,
+                 detail={"token_id": tok.id, "prefix": tok.prefix}, source_ip=client_ip(request))
+    return TokenOut.model_validate(tok)
+
+
+@router.get("/users/storage", responses=_ERR)
+def users_storage(_: Principal = Depends(require_admin), session: Session = Depends(get_session, scope="function"),
+                  ctx: AppContext = Depends(get_ctx)) -> list[dict]:
+    """Bytes each user stores in their home and their quota (null: none); measured, then cached a minute."""
+    store = shared_store(ctx.extras, ctx.settings)
+    return [{"name": u.name, "used_bytes": store.ledger.usage(u.name),
+             "quota_bytes": u.quota_bytes if u.quota_bytes is not None else store.default_quota}
+            for u in svc.list_users(session)]
+
+
+@router.post("/users/{name}/password", status_code=204, responses=_ERR)
+def reset_password(name: str, body: PasswordIn, request: Request, admin: Principal = Depends(require_admin),
+                   session: Session = Depends(get_session, scope="function")) -> Response:
+    """Set another user's SFTP/sign-in password (they can change it on their Account page)."""
+    user = svc.get_user(session, name)
+    svc.set_password(session, user.id, body.password)
+    audit.record(session, actor=admin.name, action=audit.USER_PASSWORD_SET, target=user.name,
+                 source_ip=client_ip(request))
     return Response(status_code=204)
 
 

@@ -138,6 +138,29 @@ export function poll(fn, ms) {
   return { stop() { stopped = true; clearInterval(timer); }, now: tick };
 }
 
+/** Bytes in binary units (1.5 GiB); "—" when unknown. */
+export function fmtBytes(n) {
+  if (n === null || n === undefined || !Number.isFinite(n)) return "—";
+  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
+  let v = n, i = 0;
+  while (v >= 1024 && i < units.length - 1) { v /= 1024; i++; }
+  return i ? `${v.toFixed(v < 10 ? 2 : 1)} ${units[i]}` : `${n} B`;
+}
+
+/** Put text on the clipboard: the Clipboard API where the page may use it, else a hidden textarea. */
+export async function copyText(text) {
+  try {
+    if (navigator.clipboard && window.isSecureContext) { await navigator.clipboard.writeText(text); return true; }
+  } catch { /* fall back below */ }
+  const area = el("textarea", { class: "offscreen", readonly: true });
+  area.value = text;
+  document.body.append(area);
+  area.select();
+  const ok = document.execCommand("copy");
+  area.remove();
+  return ok;
+}
+
 function setLanguage(lang) {
   localStorage.setItem("argus_lang", lang);
   document.cookie = `argus_lang=${lang}; path=/; max-age=31536000; SameSite=Strict`;
@@ -154,7 +177,8 @@ function wireChrome() {
   if (out) out.addEventListener("click", async () => {
     try { await api("/api/v2/session", { method: "DELETE", raw: true }); } finally { location.assign("/login"); }
   });
-  const nav = location.pathname === "/tasks/new" ? "new" : location.pathname.startsWith("/tasks") ? "tasks" : "";
+  const first = location.pathname.split("/")[1];
+  const nav = location.pathname === "/tasks/new" ? "new" : first === "tasks" ? "tasks" : first;
   for (const a of document.querySelectorAll("[data-nav]")) if (a.dataset.nav === nav) a.classList.add("current");
 }
 

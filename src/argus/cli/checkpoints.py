@@ -1,0 +1,102 @@
+"""`argus checkpoints [ls] ID`, `argus resume ID [--step N]`, `argus export ID [--step N] [--to NAME]` (on the SDK).
+
+``argus checkpoints`` is one command group (``rm`` lives in ``cli/ops.py``); a task id where a
+sub-command would be means ``ls``, so ``argus checkpoints ID`` lists.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+import typer
+from rich.markup import escape
+from typer.core import TyperGroup
+
+from argus.cli.common import Output, console, emit, handle_errors, output_option, sdk, table, when
+from argus.cli.ops import checkpoints_app
+
+
+class _ListByDefault(TyperGroup):
+    """``argus checkpoints ID`` is ``argus checkpoints ls ID``."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and not args[0].startswith("-"):
+            args = ["ls", *args]
+        return super().parse_args(ctx, args)
+
+    def format_usage(self, ctx: click.Context, formatter: Any) -> None:
+        formatter.write_usage(ctx.command_path, "[ls] TASK_ID | COMMAND [ARGS]...")
+
+
+def _size(n: int, exact: bool = True) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if n < 1024 or unit == "TiB":
+            text = f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+            return text if exact else f"≥ {text}"
+        n /= 1024  # type: ignore[assignment]
+    raise AssertionError
+
+
+@handle_errors
+def checkpoints(task_id: str, output: Output = output_option()) -> None:
+    """List a task's saved checkpoints (verl's global_step_N folders): components, size, time, complete or not.
+
+    A step is complete once verl's latest_checkpointed_iteration.txt has reached it; a later one is
+    being written (or was cut off) and cannot be resumed or exported."""
+    out = sdk().checkpoints(task_id)
+    if emit(out, output):
+        return
+    console.print(f"{out['folder']}  (latest_checkpointed_iteration: {out['latest']})", markup=False)
+    if not out["steps"]:
+        console.print("no checkpoints yet (verl saves every trainer.save_freq steps)", style="dim")
+        return
+    table(["STEP", "STATE", "SIZE", "SAVED", "COMPONENTS"],
+          ((s["step"], s["state"], _size(s["size_bytes"], s["size_exact"]), when(s["modified_at"]),
+            ", ".join(c["name"] for c in s["components"])) for s in out["steps"]), wrap=("COMPONENTS",))
+
+
+@handle_errors
+def resume(
+    task_id: str,
+    step: int | None = typer.Option(None, "--step", min=0, help="a complete step; default: the latest complete one"),
+    output: Output = output_option(),
+) -> None:
+    """Submit a new task with this ended task's spec, resuming from its checkpoint (verl's
+    trainer.resume_mode=resume_path, trainer.resume_from_path). The new task shows resumed_from."""
+    out = sdk().resume(task_id, step)
+    if emit(out, output):
+        return
+    info = out.get("info") or {}
+    console.print(f"[green]accepted[/green] {escape(out['task_id'])} ({escape(out['status'])}): resumes "
+                  f"{escape(task_id)} from step {info.get('step')}")
+    for w in out.get("warnings", []):
+        console.print(f"  [yellow]warning[/yellow]: {escape(str(w))}")
+
+
+@handle_errors
+def export(
+    task_id: str,
+    step: int | None = typer.Option(None, "--step", min=0, help="a complete step; default: the latest complete one"),
+    to: str | None = typer.Option(None, "--to", help="a name (→ $HOME/models/<name>) or a path in your home "
+                                  "[default: $HOME/models/<task>-step<N>]"),
+    output: Output = output_option(),
+) -> None:
+    """Export a checkpoint to a Hugging Face folder with verl.model_merger, as a queued CPU task (no GPU).
+
+    Follow it with `argus logs -f <export task>`; the folder is then usable as a task's model_id."""
+    out = sdk().export(task_id, step, to)
+    if emit(out, output):
+        return
+    info = out.get("info") or {}
+    console.print(f"[green]accepted[/green] {escape(out['task_id'])} ({escape(out['status'])}): exports "
+                  f"{escape(task_id)} step {info.get('step')} ({escape(str(info.get('backend')))}) to "
+                  f"{escape(str(info.get('target')))}")
+
+
+def register(app: typer.Typer) -> None:
+    """After ``ops.register`` (which adds the ``checkpoints`` group): ``ls`` into it, resume and export at the top."""
+    checkpoints_app.info.cls = _ListByDefault
+    checkpoints_app.command("ls")(checkpoints)
+    for fn in (resume, export):
+        app.command(fn.__name__)(fn)
