@@ -121,6 +121,8 @@ class TaskModel(Base):
         # list endpoint: newest first, alone or with one filter, without a sort step
         Index("ix_tasks_created", "created_at", "id"),
         Index("ix_tasks_user_created", "user_id", "created_at", "id"),
+        # a user's tasks with a status filter: page and count from the index alone (issue 14)
+        Index("ix_tasks_user_status_created", "user_id", "status", "created_at", "id"),
         Index("ix_tasks_status_created", "status", "created_at", "id"),
         Index("ix_tasks_workload_created", "workload", "created_at", "id"),
     )
@@ -149,7 +151,10 @@ class TaskAttemptModel(Base):
     resource_seconds: Mapped[float | None] = mapped_column(Float)
     resource_kind: Mapped[str | None] = mapped_column(String(8))
 
-    __table_args__ = (Index("ix_task_attempts_task", "task_id", "attempt", unique=True),)
+    __table_args__ = (
+        Index("ix_task_attempts_task", "task_id", "attempt", unique=True),
+        Index("ix_task_attempts_started", "started_at"),  # usage reports: the attempts of a window
+    )
 
 
 class TaskEventModel(Base):
