@@ -307,6 +307,9 @@ def default_components(ctx: AppContext) -> list[Component]:
     components += _verl_components(ctx)
     components += _sftp_components(ctx)
     components += _scheduler_components(ctx)
+    from argus.api.routers.prometheus import warm_up
+
+    warm_up(ctx)  # GET /metrics: the task counts, before the first scrape asks
     return components
 
 

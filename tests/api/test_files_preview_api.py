@@ -113,3 +113,28 @@ def test_upload_into_common_is_refused(live, path):
     alice = live.new_user("alice")
     r = alice.put("/api/v2/files/content", params={"path": path}, content=b"data")
     assert r.status_code in (403, 400) and r.status_code != 500
+
+
+def test_folder_archive_streams_a_tar_without_links(live, tmp_path):
+    import io
+    import tarfile
+
+    alice, _bob = live.new_user("alice"), live.new_user("bob")
+    root = live.ctx.settings.root
+    blob = os.urandom(1_500_000)
+    _put(alice, "/models/run/ckpt/model.bin", blob)
+    _put(alice, "/models/run/config.yaml", b"lr: 1\n")
+    (root / "users/bob/code").mkdir(parents=True, exist_ok=True)
+    (root / "users/bob/code/secret.txt").write_text("bob's secret\n")
+    os.symlink(root / "users/bob/code/secret.txt", root / "users/alice/models/run/planted.txt")
+    os.symlink(root / "users/bob", root / "users/alice/models/run/bobhome")
+    r = alice.get("/api/v2/files/archive", params={"path": "/models/run"})
+    assert r.status_code == 200 and r.headers["content-type"] == "application/x-tar"
+    assert "run.tar" in r.headers["content-disposition"]
+    with tarfile.open(fileobj=io.BytesIO(r.content)) as tar:
+        names = sorted(tar.getnames())
+        assert names == ["run", "run/ckpt", "run/ckpt/model.bin", "run/config.yaml"]
+        assert tar.extractfile("run/ckpt/model.bin").read() == blob
+    assert b"secret" not in r.content
+    assert alice.get("/api/v2/files/archive", params={"path": "/models/run/config.yaml"}).status_code == 400
+    assert alice.get("/api/v2/files/archive", params={"path": "/../bob"}).status_code in (403, 404)

@@ -178,10 +178,62 @@ def test_scheduler_pass_and_queue_wait_are_observed(settings):
 
 def test_background_processes_and_log_streams(live):
     from argus.sftp.process import SftpProcess
+    from argus.verl.validator import VerlValidator
 
     live.ctx.extras["sftp_process"] = SftpProcess(live.ctx.settings)  # never started: down
+    live.ctx.extras["verl_validator"] = VerlValidator("/nonexistent/python")  # cannot start
     with live.admin() as admin:
         got = scrape(admin)
-    assert got[("argus_component_up", (("component", "sftp"),))] == 0
-    assert got[("argus_component_restarts_total", (("component", "sftp"),))] == 0
+    for component in ("sftp", "verl_validator"):
+        assert got[("argus_component_up", (("component", component),))] == 0
+        assert got[("argus_component_restarts_total", (("component", component),))] == 0
+    assert got[("argus_sftp_sessions", ())] == 0
     assert got[("argus_log_follow_streams", ())] == telemetry.LOG_STREAMS._value.get()
+
+
+def test_warm_up_counts_before_the_first_scrape(live):
+    import time
+
+    from argus.api.routers.prometheus import warm_up
+
+    alice = live.new_user("alice")
+    submit(alice, ADV)
+    warm_up(live.ctx)
+    deadline = time.monotonic() + 20
+    while (registry := live.ctx.extras.get("metrics_registry")) is None or \
+            next(c for c in registry._collector_to_names if isinstance(c, telemetry.PlatformCollector)) \
+            .counts._counts is None:
+        assert time.monotonic() < deadline, "the warm-up did not count"
+        time.sleep(0.05)
+    with live.admin() as admin:
+        _assert_counts_match(live, scrape(admin))
+
+
+def test_log_follow_streams_are_counted_while_open(live):
+    import threading
+    import time
+
+    alice = live.new_user("alice")
+    tid = submit(alice, ADV).json()["task_id"]  # queued: its log stream stays open until the task ends
+    key = ("argus_log_follow_streams", ())
+    with live.admin() as admin:
+        before = scrape(admin)[key]
+        lines: list[str] = []
+
+        def follow() -> None:
+            with alice.stream("GET", f"/api/v2/tasks/{tid}/logs", headers={"Accept": "text/event-stream"}) as r:
+                lines.extend(r.iter_lines())
+
+        reader = threading.Thread(target=follow, daemon=True)
+        reader.start()
+        deadline = time.monotonic() + 20
+        while scrape(admin)[key] != before + 1:
+            assert time.monotonic() < deadline, "the open stream was not counted"
+            time.sleep(0.1)
+        assert alice.post(f"/api/v2/tasks/{tid}/cancel").status_code == 200  # the stream ends with the task
+        reader.join(20)
+        assert any(line.startswith("event: end") for line in lines)
+        deadline = time.monotonic() + 20
+        while scrape(admin)[key] != before:
+            assert time.monotonic() < deadline, "the ended stream is still counted"
+            time.sleep(0.1)

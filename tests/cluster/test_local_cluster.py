@@ -153,3 +153,32 @@ def test_inventory_sees_a_joining_gpu_worker_and_its_death(ray_cluster: LocalClu
     print(f"worker declared dead after {time.monotonic() - deadline + 30:.2f} s")
     assert node.gpus_free == 0
     assert [n.node_id for n in inv.worker_nodes() if n.alive] == [w1.node_id]
+
+
+def test_inventory_counts_the_cpus_and_memory_a_driver_reserves(ray_cluster: LocalCluster, dash: Dashboard,
+                                                                 jobs: RayJobsClient) -> None:
+    """Issue 15: ``entrypoint_num_cpus``/``entrypoint_memory`` reach Ray, and the inventory reads them back as used."""
+    inv = RayInventory(dash, cache_s=0)
+    w1 = ray_cluster.workers["worker-1"].node_id
+    deadline = time.monotonic() + 30
+    # Ray's usage report (the autoscaler monitor's) lags a node's join by a few seconds: None until then
+    while (before := next(n for n in inv.worker_nodes() if n.node_id == w1)).cpus_free is None:
+        assert time.monotonic() < deadline, "no usage report for worker-1"
+        time.sleep(0.3)
+    assert before.cpus_free == before.cpus_total >= 1 and before.memory_total > 0
+    assert before.memory_free == before.memory_total
+    sid = f"cpu-reserve-{time.monotonic_ns()}"
+    jobs.submit(sid, "sleep 60", entrypoint_resources=WORKER, entrypoint_num_cpus=1, entrypoint_memory=2**27,
+                runtime_env={}, metadata={})
+    try:
+        wait_status(jobs, sid, {RayJobStatus.RUNNING})
+        deadline = time.monotonic() + 30
+        while (now := next(n for n in inv.worker_nodes() if n.node_id == w1)).cpus_free == before.cpus_free:
+            assert time.monotonic() < deadline, "Ray's usage report never showed the driver's CPU"
+            time.sleep(0.3)
+        assert now.cpus_free == before.cpus_total - 1
+        assert now.memory_free == before.memory_total - 2**27
+    finally:
+        jobs.stop(sid)
+        wait_status(jobs, sid, {RayJobStatus.STOPPED}, timeout=60)
+        jobs.delete(sid)

@@ -15,7 +15,10 @@ from tests.api.test_audit_api import (  # noqa: F401 - collected again here, on 
     test_pages_newest_first_with_filters,
     test_web_sign_in_lockout_is_recorded_once,
 )
-from tests.api.test_prometheus import test_task_counts_match_the_database  # noqa: F401
+from tests.api.test_prometheus import (  # noqa: F401
+    test_task_counts_are_recounted_after_a_prune,
+    test_task_counts_match_the_database,
+)
 from tests.api.test_retention_api import (  # noqa: F401
     test_owner_deletes_an_ended_tasks_checkpoints,
     test_prune_removes_exactly_what_its_dry_run_listed,

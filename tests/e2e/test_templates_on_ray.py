@@ -64,7 +64,9 @@ def test_basic_sft_gets_past_imports_and_config_with_the_workers_attention_kerne
 
 
 def test_basic_grpo_without_a_rollout_engine_fails_at_once_naming_it(stack: Stack, gpu_worker, dave) -> None:
-    tid = submit(dave, _basic("grpo", "train.parquet", "val.parquet"))
+    # cpus_per_node: this 2-CPU worker is far below GRPO's default (7 CPUs for 1 GPU, issue 15); the run
+    # stops before it places anything, so 1 CPU is enough to be scheduled and reach that point
+    tid = submit(dave, _basic("grpo", "train.parquet", "val.parquet") + "cpus_per_node: 1\n")
     t = wait_status(dave, tid, {"SUCCEEDED", "FAILED"}, timeout=120)
     assert t["status"] == "FAILED" and t["attempts"][-1]["exit_code"] == 126, t
     assert "rollout engine 'vllm' is not installed on this worker" in t["status_message"], t

@@ -24,6 +24,8 @@ class Submission:
     runtime_env: dict[str, Any]
     metadata: dict[str, str]
     entrypoint_num_gpus: float = 0
+    entrypoint_num_cpus: float = 0
+    entrypoint_memory: int = 0
 
 
 @dataclass
@@ -49,7 +51,8 @@ class FakeRay:
 
     # JobsBackend
     def submit(self, submission_id: str, entrypoint: str, *, entrypoint_resources: dict[str, float],
-               entrypoint_num_gpus: float = 0, runtime_env: dict[str, Any], metadata: dict[str, str]) -> None:
+               entrypoint_num_gpus: float = 0, entrypoint_num_cpus: float = 0, entrypoint_memory: int = 0,
+               runtime_env: dict[str, Any], metadata: dict[str, str]) -> None:
         self._check()
         if self.on_submit:
             self.on_submit(submission_id)
@@ -58,7 +61,7 @@ class FakeRay:
         if submission_id in self.jobs:
             raise JobAlreadyExists(submission_id)
         self.submissions.append(Submission(submission_id, entrypoint, entrypoint_resources, runtime_env, metadata,
-                                          entrypoint_num_gpus))
+                                          entrypoint_num_gpus, entrypoint_num_cpus, entrypoint_memory))
         self.jobs[submission_id] = JobInfo(submission_id, RayJobStatus.PENDING, metadata=metadata)
 
     def get(self, submission_id: str) -> JobInfo | None:
@@ -99,9 +102,15 @@ class FakeRay:
     def set(self, sid: str, status: RayJobStatus, **kw: Any) -> None:
         self.jobs[sid] = replace(self.jobs[sid], status=status, **kw)
 
-    def add_node(self, node_id: str, gpus: int, free: int | None = None, alive: bool = True) -> None:
+    def add_node(self, node_id: str, gpus: int, free: int | None = None, alive: bool = True, *,
+                 cpus: float | None = None, memory: int | None = None) -> None:
+        """``cpus``/``memory``: advertise (and report free) that many; None: Ray says nothing (unlimited)."""
         self.nodes.append(WorkerNode(node_id, f"host-{node_id}", "127.0.0.1", alive, gpus,
-                                     gpus if free is None else free, 4.0, {"worker_node": 1000.0}))
+                                     gpus if free is None else free, 4.0 if cpus is None else cpus,
+                                     {"worker_node": 1000.0, **({"CPU": cpus} if cpus is not None else {}),
+                                      **({"memory": float(memory)} if memory is not None else {})},
+                                     cpus_free=cpus, memory_total=memory or 0,
+                                     memory_free=memory))
 
     def kill_node(self, node_id: str) -> None:
         self.nodes = [replace(n, alive=False) if n.node_id == node_id else n for n in self.nodes]
@@ -137,14 +146,18 @@ def add_user(ctx: LoopContext, name: str) -> int:
 
 
 def add_task(ctx: LoopContext, user_id: int, *, gpus: int = 0, nnodes: int = 1, priority: int = 0,
-             argv: list[str] | None = None, created_offset_s: float = 0.0) -> str:
+             argv: list[str] | None = None, created_offset_s: float = 0.0, cpus: float | None = None,
+             memory: int | None = None, entry_module: str = "argus.jobs.sleep") -> str:
+    """A QUEUED task; ``cpus``/``memory`` per node as admission resolves them (unset: the module's default)."""
     tid = f"job-t{next(_ids):05d}"
     now = utcnow() + timedelta(seconds=created_offset_s)
     argv = argv or ["bash", "-lc", "python3 -m argus.jobs.sleep 1"]
+    resolved = {} if cpus is None and memory is None else {
+        "resources_per_node": {"gpus": gpus, "cpus": cpus or 0.0, "memory": memory or 0}}
     with ctx.db.session() as s:
         s.add(TaskModel(id=tid, user_id=user_id, kind="advanced", workload="job", status=TaskStatus.QUEUED.value,
-                        priority=priority, nnodes=nnodes, n_gpus_per_node=gpus, spec_raw="", spec_resolved={},
-                        command_raw=argv[-1], command_expanded=argv[-1], argv=argv, entry_module="argus.jobs.sleep",
+                        priority=priority, nnodes=nnodes, n_gpus_per_node=gpus, spec_raw="", spec_resolved=resolved,
+                        command_raw=argv[-1], command_expanded=argv[-1], argv=argv, entry_module=entry_module,
                         warnings=[], attempts=0, created_at=now, updated_at=now))
         s.flush()
         s.add(TaskEventModel(task_id=tid, at=now, to_status="QUEUED", actor="test"))

@@ -202,7 +202,7 @@ def test_chinese_ui(up: Up, pages: Pages) -> None:
         page.select_option("#lang-switch", "en")
     assert page.locator("#not-found h1").inner_text() == "Not found"
     page.goto(f"{up.url}/tasks")
-    assert page.locator("nav a").all_inner_texts() == ["Tasks", "New task"]
+    assert page.locator("nav a").all_inner_texts() == ["Tasks", "New task", "Data", "Nodes", "Account"]
 
 
 def test_bob_cannot_open_alices_task(up: Up, pages: Pages) -> None:

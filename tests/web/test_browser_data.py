@@ -355,10 +355,26 @@ def test_admin_creates_a_user_who_then_signs_in_and_non_admins_get_404(up: Up, p
 
 
 def test_nodes_page_and_screenshots_in_both_languages(up: Up, pages: Pages) -> None:
+    spec = ("kind: advanced\nworkload: job\nname: wants-a-gpu\nnnodes: 1\nn_gpus_per_node: 1\n"
+            "command: python3 -m argus.jobs.gpus\n")
+    with up.api("alice") as c:
+        r = c.post("/api/v2/tasks", content=spec, headers={"Content-Type": "application/yaml"})
+        assert r.status_code == 201, r.text
+        tid = r.json()["task_id"]
     page = pages.new(user="alice")
     page.goto(f"{up.url}/nodes")
     page.wait_for_function("() => document.body.dataset.loaded === '1'")
     assert "GPUs:" in page.locator("#nodes-total").inner_text()
+    mine = page.locator(f'#queue-body tr[data-task="{tid}"]')
+    mine.wait_for()
+    with up.api("alice") as c:
+        reason = c.get(f"/api/v2/tasks/{tid}").json()["pending_reason"]
+    assert reason and reason in mine.inner_text()
+    other = pages.new(user="bob")  # bob sees that something waits, not whose or which
+    other.goto(f"{up.url}/nodes")
+    other.wait_for_function("() => document.body.dataset.loaded === '1'")
+    assert tid not in other.locator("#queue-body").inner_text()
+    assert "another user's task" in other.locator("#queue-body").inner_text()
     shot(page, "nodes-en")
     zh = pages.new(lang="zh", user="alice")
     for path, name in (("/data?path=%2Fdatasets%2Fgsm", "data"), ("/account", "account"), ("/nodes", "nodes")):
@@ -383,6 +399,10 @@ def test_nodes_page_and_screenshots_in_both_languages(up: Up, pages: Pages) -> N
     admin.wait_for_function("() => document.body.dataset.loaded === '1'")
     assert "管理" in admin.locator("h1").inner_text()
     shot(admin, "admin-zh")
+    admin.locator(f'#aq-body tr[data-task="{tid}"]').wait_for()  # the queue across users
+    assert "alice" in admin.locator(f'#aq-body tr[data-task="{tid}"]').inner_text()
+    with up.api("alice") as c:
+        assert c.post(f"/api/v2/tasks/{tid}/cancel").status_code == 200
 
 
 def _png(width: int, height: int) -> bytes:
@@ -428,3 +448,63 @@ def test_folder_upload_keeps_its_structure_and_asks_before_replacing(up: Up, pag
     page.wait_for_timeout(500)
     assert messages and "run1" in messages[0]
     assert (dest / "config.yaml").read_text() == "lr: 1e-6\n"
+
+
+def test_a_folder_downloads_as_a_tar(up: Up, pages: Pages, tmp_path: Path) -> None:
+    import tarfile
+
+    put(up, "bob", "/code/pkg/a/x.py", b"x = 1\n")
+    put(up, "bob", "/code/pkg/y.txt", b"why\n")
+    page = pages.new(user="bob")
+    page.goto(f"{up.url}/data?path=%2Fcode")
+    page.wait_for_function("() => document.body.dataset.loaded === '/code'")
+    page.click('#files-body tr[data-name="pkg"] .dir-size')  # a folder's size, asked for
+    page.locator('#files-body tr[data-name="pkg"] td.num', has_text="2 files").wait_for()
+    assert "10 B" in page.locator('#files-body tr[data-name="pkg"] td.num').inner_text()
+    with page.expect_download() as dl:
+        page.click('#files-body tr[data-name="pkg"] a.download-dir')
+    saved = tmp_path / "pkg.tar"
+    dl.value.save_as(saved)
+    assert dl.value.suggested_filename == "pkg.tar"
+    with tarfile.open(saved) as tar:
+        assert sorted(tar.getnames()) == ["pkg", "pkg/a", "pkg/a/x.py", "pkg/y.txt"]
+        assert tar.extractfile("pkg/a/x.py").read() == b"x = 1\n"
+
+
+def test_quota_is_checked_before_and_enforced_during_an_upload(browser, tmp_path: Path,  # noqa: ANN001
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its own small server (API + SFTP parts, no Ray) with a 1 MiB quota per user."""
+    from tests.sftp_process import TOKEN, sftp_server_process
+
+    monkeypatch.setenv("ARGUS_QUOTA_BYTES", str(1 << 20))
+    src = tmp_path / "two-mib.bin"
+    src.write_bytes(os.urandom(2 << 20))
+    with sftp_server_process(tmp_path, "gina", quiet=True) as srv:
+        with httpx.Client(base_url=srv.url, headers={"Authorization": f"Bearer {TOKEN}"}) as admin:
+            token = admin.post("/api/v2/users/gina/tokens", json={}).json()["token"]
+        ctx = browser.new_context()
+        try:
+            page = ctx.new_page()
+            page.goto(f"{srv.url}/login")
+            page.click('.tab[data-mode="token"]')
+            page.fill("#login-token", token)
+            page.click("#login-submit")
+            page.wait_for_url(f"{srv.url}/tasks")
+            page.goto(f"{srv.url}/data?path=%2Fdatasets")
+            page.wait_for_function("() => document.body.dataset.loaded === '/datasets'")
+            page.set_input_files("#file-input", str(src))  # before: the page refuses, no request
+            page.locator("#data-error", has_text="Not enough room").wait_for()
+            assert page.locator("#uploads").is_hidden()
+            # during: with the page's own check blinded, the server refuses the PUT and the row says why
+            page.evaluate("""() => { const real = window.fetch; window.fetch = (url, opts) =>
+                String(url).startsWith('/api/v2/files/usage')
+                  ? Promise.resolve(new Response('{"used_bytes": 0, "quota_bytes": null}', {status: 200}))
+                  : real(url, opts); }""")
+            page.set_input_files("#file-input", str(src))
+            row = page.locator('#up-list li[data-state="failed"]')
+            row.wait_for()
+            assert "quota" in row.inner_text().lower(), row.inner_text()
+        finally:
+            ctx.close()
+        home_dir = tmp_path / "state" / "private" / "users" / "gina" / "datasets"
+        assert list(home_dir.iterdir()) == []

@@ -4,7 +4,8 @@ Two cheap calls (a few ms each on Ray 2.60), no Ray driver:
 
 * ``GET /api/v0/nodes`` (state API): alive and dead nodes with their *real* resource names and
   totals; a worker node is one that advertises ``worker_node`` (the head never does).
-* ``GET /api/cluster_status``: ``loadMetricsReport.usageByNode[node_id][resource] = [used, total]``.
+* ``GET /api/cluster_status``: ``loadMetricsReport.usageByNode[node_id][resource] = [used, total]``
+  (``GPU``, ``CPU`` and ``memory`` in bytes: what jobs, actors and placement groups reserved).
   It camel-cases custom resource names (``worker_node`` → ``workerNode``), which is why the totals
   and the worker test come from the state API; ``GPU`` keeps its name.
 
@@ -69,6 +70,7 @@ class RayInventory:
                 gpus_free = gpus_total
             else:
                 gpus_free = max(0, int(gpus_total - float(used[0])))
+            node_usage = usage.get(n["node_id"], {})
             out.append(WorkerNode(
                 node_id=n["node_id"],
                 hostname=n.get("node_name") or n.get("node_ip") or "",
@@ -78,6 +80,9 @@ class RayInventory:
                 gpus_free=gpus_free,
                 cpus_total=total.get("CPU", 0.0),
                 resources=total,
+                cpus_free=_free(total.get("CPU", 0.0), node_usage.get("CPU"), alive),
+                memory_total=int(total.get("memory", 0)),
+                memory_free=_free_memory(total.get("memory", 0.0), node_usage.get("memory"), alive),
             ))
         out.sort(key=lambda w: (not w.alive, w.hostname, w.node_id))
         return out
@@ -90,3 +95,18 @@ class RayInventory:
             # The autoscaler monitor that feeds this may be missing on some deployments: totals still count.
             log.debug("no per-node usage from %s: %r", self.dashboard.url, e)
             return {}
+
+
+def _free(total: float, used: Any, alive: bool) -> float | None:
+    """``total − used`` from a ``[used, total]`` usage pair; None when Ray gave no usage (the ledger decides)."""
+    if not alive or not total:
+        return 0.0  # a node without the resource (e.g. --num-cpus=0) has none free
+    try:
+        return max(0.0, float(total) - float(used[0]))
+    except (TypeError, ValueError, IndexError):
+        return None
+
+
+def _free_memory(total: float, used: Any, alive: bool) -> int | None:
+    free = _free(total, used, alive)
+    return None if free is None else int(free)

@@ -38,6 +38,8 @@ class RayJobsClient:
         *,
         entrypoint_resources: dict[str, float],
         entrypoint_num_gpus: float = 0,
+        entrypoint_num_cpus: float = 0,
+        entrypoint_memory: int = 0,
         runtime_env: dict[str, Any],
         metadata: dict[str, str],
     ) -> None:
@@ -46,6 +48,8 @@ class RayJobsClient:
             "entrypoint": entrypoint,
             "entrypoint_resources": entrypoint_resources,
             **({"entrypoint_num_gpus": entrypoint_num_gpus} if entrypoint_num_gpus else {}),
+            **({"entrypoint_num_cpus": entrypoint_num_cpus} if entrypoint_num_cpus else {}),
+            **({"entrypoint_memory": int(entrypoint_memory)} if entrypoint_memory else {}),
             "runtime_env": runtime_env,
             "metadata": metadata,
         }

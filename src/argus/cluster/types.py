@@ -46,6 +46,11 @@ class WorkerNode:
     gpus_free: int  # as Ray reports it; the scheduler also keeps its own ledger
     cpus_total: float
     resources: dict[str, float] = field(default_factory=dict)
+    # issue 15: CPUs and memory (bytes) free as Ray counts them (total − reserved by running jobs, actors
+    # and placement groups); None: Ray did not say, and only the scheduler's own ledger limits them
+    cpus_free: float | None = None
+    memory_total: int = 0
+    memory_free: int | None = None
 
 
 class ClusterUnavailable(Exception):
@@ -64,6 +69,8 @@ class JobsBackend(Protocol):
         *,
         entrypoint_resources: dict[str, float],
         entrypoint_num_gpus: float = 0,
+        entrypoint_num_cpus: float = 0,
+        entrypoint_memory: int = 0,
         runtime_env: dict[str, Any],
         metadata: dict[str, str],
     ) -> None: ...

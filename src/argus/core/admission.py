@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from argus.core.builders import transfer_queue_settings
 from argus.core.command import (
     ParsedCommand,
     module_allowed,
@@ -30,6 +31,7 @@ from argus.core.interpolation import (
 )
 from argus.core.pathrules import REWARD_KEYS, TRAIN_KEYS, check_literal_path
 from argus.core.paths import DataLayout, is_under, normalize
+from argus.core.resources import RESOURCES_KEY, task_need
 from argus.core.taskspec import AdvancedTaskSpec, BasicTaskSpec, TaskSpec
 from argus.errors import FieldError
 
@@ -495,6 +497,14 @@ def resolved_view(admitted: Admitted, user: str, layout: DataLayout) -> dict[str
     else:
         data["command"] = admitted.command_expanded
     data["entry_module"] = admitted.entry_module
+    spec = admitted.spec
+    overrides = admitted.overrides
+    if isinstance(spec, BasicTaskSpec) and spec.workload != "sft":  # the template's TransferQueue settings
+        overrides = {**transfer_queue_settings(spec.nnodes), **overrides}
+    need = task_need(admitted.entry_module, spec.nnodes, spec.n_gpus_per_node, cpus_per_node=spec.cpus_per_node,
+                     memory_per_node=spec.memory_per_node, overrides=overrides)
+    # what the scheduler fits per node (issue 15): the spec's values or core.resources' defaults
+    data[RESOURCES_KEY] = {"gpus": spec.n_gpus_per_node, "cpus": need.cpus, "memory": need.memory}
     return data
 
 

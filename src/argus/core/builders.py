@@ -70,6 +70,27 @@ class PathView:
         return cls(lambda v: v, f"$HOME/jobs/{task_id}")
 
 
+TQ_NODE_RESOURCE_KEY = "transfer_queue.backend.SimpleStorage.required_node_resource"
+TQ_NEW_KEYS = frozenset({TQ_NODE_RESOURCE_KEY})  # not in verl's config: added with "+"
+
+
+def transfer_queue_settings(nnodes: int) -> dict[str, str]:
+    """verl ≥ 0.9's TransferQueue (the data system of seed 004) as the PPO/GRPO templates run it.
+
+    * ``required_node_resource=worker_node``: TransferQueue pins its storage units, round-robin
+      and with hard node affinity, on *every* alive Ray node unless told which; Argus's head
+      advertises no CPU, so a unit pinned there is unschedulable and ``tq.init`` fails with
+      ``ActorUnschedulableError`` (reproduced on the local cluster). Worker nodes only.
+    * ``num_data_storage_units = 2 × nnodes``: TransferQueue's own recommendation (≥ 2 per
+      node) instead of verl's fixed 8; each unit holds one CPU (core.resources counts them),
+      so a 1-node task does not reserve 8 CPUs for storage. A user tunes it (and
+      ``total_storage_size``, the samples held) with an override, e.g.
+      ``transfer_queue.backend.SimpleStorage.num_data_storage_units=8``.
+    """
+    return {TQ_NODE_RESOURCE_KEY: "worker_node",
+            "transfer_queue.backend.SimpleStorage.num_data_storage_units": str(2 * max(nnodes, 1))}
+
+
 def basic_overrides(spec: BasicTaskSpec, view: PathView, task_id: str) -> list[str]:
     """The Hydra overrides of a basic template, user overrides last (they win)."""
     ex = view.expand
@@ -127,6 +148,8 @@ def basic_overrides(spec: BasicTaskSpec, view: PathView, task_id: str) -> list[s
                 f"critic.ppo_micro_batch_size_per_gpu={plan.micro_batch_size_per_gpu}",
                 f"critic.ppo_mini_batch_size={plan.ppo_mini_batch_size}",
             ]
+        out += [f"{'+' if key in TQ_NEW_KEYS else ''}{key}={value}"
+                for key, value in transfer_queue_settings(spec.nnodes).items()]
         if spec.reward_path:
             out += [
                 f"reward.custom_reward_function.path={ex(spec.reward_path)}",

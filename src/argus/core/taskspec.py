@@ -17,6 +17,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from argus.core.resources import parse_cpus, parse_memory
 from argus.errors import FieldError
 
 INT32_MAX = 2**31 - 1  # batch sizes and token lengths: verl and torch index with int32 in places
@@ -31,6 +32,19 @@ class _Spec(BaseModel):
     priority: int = Field(default=0, ge=-100, le=100)
     nnodes: int = Field(ge=1, le=100_000)
     n_gpus_per_node: int = Field(ge=0, le=1024)
+    # What one node needs beside GPUs (issue 15); unset: core.resources' documented defaults.
+    cpus_per_node: float | None = None
+    memory_per_node: int | None = None  # bytes; written as "64Gi", "512Mi", "16G" or a number of bytes
+
+    @field_validator("cpus_per_node", mode="before")
+    @classmethod
+    def _cpus(cls, value: Any) -> Any:
+        return None if value is None else parse_cpus(value)
+
+    @field_validator("memory_per_node", mode="before")
+    @classmethod
+    def _memory(cls, value: Any) -> Any:
+        return None if value is None else parse_memory(value)
 
     @field_validator("name", mode="before")
     @classmethod
@@ -271,4 +285,6 @@ _EXAMPLES = {
     "model_id": "Qwen/Qwen2.5-0.5B-Instruct",
     "train_file": "$HOME/common/datasets/gsm8k/train.parquet",
     "command": "python3 -m verl.trainer.main_ppo ...",
+    "cpus_per_node": 12,
+    "memory_per_node": "64Gi",
 }

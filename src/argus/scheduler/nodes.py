@@ -49,7 +49,10 @@ def nodes_view(db: Database, inventory: NodeInventory) -> dict[str, Any]:
         out.append({
             "node_id": n.node_id, "hostname": n.hostname, "ip": n.ip, "alive": n.alive,
             "gpus_total": n.gpus_total, "gpus_free_ray": n.gpus_free,
-            "gpus_allocated": sum(t["gpus"] for t in tasks), "cpus_total": n.cpus_total, "tasks": tasks,
+            "gpus_allocated": sum(t["gpus"] for t in tasks), "cpus_total": n.cpus_total,
+            # issue 15: what Ray reports free (None until its usage report covers the node)
+            "cpus_free_ray": n.cpus_free, "memory_total": n.memory_total, "memory_free_ray": n.memory_free,
+            "tasks": tasks,
         })
     return {"available": error is None, "error": error, "nodes": out, "unplaced": unplaced,
             "gpus_total": sum(n.gpus_total for n in nodes if n.alive),

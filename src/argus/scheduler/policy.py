@@ -23,8 +23,13 @@ Rules (ARCHITECTURE §2):
   whose nodes are unknown is charged best-fit against the ledger (and, if it does not
   fit there, against whatever is left) — over-counting only delays, under-counting
   would over-submit and Ray's PENDING fails after 900 s.
+* **CPUs and memory** (issue 15, :mod:`argus.scheduler.fit`): a node takes a gang member
+  only if it also has the member's CPUs and memory free (``cpus_per_node``/``memory_per_node``,
+  from the spec or :mod:`argus.core.resources`' defaults), counted like GPUs: min(Argus's
+  ledger, Ray's report). A task whose GPUs are free but whose CPUs or memory are not waits
+  with a reason naming the short resource, and reserves nothing.
 * **CPU jobs** (``n_gpus_per_node == 0``, e.g. ``argus.jobs.doctor``) fit whenever an
-  alive worker node exists: drivers share worker nodes.
+  alive worker node has their CPUs and memory free: drivers share worker nodes.
 * **Limits**: ``max_running_tasks`` overall and per user count held tasks; a user's GPU
   limit counts the GPUs their held tasks hold (``nnodes × n_gpus_per_node``). Each user's
   own limits (set by an admin) replace the platform defaults; 0 or None means no limit.
@@ -52,6 +57,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from argus.scheduler import fit
 from argus.scheduler.fairshare import HELD_CHARGE_S, Usage, rate
 
 
@@ -63,6 +69,8 @@ class QueuedTask:
     created_at: Any  # anything sortable (datetime, float)
     nnodes: int
     gpus_per_node: int
+    cpus_per_node: float = 0.0  # beside GPUs (issue 15, core.resources); 0: not counted
+    memory_per_node: int = 0  # bytes
 
 
 @dataclass(frozen=True)
@@ -74,6 +82,8 @@ class HeldTask:
     nnodes: int
     gpus_per_node: int
     nodes: tuple[str, ...] | None = None  # one node id per gang member; None = unknown
+    cpus_per_node: float = 0.0
+    memory_per_node: int = 0
 
 
 @dataclass(frozen=True)
@@ -82,6 +92,11 @@ class NodeState:
     alive: bool
     gpus_total: int
     gpus_free: int  # as Ray reports it
+    # issue 15 (scheduler.fit): None = not reported, not limited
+    cpus_total: float | None = None
+    cpus_free: float | None = None
+    memory_total: int | None = None
+    memory_free: int | None = None
 
 
 @dataclass(frozen=True)
@@ -204,6 +219,7 @@ def plan(
     totals = {n.node_id: n.gpus_total for n in alive}
     cluster_gpus = sum(totals.values())
     free = free_gpus(nodes, held)
+    room = fit.Room.of(nodes, held)  # free CPUs and memory, like ``free`` for GPUs
 
     running = len(held)
     per_user_tasks: dict[str, int] = defaultdict(int)
@@ -268,25 +284,37 @@ def plan(
         elif not alive:
             out.pending[t.task_id] = "no worker nodes in the Ray cluster"
         elif t.gpus_per_node <= 0:
-            placed = ()
-        elif (t.nnodes, t.gpus_per_node) in blocked:  # same shape already failed since the last change
-            out.pending[t.task_id] = blocked[(t.nnodes, t.gpus_per_node)]
+            short = room.take_driver(t)  # a CPU job needs its CPUs/memory on some node
+            if short is None:
+                placed = ()
+            else:
+                out.pending[t.task_id] = short
+        elif _shape(t) in blocked:  # same shape already failed since the last change
+            out.pending[t.task_id] = blocked[_shape(t)]
         else:
-            placed = take({n: f for n, f in free.items() if n not in reserved}, t.nnodes, t.gpus_per_node)
-            if placed is None:
+            avail = {n: f for n, f in free.items() if n not in reserved}
+            counts_room = t.cpus_per_node > 0 or t.memory_per_node > 0
+            placed = take(room.cap(avail, t) if counts_room else avail, t.nnodes, t.gpus_per_node)
+            if placed is None and counts_room and (take(dict(avail), t.nnodes, t.gpus_per_node) is not None or (
+                    slots(totals, t.gpus_per_node) >= t.nnodes and not room.fits_when_empty(t, totals))):
+                # GPUs are there (or would be), CPUs or memory are not: say which; no reservation
+                out.pending[t.task_id] = blocked[_shape(t)] = room.why_short(t, avail, totals)
+            elif placed is None:
                 why = _why_waiting(t, totals, cluster_gpus, free, reserved, out.reserved_for)
                 out.pending[t.task_id] = why
-                if out.reserved_for is None and slots(totals, t.gpus_per_node) >= t.nnodes:
+                if (out.reserved_for is None and slots(totals, t.gpus_per_node) >= t.nnodes
+                        and room.fits_when_empty(t, totals)):
                     out.reserved_for = t.task_id
                     reserved.update(_closest_nodes(t, totals, free))
                     blocked.clear()
                     why = _why_waiting(t, totals, cluster_gpus, free, reserved, t.task_id)
-                blocked[(t.nnodes, t.gpus_per_node)] = why
+                blocked[_shape(t)] = why
         if placed is not None:
             for node in placed:
                 free[node] -= t.gpus_per_node
-            if placed:
-                blocked.clear()  # the free GPUs changed: reasons computed before are stale
+            room.take(placed, t)
+            if placed or t.cpus_per_node > 0 or t.memory_per_node > 0:
+                blocked.clear()  # the free GPUs/CPUs changed: reasons computed before are stale
             out.placements.append(Placement(t.task_id, placed))
             running += 1
             per_user_tasks[user] += 1
@@ -295,6 +323,11 @@ def plan(
         if by_user[user]:
             heapq.heappush(heap, (*entry(by_user[user][-1]), user))
     return out
+
+
+def _shape(t: QueuedTask) -> tuple[int, int, float, int]:
+    """Tasks of one shape fit or wait alike (the ``blocked`` cache key)."""
+    return (t.nnodes, t.gpus_per_node, t.cpus_per_node, t.memory_per_node)
 
 
 def _over_gpu_limit(t: QueuedTask, held_gpus: int, limit: int) -> str | None:

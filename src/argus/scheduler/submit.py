@@ -19,7 +19,8 @@ from sqlalchemy import bindparam, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from argus.cluster.types import ClusterUnavailable, JobAlreadyExists, JobInfo, WorkerNode
-from argus.core.gpu_binding import driver_gpus
+from argus.core.gpu_binding import RAY_PLACED_MODULES, driver_gpus, entry_module
+from argus.core.resources import RESOURCES_KEY, NodeNeed, default_cpus, driver_reservation
 from argus.core.states import ACTIVE, TaskStatus, TerminationReason
 from argus.db.models import TaskAttemptModel, TaskModel, UserModel, utcnow
 from argus.errors import Conflict
@@ -82,19 +83,30 @@ def load_queue(s: Session) -> tuple[list[policy.QueuedTask], dict[str, str | Non
     """Every QUEUED task, only the columns the policy needs (Core rows: no ORM objects for 10 000 rows)."""
     rows = s.connection().execute(
         select(TaskModel.id, TaskModel.user_id, TaskModel.priority, TaskModel.created_at,
-               TaskModel.nnodes, TaskModel.n_gpus_per_node, TaskModel.pending_reason)
+               TaskModel.nnodes, TaskModel.n_gpus_per_node, TaskModel.pending_reason, *NEED_COLUMNS)
         .where(TaskModel.status == TaskStatus.QUEUED.value)
     ).all()
-    queued = [policy.QueuedTask(tid, str(uid), prio, created, nnodes, gpus)
-              for tid, uid, prio, created, nnodes, gpus, _ in rows]
+    queued = [policy.QueuedTask(tid, str(uid), prio, created, nnodes, gpus,
+                                *node_need(entry, nnodes, gpus, cpus, memory))
+              for tid, uid, prio, created, nnodes, gpus, _, entry, cpus, memory in rows]
     return queued, {r[0]: r[6] for r in rows}
+
+
+# A task's CPUs and memory per node (issue 15), read from its resolved spec without loading the whole JSON.
+NEED_COLUMNS = (TaskModel.entry_module, TaskModel.spec_resolved[(RESOURCES_KEY, "cpus")].as_float(),
+                TaskModel.spec_resolved[(RESOURCES_KEY, "memory")].as_float())
+
+
+def node_need(entry: str | None, nnodes: int, gpus: int, cpus: float | None, memory: float | None) -> tuple[float, int]:
+    """(CPUs, memory bytes) per node; a task stored before issue 15 gets core.resources' default."""
+    return (float(cpus) if cpus is not None else default_cpus(entry, nnodes, gpus)), int(memory or 0)
 
 
 def load_held(s: Session) -> tuple[list[policy.HeldTask], dict[str, policy.UserLimits]]:
     """The tasks holding resources, and the users with limits of their own (both small)."""
     held_rows = s.execute(
         select(TaskModel.id, TaskModel.user_id, TaskModel.nnodes, TaskModel.n_gpus_per_node,
-               TaskAttemptModel.gpus)
+               TaskAttemptModel.gpus, TaskAttemptModel.node_id, *NEED_COLUMNS)
         .outerjoin(TaskAttemptModel, (TaskAttemptModel.task_id == TaskModel.id)
                    & (TaskAttemptModel.attempt == TaskModel.attempts))
         .where(TaskModel.status.in_([st.value for st in ACTIVE]))
@@ -108,14 +120,19 @@ def load_held(s: Session) -> tuple[list[policy.HeldTask], dict[str, policy.UserL
         nodes = (r.gpus or {}).get("nodes") if isinstance(r.gpus, dict) else None
         placed = tuple(nodes) if isinstance(nodes, list) and len(nodes) == r.nnodes else None
         if r.n_gpus_per_node == 0:
-            placed = ()
-        held.append(policy.HeldTask(r.id, str(r.user_id), r.nnodes, r.n_gpus_per_node, placed))
+            placed = (r.node_id,) if r.node_id else ()  # a CPU job's CPUs sit on its driver's node, once known
+        cpus, memory = node_need(r[6], r.nnodes, r.n_gpus_per_node, r[7], r[8])
+        held.append(policy.HeldTask(r.id, str(r.user_id), r.nnodes, r.n_gpus_per_node, placed, cpus, memory))
     user_limits = {str(r.id): policy.UserLimits(r.max_gpus, r.max_running_tasks) for r in own_limits}
     return held, user_limits
 
 
 def node_states(nodes: list[WorkerNode]) -> list[policy.NodeState]:
-    return [policy.NodeState(n.node_id, n.alive, n.gpus_total, n.gpus_free) for n in nodes]
+    """The policy's view of the nodes; CPUs/memory a node does not advertise (a fake, an old Ray) do not limit."""
+    return [policy.NodeState(n.node_id, n.alive, n.gpus_total, n.gpus_free,
+                             n.cpus_total if "CPU" in n.resources or n.cpus_free is not None else None, n.cpus_free,
+                             n.memory_total if "memory" in n.resources or n.memory_free is not None else None,
+                             n.memory_free) for n in nodes]
 
 
 def fair_order(usage: dict[str, Usage], held: list[policy.HeldTask]) -> tuple[tuple[str, bool, bool], ...]:
@@ -246,11 +263,11 @@ class SubmitQueuedTasks:
             user = user_of(s, task)
             sid, attempt, created_at = att.submission_id, att.attempt, att.created_at
             argv = driver_argv(ctx, user, task, attempt)
-            task_argv, n_gpus = list(task.argv), task.n_gpus_per_node
+            task_argv, n_gpus, need = list(task.argv), task.n_gpus_per_node, task_node_need(task)
         # 2. act: no transaction open across the Ray call
         adopted = False
         try:
-            ray_submit(ctx, sid, placement.task_id, user, attempt, argv, task_argv, n_gpus)
+            ray_submit(ctx, sid, placement.task_id, user, attempt, argv, task_argv, n_gpus, need)
         except JobAlreadyExists:
             adopted = True  # an earlier call reached Ray: adopt that job, never submit twice
             foreign = foreign_job(ctx.jobs.get(sid), created_at)
@@ -284,12 +301,29 @@ class SubmitQueuedTasks:
                     pass
 
 
+def task_node_need(task: TaskModel) -> NodeNeed:
+    resources = (task.spec_resolved or {}).get(RESOURCES_KEY) or {}
+    cpus, memory = node_need(task.entry_module, task.nnodes, task.n_gpus_per_node, resources.get("cpus"),
+                             resources.get("memory"))
+    return NodeNeed(cpus, memory)
+
+
 def ray_submit(ctx: LoopContext, sid: str, task_id: str, user: str, attempt: int, argv: list[str],
-               task_argv: list[str], n_gpus_per_node: int) -> None:
+               task_argv: list[str], n_gpus_per_node: int, need: NodeNeed | None = None) -> None:
     """The one place a Ray job is created: driver on a worker node, env for the user, and the GPUs
-    reserved for the entry point when it uses them itself (core.gpu_binding)."""
+    reserved for the entry point when it uses them itself (core.gpu_binding).
+
+    CPUs and memory likewise (issue 15, core.resources.driver_reservation): a program that works
+    in its driver (SFT under torchrun, a CPU job) reserves the per-node CPUs and memory the policy
+    counted, so Ray starts the driver only on a node with them free — the node the policy found
+    room on, or another with as much room — and counts them as used for everyone after. verl's
+    Ray trainers reserve nothing in the driver: their placement groups and actors ask Ray for
+    the CPUs the policy counted, on the nodes they run on.
+    """
+    held = driver_reservation(need or NodeNeed(), ray_placed=entry_module(task_argv) in RAY_PLACED_MODULES)
     ctx.jobs.submit(sid, entrypoint(argv), entrypoint_resources={"worker_node": 1},
                     entrypoint_num_gpus=driver_gpus(task_argv, n_gpus_per_node),
+                    entrypoint_num_cpus=held.cpus, entrypoint_memory=held.memory,
                     runtime_env=runtime_env(ctx, user),
                     metadata={"argus_task_id": task_id, "argus_user": user, "argus_attempt": str(attempt)})
 
@@ -362,10 +396,10 @@ def resubmit_same_id(ctx: LoopContext, task_id: str, sid: str) -> None:
             return
         user = user_of(s, task)
         argv = driver_argv(ctx, user, task, att.attempt)
-        task_argv, n_gpus = list(task.argv), task.n_gpus_per_node
+        task_argv, n_gpus, need = list(task.argv), task.n_gpus_per_node, task_node_need(task)
     log.info("Ray does not know %s of SUBMITTED task %s; submitting it again with the same id", sid, task_id)
     try:
-        ray_submit(ctx, sid, task_id, user, att.attempt, argv, task_argv, n_gpus)
+        ray_submit(ctx, sid, task_id, user, att.attempt, argv, task_argv, n_gpus, need)
     except JobAlreadyExists:
         pass
 

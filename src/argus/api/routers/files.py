@@ -20,7 +20,7 @@ from starlette.concurrency import run_in_threadpool
 from argus.api.context import AppContext
 from argus.api.deps import current_principal, get_ctx
 from argus.api.schemas import ErrorOut
-from argus.services import file_preview
+from argus.services import file_archive, file_preview
 from argus.services.files import UserFiles, shared_store, user_files
 from argus.services.principal import Principal
 
@@ -130,6 +130,15 @@ def preview(path: str = Query(...), rows: int = Query(20, ge=1, le=file_preview.
 def summary(path: str = Query(...), files: UserFiles = Depends(get_files)) -> dict:
     """How many files and folders are under ``path`` and their bytes (what a recursive delete removes)."""
     return file_preview.tree_summary(files, path)
+
+
+@router.get("/archive", responses={**_ERR, 200: {"content": {"application/x-tar": {}}}})
+def archive(path: str = Query(...), files: UserFiles = Depends(get_files)) -> Response:
+    """A folder as a tar stream, built while it is sent (no temp file); links are left out, never followed."""
+    folder = file_archive.check_folder(files, path)
+    name = (folder.rstrip("/").rsplit("/", 1)[-1] or "home") + ".tar"
+    return StreamingResponse(file_archive.stream_tar(files, folder), media_type="application/x-tar",
+                             headers={"Content-Disposition": f"attachment; filename*=UTF-8''{quote(name)}"})
 
 
 @router.get("/usage")

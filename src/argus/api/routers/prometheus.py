@@ -7,6 +7,8 @@ Never open: an admin's token or session, or the separate ``ARGUS_METRICS_TOKEN``
 from __future__ import annotations
 
 import hmac
+import logging
+import threading
 
 from fastapi import APIRouter, Depends, Request, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
@@ -17,6 +19,7 @@ from argus.api.schemas import ErrorOut
 from argus.errors import Forbidden
 from argus.services import telemetry
 
+log = logging.getLogger(__name__)
 router = APIRouter(tags=["admin"])
 _bearer = HTTPBearer(auto_error=False, description="an admin token, or ARGUS_METRICS_TOKEN")
 
@@ -31,6 +34,18 @@ def _registry(ctx: AppContext):  # noqa: ANN202 - prometheus_client's CollectorR
                             "sftp": ctx.extras.get("sftp_process")})
         registry = ctx.extras.setdefault("metrics_registry", telemetry.build_registry(collector))
     return registry
+
+
+def warm_up(ctx: AppContext) -> None:
+    """Count the tasks once in the background at server start, so that the first scrape is as quick as the
+    rest (the first count reads the whole task table: ~0.25-0.9 s at 100 000 tasks)."""
+    def run() -> None:
+        try:
+            telemetry.render(_registry(ctx))
+        except Exception:  # noqa: BLE001 - the first scrape counts instead, and reports its own error
+            log.warning("metrics warm-up failed; the first scrape will count the tasks", exc_info=True)
+
+    threading.Thread(target=run, name="metrics-warm-up", daemon=True).start()
 
 
 @router.get("/metrics", response_class=Response, responses={

@@ -91,15 +91,29 @@ function row(e) {
     el("button", { type: "button", class: "copy-path", title: homePath(e.path), onclick: () => copyPath(e) }, t("data.copy_path")),
   ];
   if (e.type === "file") actions.push(el("a", { class: "button download", href: contentUrl(e.path), download: e.name }, t("data.download")));
+  if (isDir && e.path !== "/common") {
+    actions.push(el("a", { class: "button download-dir", href: `/api/v2/files/archive?path=${encodeURIComponent(e.path)}`,
+      download: `${e.name}.tar` }, t("data.download_tar")));
+  }
   if (e.writable && e.path !== "/common") {
     actions.push(el("button", { type: "button", class: "rename", onclick: () => rename(e) }, t("data.rename")));
     actions.push(el("button", { type: "button", class: "delete", onclick: () => remove(e) }, t("data.delete")));
   }
   return el("tr", { "data-name": e.name, "data-type": e.type },
     el("td", { class: "name" }, nameCell, e.type === "symlink" ? el("span", { class: "muted" }, " → ?") : null),
-    el("td", { class: "num" }, isDir ? "—" : fmtBytes(e.size)),
+    el("td", { class: "num" }, !isDir ? fmtBytes(e.size) : e.path === "/common" ? "—"
+      : el("button", { type: "button", class: "link dir-size", onclick: (ev) => folderSize(e, ev.currentTarget) }, t("data.size_count"))),
     el("td", {}, fmtTime(new Date(e.mtime * 1000).toISOString())),
     el("td", { class: "actions" }, actions));
+}
+
+/** A folder's size on demand: walking a tree is not cheap enough to do for every row of every listing. */
+async function folderSize(e, button) {
+  button.disabled = true;
+  try {
+    const s = await api(`/api/v2/files/summary?path=${encodeURIComponent(e.path)}`);
+    button.replaceWith(`${s.truncated ? "≥ " : ""}${fmtBytes(s.bytes)} · ${t("data.n_files", { n: s.files })}`);
+  } catch (err) { button.disabled = false; showError(err); }
 }
 
 function render() {

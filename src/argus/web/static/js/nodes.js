@@ -23,14 +23,18 @@ async function load() {
     el("td", { class: "num" }, Math.max(0, n.gpus_total - n.gpus_allocated)), el("td", { class: "num" }, n.cpus_total),
     el("td", {}, n.tasks.length ? n.tasks.map((x) => el("div", {}, holder(x))) : "—"))));
   document.getElementById("nodes-empty").hidden = view.nodes.length > 0;
-  const mine = await api("/api/v2/tasks?status=QUEUED&limit=100");
-  const reasons = new Map(mine.items.map((x) => [x.task_id, x.pending_reason || x.status_message || ""]));
-  const rows = view.unplaced.map((x) => el("tr", { "data-task": x.task_id || "" },
+  // The queue head: the oldest waiting tasks with the scheduler's reason (others' redacted by the
+  // API for non-admins), then tasks handed to Ray but not yet on a node.
+  const queued = view.queue.map((x) => ({ ...x, reason: x.pending_reason || "" }));
+  const unplaced = view.unplaced.map((x) => ({ ...x, reason: "" }));
+  const rows = [...queued, ...unplaced].map((x) => el("tr", { "data-task": x.task_id || "" },
     el("td", { class: "mono" }, x.task_id ? el("a", { href: `/tasks/${encodeURIComponent(x.task_id)}` }, x.task_id) : t("nodes.other_task", { gpus: x.gpus })),
     el("td", {}, x.user || "—"), el("td", {}, statusBadge(x.status)), el("td", { class: "num" }, x.gpus),
-    el("td", { class: "reason" }, (x.task_id && reasons.get(x.task_id)) || "")));
+    el("td", { class: "reason" }, x.reason)));
   document.getElementById("queue-body").replaceChildren(...rows);
   document.getElementById("queue-empty").hidden = rows.length > 0;
+  const more = view.queued_total - view.queue.length;
+  document.getElementById("queue-more").textContent = more > 0 ? t("nodes.queue_more", { n: more }) : "";
   document.body.dataset.loaded = "1";
 }
 

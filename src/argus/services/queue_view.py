@@ -1,0 +1,32 @@
+"""The queue head for the Nodes page: tasks waiting for resources, oldest first, with the scheduler's reason.
+
+Read-only and bounded (``limit`` rows from the ``(status, created_at)`` index). Who may see which
+fields is the API's job (``api/routers/nodes.py`` hides other users' ids, names and reasons from
+non-admins, as it does for the tasks holding GPUs). The order is by age: the scheduler's fair share
+may start a younger task first, which the reason then says.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from argus.core.states import TaskStatus
+from argus.db.models import TaskModel, UserModel
+
+
+def waiting_tasks(session: Session, *, limit: int = 50) -> tuple[list[dict[str, Any]], int]:
+    """(the ``limit`` oldest QUEUED tasks, how many are QUEUED in all)."""
+    queued = TaskModel.status == TaskStatus.QUEUED.value
+    rows = session.execute(
+        select(TaskModel.id, TaskModel.name, UserModel.name.label("user"), TaskModel.nnodes, TaskModel.n_gpus_per_node,
+               TaskModel.pending_reason, TaskModel.created_at)
+        .join(UserModel, UserModel.id == TaskModel.user_id)
+        .where(queued).order_by(TaskModel.created_at, TaskModel.id).limit(limit)
+    ).all()
+    total = session.execute(select(func.count()).select_from(TaskModel).where(queued)).scalar_one()
+    return [{"task_id": r.id, "name": r.name, "user": r.user, "status": TaskStatus.QUEUED.value,
+             "nnodes": r.nnodes, "n_gpus_per_node": r.n_gpus_per_node, "gpus": r.nnodes * r.n_gpus_per_node,
+             "pending_reason": r.pending_reason, "created_at": r.created_at.isoformat()} for r in rows], total
