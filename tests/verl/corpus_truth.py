@@ -27,27 +27,10 @@ TINY = "models/tiny"
 
 
 def verdict(spec_text: str, home: str) -> str:
-    spec = yaml.safe_load(spec_text)
-    words = shlex.split(spec["command"].replace("\\\n", " ").replace("$HOME", home))
-    i = words.index("-m")
-    module, args = words[i + 1], words[i + 2:]
+    module, path, name, overrides = command_parts(spec_text, home)
     if importlib.util.find_spec(module) is None:
         return f"reject: no module {module}"
-    path, name, overrides = None, None, []
-    j = 0
-    while j < len(args):
-        a = args[j]
-        if a.startswith("--config-path"):
-            path = a.split("=", 1)[1] if "=" in a else args[j + 1]
-            j += 0 if "=" in a else 1
-        elif a.startswith("--config-name"):
-            name = a.split("=", 1)[1] if "=" in a else args[j + 1]
-            j += 0 if "=" in a else 1
-        else:
-            overrides.append(a)
-        j += 1
     kind = "sft" if module == "verl.trainer.sft_trainer" else "ppo"
-    name = (name or ("sft_trainer_engine" if kind == "sft" else "ppo_trainer")).removesuffix(".yaml")
     try:
         cfg = _compose(path, name, overrides)
         with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
@@ -75,22 +58,30 @@ def _compose(path: str | None, name: str, overrides: list[str], *, resolve: bool
     return cfg
 
 
-def command_parts(spec_text: str, home: str) -> tuple[str | None, str, list[str]]:
-    """(``--config-path``, config name, overrides) of a corpus spec's command, ``$HOME`` filled in."""
+def command_parts(spec_text: str, home: str) -> tuple[str, str | None, str, list[str]]:
+    """(module, ``--config-path``, config name, overrides) of a corpus spec's command, ``$HOME`` filled in.
+
+    Hydra's flags are read in both spellings (``--config-name=x`` and ``--config-name x``); the config
+    name defaults to the module's own (``sft_trainer_engine`` for SFT, else ``ppo_trainer``)."""
     spec = yaml.safe_load(spec_text)
     words = shlex.split(spec["command"].replace("\\\n", " ").replace("$HOME", home))
-    args = words[words.index("-m") + 2:]
-    path = name = None
+    i = words.index("-m")
+    module, args = words[i + 1], words[i + 2:]
+    flags: dict[str, str] = {}
     overrides = []
-    for a in args:
-        if a.startswith("--config-path="):
-            path = a.split("=", 1)[1]
-        elif a.startswith("--config-name="):
-            name = a.split("=", 1)[1].removesuffix(".yaml")
+    j = 0
+    while j < len(args):
+        flag, eq, value = args[j].partition("=")
+        if flag in ("--config-path", "--config-name"):
+            if not eq:
+                j += 1
+                value = args[j]
+            flags[flag] = value
         else:
-            overrides.append(a)
-    module = words[words.index("-m") + 1]
-    return path, name or ("sft_trainer_engine" if module.endswith("sft_trainer") else "ppo_trainer"), overrides
+            overrides.append(args[j])
+        j += 1
+    default = "sft_trainer_engine" if module == "verl.trainer.sft_trainer" else "ppo_trainer"
+    return module, flags.get("--config-path"), flags.get("--config-name", default).removesuffix(".yaml"), overrides
 
 
 def _validate(kind: str, cfg, home: str) -> None:  # noqa: ANN001

@@ -20,7 +20,7 @@ from omegaconf import OmegaConf
 from tests.verl.corpus_truth import _compose, command_parts
 home, out = sys.argv[1], {}
 for path in sys.argv[2:]:
-    cfg_path, name, overrides = command_parts(open(path).read(), home)
+    _module, cfg_path, name, overrides = command_parts(open(path).read(), home)
     try:
         out[path] = OmegaConf.to_yaml(_compose(cfg_path, name, overrides, resolve=False))
     except Exception as exc:
@@ -36,7 +36,7 @@ from tests.verl.corpus_truth import command_parts
 v = worker.Validator()
 home, out = sys.argv[1], {}
 for path in reversed(sys.argv[2:]):  # another order: a cache filled by one spec serves the next
-    cfg_path, name, overrides = command_parts(open(path).read(), home)
+    _module, cfg_path, name, overrides = command_parts(open(path).read(), home)
     try:
         if cfg_path and cfg_path.startswith("/"):
             files = {str(p.relative_to(cfg_path)): p.read_text() for p in __import__("pathlib").Path(cfg_path).rglob("*.yaml")}

@@ -106,16 +106,23 @@ class _Walk:
             if stat.S_ISREG(st.st_mode):
                 total += st.st_size
             elif stat.S_ISDIR(st.st_mode):
-                try:
-                    sub = os.open(name, _DIR | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
-                except OSError:
+                inner = self.below(dir_fd, name)
+                if inner is None:
                     continue
-                try:
-                    t, n, e = self.size(sub)
-                finally:
-                    os.close(sub)
+                t, n, e = inner
                 total, newest, exact = total + t, max(newest, n), exact and e
         return total, newest, exact
+
+    def below(self, dir_fd: int, name: str) -> tuple[int, float, bool] | None:
+        """``size`` of the sub-directory ``name`` (None: it cannot be opened without following a link)."""
+        try:
+            sub = os.open(name, _DIR | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+        except OSError:
+            return None
+        try:
+            return self.size(sub)
+        finally:
+            os.close(sub)
 
 
 def list_folder(home: Path, folder: PurePosixPath, *, active: bool) -> Listing:
@@ -164,14 +171,10 @@ def _step(fd: int, n: int, path: str, latest: int | None, active: bool, walk: _W
         walk.left -= 1
         newest = max(newest, st.st_mtime)
         if stat.S_ISDIR(st.st_mode):
-            try:
-                sub = os.open(name, _DIR | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
-            except OSError:
+            inner = walk.below(fd, name)
+            if inner is None:
                 continue
-            try:
-                size, m, e = walk.size(sub)
-            finally:
-                os.close(sub)
+            size, m, e = inner
             newest, exact = max(newest, m), exact and e
         elif stat.S_ISREG(st.st_mode):
             size = st.st_size

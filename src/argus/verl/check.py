@@ -143,9 +143,9 @@ class VerlCheck:
             pairs = dict(admitted.overrides)
         literal = {k: _unquote(v) for k, v in pairs.items() if "${" not in v}
         resolved = {k: literal[k] for k in RESOLVED_KEYS if k in literal}
-        for k in ("data.max_prompt_length",):
-            if isinstance(resolved.get(k), str) and str(resolved[k]).isdigit():
-                resolved[k] = int(resolved[k])
+        limit = resolved.get("data.max_prompt_length")
+        if isinstance(limit, str) and limit.isdigit():  # the prompt-length check compares it as a number
+            resolved["data.max_prompt_length"] = int(limit)
         paths = [{"key": k, "value": v} for k, v in literal.items()]
         return _Resolved(resolved, paths, [f"{k}={v}" for k, v in pairs.items()])
 
