@@ -4,6 +4,8 @@ from pathlib import Path
 
 import yaml
 
+from tests.helpers import post_spec
+
 ADV = """\
 kind: advanced
 workload: ppo
@@ -19,8 +21,7 @@ command: |
 """
 
 
-def submit(c, body, ctype="application/yaml"):
-    return c.post("/api/v2/tasks", content=body.encode(), headers={"Content-Type": ctype})
+submit = post_spec
 
 
 def test_submit_read_spec_events_cancel(live):
@@ -217,3 +218,26 @@ def test_unresolvable_interpolation_and_env_are_refused_when_validation_is_off(l
     ok = ADV.replace("+ray_kwargs.ray_init.address=auto", "trainer.experiment_name=e1 '+argus_note=${trainer.experiment_name}'")
     r = submit(alice, ok)
     assert r.status_code == 201, r.text
+
+
+def test_submit_authenticates_before_it_reads_the_spec(live):
+    """Authentication runs in the submit's own worker job (one thread hop): it still answers first."""
+    alice = live.new_user("alice")
+    bad_utf8 = b"kind: advanced\nname: \xff\xfe\n"
+    with live.client() as anon:  # no credentials at all: 401 before the body is read
+        r = anon.post("/api/v2/tasks", content=bad_utf8, headers={"Content-Type": "application/yaml"})
+        assert r.status_code == 401 and r.json()["detail"]["code"] == "unauthorized"
+    with live.client("argus_not-a-token") as forged:
+        for path in ("/api/v2/tasks", "/api/v2/tasks?dry_run=true"):
+            r = forged.post(path, content=bad_utf8, headers={"Content-Type": "application/yaml",
+                                                             "Idempotency-Key": "k1"})
+            assert r.status_code == 401, (path, r.text)
+        r = forged.post("/api/v2/tasks", content=ADV.encode(), headers={"Content-Type": "application/yaml"})
+        assert r.status_code == 401
+    r = alice.post("/api/v2/tasks", content=bad_utf8, headers={"Content-Type": "application/yaml"})
+    assert r.status_code == 400 and "UTF-8" in r.text
+    assert alice.get("/api/v2/tasks").json()["total"] == 0
+    with live.admin() as admin:  # a disabled user's token stops at once, also for submit
+        assert admin.post("/api/v2/users/alice/disable").status_code == 200
+    r = submit(alice, ADV)
+    assert r.status_code == 401 and r.json()["detail"]["code"] == "user_disabled"

@@ -21,7 +21,7 @@ from typing import Any
 
 import yaml
 
-from argus.core.taskspec import _NoAliasLoader
+from argus.core.taskspec import compose_spec_yaml
 from argus.errors import FieldError
 
 _ITEM = re.compile(r"^(?P<name>[^\[\].:]+)(?:\[(?P<i>\d+)\]|\.(?P<j>\d+))$")
@@ -35,7 +35,7 @@ class SpecLines:
         self._lines = text.splitlines()
         self._top: dict[str, tuple[yaml.Node, yaml.Node]] = {}
         try:
-            root = yaml.compose(text, Loader=_NoAliasLoader)  # noqa: S506 - a SafeLoader subclass
+            root = compose_spec_yaml(text)
         except (yaml.YAMLError, RecursionError, MemoryError):
             return
         if isinstance(root, yaml.MappingNode):

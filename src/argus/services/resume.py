@@ -37,9 +37,12 @@ from argus.services.tasks import Submitted, get_task, submit_task, user_name_of
 _NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
 
-def checkpoints_of(session: Session, principal: Principal, task_id: str, policy: AdmissionPolicy) -> Listing:
+def checkpoints_of(session: Session, principal: Principal, task_id: str,
+                   policy: AdmissionPolicy) -> tuple[Listing, str]:
+    """The task's checkpoint listing and its owner's name (paths are shown as the owner writes them)."""
     task = get_task(session, principal, task_id)
-    return task_listing(policy.layout, user_name_of(session, task), task.id, list(task.argv), task.status)
+    owner = user_name_of(session, task)
+    return task_listing(policy.layout, owner, task.id, list(task.argv), task.status), owner
 
 
 def _own_task(session: Session, principal: Principal, task_id: str, what: str) -> TaskModel:
@@ -64,8 +67,7 @@ def resume_task(session: Session, principal: Principal, task_id: str, *, step: i
     shown = policy.layout.to_virtual(chosen.path, principal.name)
     body = yaml.safe_dump(ck.resume_spec(doc, shown), sort_keys=False, allow_unicode=True)
     done = submit_task(session, principal, body, policy=policy, content_type="application/yaml",
-                       max_bytes=max_bytes, checks=checks)
-    done.task.resumed_from = old.id
+                       max_bytes=max_bytes, checks=checks, resumed_from=old.id)
     session.add(TaskEventModel(task_id=done.task.id, at=utcnow(), from_status=TaskStatus.QUEUED.value,
                                to_status=TaskStatus.QUEUED.value, reason=None, actor=principal.name,
                                message=f"resumes {old.id} from checkpoint {ck.STEP_PREFIX}{chosen.step} ({shown})"))

@@ -10,18 +10,16 @@ import hmac
 import logging
 import threading
 
-from fastapi import APIRouter, Depends, Request, Response
-from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from fastapi import APIRouter, Depends, Response
 
 from argus.api.context import AppContext
-from argus.api.deps import current_principal, get_ctx, session_cookie
+from argus.api.deps import Credentials, credentials, get_ctx
 from argus.api.schemas import ErrorOut
 from argus.errors import Forbidden
 from argus.services import telemetry
 
 log = logging.getLogger(__name__)
 router = APIRouter(tags=["admin"])
-_bearer = HTTPBearer(auto_error=False, description="an admin token, or ARGUS_METRICS_TOKEN")
 
 
 def _registry(ctx: AppContext):  # noqa: ANN202 - prometheus_client's CollectorRegistry
@@ -51,17 +49,12 @@ def warm_up(ctx: AppContext) -> None:
 @router.get("/metrics", response_class=Response, responses={
     200: {"content": {"text/plain": {}}, "description": "Prometheus text exposition format"},
     401: {"model": ErrorOut}, 403: {"model": ErrorOut}})
-def metrics(
-    request: Request,
-    creds: HTTPAuthorizationCredentials | None = Depends(_bearer),
-    cookie: str | None = Depends(session_cookie),
-    ctx: AppContext = Depends(get_ctx),
-) -> Response:
+def metrics(creds: Credentials = Depends(credentials), ctx: AppContext = Depends(get_ctx)) -> Response:
     """Prometheus metrics: tasks by status and workload, queue wait, admission latency and rejections,
     scheduler pass time, GPUs per node, background processes, log streams (see the README)."""
     wanted = ctx.settings.metrics_token
-    given = creds.credentials if creds is not None and creds.scheme.lower() == "bearer" else None
+    given = creds.bearer
     if not (wanted and given and hmac.compare_digest(given.encode(), wanted.encode())):
-        if not current_principal(request, creds, cookie, ctx).is_admin:
+        if not creds.principal().is_admin:
             raise Forbidden("metrics: send an admin token or ARGUS_METRICS_TOKEN", code="forbidden")
     return Response(telemetry.render(_registry(ctx)), media_type=telemetry.CONTENT_TYPE)

@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
 from argus.api.context import AppContext
-from argus.api.deps import current_principal, get_ctx, get_session
+from argus.api.deps import Credentials, credentials, current_principal, get_ctx, get_session
 from argus.api.schemas import (
     MAX_LIST_OFFSET,
     AttemptOut,
@@ -56,9 +56,9 @@ async def submit(
                                          description="makes a retry safe: same key within 24 h, same answer"),
     dry_run: bool = Query(False, description="check the spec exactly as a submit would (verl validation "
                           "included) and answer 200 with the verdict; nothing is queued or stored"),
-    principal: Principal = Depends(current_principal),
+    creds: Credentials = Depends(credentials),
     ctx: AppContext = Depends(get_ctx),
-) -> SubmitOut | JSONResponse:
+) -> JSONResponse:
     """Submit a task spec (YAML or JSON). 400 lists every problem with field, value and fix, and for a
     YAML body the ``line`` it is on where that can be found.
 
@@ -69,64 +69,71 @@ async def submit(
 
     With ``dry_run=true`` the answer is 200 ``{warnings, info, resolved, command_expanded}`` (or the same
     400): the New Task page's Check button and ``argus submit --dry-run``."""
+    if creds.bearer is None and creds.cookie is None:
+        creds.principal()  # the 401, before the body is read
     raw = await _read_capped(request, ctx.settings.max_spec_bytes)
-    try:
-        body = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ClientError("body is not UTF-8 text", code="invalid_spec",
-                          errors=[FieldError("(body)", None, "send the spec as UTF-8 YAML or JSON")]) from None
     content_type = request.headers.get("content-type")
-    if dry_run:  # before any Idempotency-Key handling: a dry run stores nothing, a key included
-        def check_only() -> DryRunOut:
-            with ctx.db.session() as session:
-                r = svc.submit_task(session, principal, body, policy=ctx.policy, content_type=content_type,
-                                    max_bytes=ctx.settings.max_spec_bytes, checks=ctx.checks, dry_run=True)
-                return DryRunOut(warnings=r.warnings, info=r.info, resolved=r.resolved,
-                                 command_expanded=r.command_expanded)
 
-        out_dry = await run_in_threadpool(check_only)
-        return JSONResponse(out_dry.model_dump(mode="json"), status_code=200)
-
-    key = idempotency.parse_key(idempotency_key)
-    req_hash = idempotency.request_hash(body, content_type) if key is not None else ""
-
-    def admit_and_queue() -> SubmitOut | idempotency.Replay:  # blocking work (DB, verl validation): off the loop
+    # One blocking job per request (authentication, verl validation, the DB), off the loop: a thread hop
+    # costs about as much CPU as the whole row insert.
+    def admit_and_queue() -> SubmitOut | DryRunOut | idempotency.Replay:
+        principal = creds.principal()
+        try:
+            body = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ClientError("body is not UTF-8 text", code="invalid_spec",
+                              errors=[FieldError("(body)", None, "send the spec as UTF-8 YAML or JSON")]) from None
+        if dry_run:  # before any Idempotency-Key handling: a dry run stores nothing, a key included
+            r = svc.preview(svc.check_spec(principal, body, policy=ctx.policy, content_type=content_type,
+                                           max_bytes=ctx.settings.max_spec_bytes, checks=ctx.checks),
+                            principal, ctx.policy)
+            return DryRunOut(warnings=r.warnings, info=r.info, resolved=r.resolved,
+                             command_expanded=r.command_expanded)
+        key = idempotency.parse_key(idempotency_key)
+        if key is None:
+            return queue(principal, body, None, "")
+        req_hash = idempotency.request_hash(body, content_type)
         with ctx.db.session() as session:
-            if key is not None and (replay := idempotency.lookup(session, principal.id, key, req_hash)):
+            if replay := idempotency.lookup(session, principal.id, key, req_hash):
                 return replay
-            started = time.monotonic()
-            try:
-                result = svc.submit_task(session, principal, body, policy=ctx.policy, content_type=content_type,
-                                         max_bytes=ctx.settings.max_spec_bytes, checks=ctx.checks)
-            except ClientError as exc:
-                telemetry.observe_rejection(exc)
-                raise
-            telemetry.observe_admission(time.monotonic() - started, result.info)
+        try:
+            return queue(principal, body, key, req_hash)
+        except idempotency.KeyRace:
+            return after_race(principal, key, req_hash)
+
+    def queue(principal: Principal, body: str, key: str | None, req_hash: str) -> SubmitOut:
+        started = time.monotonic()
+        try:  # the checks (verl validation: 0.1–1 s) before the write lock, never inside it
+            checked = svc.check_spec(principal, body, policy=ctx.policy, content_type=content_type,
+                                     max_bytes=ctx.settings.max_spec_bytes, checks=ctx.checks)
+        except ClientError as exc:
+            telemetry.observe_rejection(exc)
+            raise
+        with ctx.db.writer() as session:
+            result = svc.queue_task(session, principal, checked, policy=ctx.policy)
             out = SubmitOut(task_id=result.task.id, status=result.task.status, warnings=result.warnings,
                             info=result.info)
-            if key is not None:  # same transaction as the task: both or neither
+            if key is not None:  # same transaction as the task: both or neither (a racing twin: KeyRace)
                 idempotency.remember(session, principal.id, key, req_hash, task_id=out.task_id, status_code=201,
                                      response=out.model_dump(mode="json"))
-            return out
+        telemetry.observe_admission(time.monotonic() - started, result.info)
+        return out
 
-    def after_race() -> idempotency.Replay:
+    def after_race(principal: Principal, key: str, req_hash: str) -> idempotency.Replay:
         with ctx.db.session() as session:
-            replay = idempotency.lookup(session, principal.id, key or "", req_hash)
+            replay = idempotency.lookup(session, principal.id, key, req_hash)
         if replay is None:  # the winner's row vanished (expired this instant): let the client retry
             raise Conflict(f"{idempotency.HEADER} {key!r} is in use by a concurrent request; retry",
                            code="idempotency_key_busy")
         return replay
 
-    try:
-        out = await run_in_threadpool(admit_and_queue)
-    except idempotency.KeyRace:
-        out = await run_in_threadpool(after_race)
+    out = await run_in_threadpool(admit_and_queue)
+    if isinstance(out, DryRunOut):
+        return JSONResponse(out.model_dump(mode="json"), status_code=200)
     if isinstance(out, idempotency.Replay):
         return JSONResponse(out.response, status_code=out.status_code, headers={idempotency.REPLAYED_HEADER: "true"})
     ctx.wake()
-    if key is not None:  # the stored body, byte for byte what a replay will send
-        return JSONResponse(out.model_dump(mode="json"), status_code=201)
-    return out
+    return JSONResponse(out.model_dump(mode="json"), status_code=201)  # byte for byte what a replay sends
 
 
 async def _read_capped(request: Request, limit: int) -> bytes:
