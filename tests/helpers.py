@@ -46,6 +46,19 @@ class LiveServer:
         return self.client(t.json()["token"])
 
 
+def post_spec(client: httpx.Client, body: str | bytes, content_type: str = "application/yaml") -> httpx.Response:
+    """POST a task spec as ``argus submit`` does; the response, whatever it is."""
+    return client.post("/api/v2/tasks", content=body.encode() if isinstance(body, str) else body,
+                       headers={"Content-Type": content_type})
+
+
+def submit_spec(client: httpx.Client, body: str | bytes) -> str:
+    """POST a spec that must be accepted; its task id."""
+    r = post_spec(client, body)
+    assert r.status_code == 201, r.text
+    return r.json()["task_id"]
+
+
 @contextmanager
 def live_server(settings: Settings, configure=None) -> Iterator[LiveServer]:
     lines: list[str] = []

@@ -4,6 +4,7 @@ from pathlib import Path
 
 import yaml
 
+from tests.helpers import submit_spec
 from tests.services.test_checkpoints import write_step
 
 SPEC = """\
@@ -16,10 +17,7 @@ command: python3 -m argus.jobs.steps trainer.default_local_dir=$HOME/runs/ck ste
 """
 
 
-def submit(c, body: str) -> str:
-    r = c.post("/api/v2/tasks", content=body.encode(), headers={"Content-Type": "application/yaml"})
-    assert r.status_code == 201, r.text
-    return r.json()["task_id"]
+submit = submit_spec
 
 
 def test_list_resume_export(live) -> None:

@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import create_engine, event, text
 
 from argus.settings import Settings
-from tests.helpers import live_server
+from tests.helpers import live_server, post_spec
 from tests.pg import postgres_server
 
 SPEC = """\
@@ -23,7 +23,7 @@ command: python3 -m argus.jobs.sleep 1
 
 
 def submit(c, body: str = SPEC):
-    return c.post("/api/v2/tasks", content=body.encode(), headers={"Content-Type": "application/yaml"})
+    return post_spec(c, body)
 
 
 @pytest.fixture

@@ -11,15 +11,13 @@ from sqlalchemy import update
 
 from argus.db.models import TaskAttemptModel, TaskModel
 from argus.services.logs import LogRef, follow, read_range
-from tests.helpers import live_server
+from tests.helpers import live_server, submit_spec
 
 SPEC = "kind: advanced\nworkload: job\nnnodes: 1\nn_gpus_per_node: 0\ncommand: python3 -m argus.jobs.sleep 1\n"
 
 
 def submit(c: httpx.Client) -> str:
-    r = c.post("/api/v2/tasks", content=SPEC, headers={"Content-Type": "application/yaml"})
-    assert r.status_code == 201, r.text
-    return r.json()["task_id"]
+    return submit_spec(c, SPEC)
 
 
 def set_running(srv, tid: str, attempt: int = 1, status: str = "RUNNING") -> None:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+from tests.helpers import submit_spec
+
 SPEC = "kind: advanced\nworkload: job\nname: {name}\nnnodes: 1\nn_gpus_per_node: 0\ncommand: python3 -m argus.jobs.sleep 1\n"
 
 
 def _submit(c, name):
-    r = c.post("/api/v2/tasks", content=SPEC.format(name=name), headers={"Content-Type": "application/yaml"})
-    assert r.status_code == 201, r.text
-    return r.json()["task_id"]
+    return submit_spec(c, SPEC.format(name=name))
 
 
 def test_queue_head_is_oldest_first_and_redacted_for_other_users(live):

@@ -20,7 +20,7 @@ from argus.core.states import TaskStatus, can_transition
 from argus.scheduler.runner import SchedulerRunner
 from argus.scheduler.wiring import Scheduler, build_scheduler
 from argus.settings import Settings
-from tests.helpers import LiveServer, live_server
+from tests.helpers import LiveServer, live_server, submit_spec
 
 
 def spec(command: str, *, gpus: int = 0, nnodes: int = 1, priority: int = 0, name: str | None = None,
@@ -32,10 +32,7 @@ def spec(command: str, *, gpus: int = 0, nnodes: int = 1, priority: int = 0, nam
     return "\n".join(lines) + "\n"
 
 
-def submit(c: httpx.Client, body: str) -> str:
-    r = c.post("/api/v2/tasks", content=body, headers={"Content-Type": "application/yaml"})
-    assert r.status_code == 201, r.text
-    return r.json()["task_id"]
+submit = submit_spec
 
 
 def wait_status(c: httpx.Client, tid: str, want: set[str] | str, timeout: float = 60.0,

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
+from tests.helpers import submit_spec
 from tests.services.test_checkpoints import write_step
 from tests.verl.test_verl_admission import PPO_ARGS, advanced, basic
 
-
-def submit(client, body: str) -> str:  # noqa: ANN001
-    r = client.post("/api/v2/tasks", content=body.encode(), headers={"Content-Type": "application/yaml"})
-    assert r.status_code == 201, r.text
-    return r.json()["task_id"]
+submit = submit_spec
 
 
 def test_resume_basic_and_advanced_specs_through_verl(verl_server, alice):

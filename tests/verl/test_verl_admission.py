@@ -7,6 +7,8 @@ import shutil
 import pytest
 import yaml
 
+from tests.helpers import post_spec
+
 PPO_ARGS = [
     "algorithm.adv_estimator=grpo",
     "data.train_files=$HOME/datasets/train.parquet",
@@ -35,8 +37,7 @@ def advanced(args: list[str], *, extra: list[str] | tuple[str, ...] = (), drop: 
                            "command": command})
 
 
-def submit(client, body: str):  # noqa: ANN001, ANN201
-    return client.post("/api/v2/tasks", content=body.encode(), headers={"Content-Type": "application/yaml"})
+submit = post_spec
 
 
 def errors_of(r) -> list[dict]:  # noqa: ANN001

@@ -16,7 +16,8 @@ def install_web(app: FastAPI) -> None:
     """Mount the pages and ``/static`` (every asset comes from the installed package: no CDN)."""
     from fastapi.staticfiles import StaticFiles
 
-    from argus.web.pages import STATIC_DIR, router
+    from argus.web.pages import STATIC_DIR, SignInFirst, router, to_login
 
     app.include_router(router)
+    app.add_exception_handler(SignInFirst, to_login)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")

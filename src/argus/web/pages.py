@@ -50,7 +50,19 @@ def render(request: Request, template: str, *, title_key: str, principal: Princi
         "Cache-Control": "no-store", "Vary": "Cookie, Accept-Language"})
 
 
-def _to_login(request: Request) -> RedirectResponse:
+class SignInFirst(Exception):  # noqa: N818 - a redirect, not an error
+    """Raised by ``signed_in`` for a signed-out page request; ``install_web`` answers it with a 303."""
+
+
+def signed_in(request: Request, ctx: AppContext = Depends(get_ctx)) -> Principal:
+    """The page's user; signed out, the browser goes to ``/login?next=<this page>`` instead."""
+    principal = page_principal(request, ctx)
+    if principal is None:
+        raise SignInFirst
+    return principal
+
+
+def to_login(request: Request, _exc: Exception) -> RedirectResponse:
     target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
     return RedirectResponse(f"/login?next={quote(target, safe='')}", status_code=303)
 
@@ -77,31 +89,22 @@ def _safe_next(target: str | None) -> str:
 
 
 @router.get("/tasks")
-def tasks_page(request: Request, ctx: AppContext = Depends(get_ctx)) -> Response:
-    principal = page_principal(request, ctx)
-    if principal is None:
-        return _to_login(request)
+def tasks_page(request: Request, principal: Principal = Depends(signed_in)) -> Response:
     return render(request, "tasks.html", title_key="tasks.title", principal=principal)
 
 
 @router.get("/tasks/new")
-def new_task_page(request: Request, ctx: AppContext = Depends(get_ctx)) -> Response:
-    principal = page_principal(request, ctx)
-    if principal is None:
-        return _to_login(request)
+def new_task_page(request: Request, ctx: AppContext = Depends(get_ctx),
+                  principal: Principal = Depends(signed_in)) -> Response:
     lang = i18n.pick_language(request.cookies.get(i18n.COOKIE), request.headers.get("accept-language"))
-    root = ctx.settings.root
     return render(request, "new_task.html", title_key="new.title", principal=principal,
                   templates=spec_templates(lang), clone=request.query_params.get("clone"),
-                  paths={"home": str(ctx.layout.home(principal.name)), "datasets": str(root / "datasets"),
-                         "hf": str(root / "hf")})
+                  paths=_paths(ctx, principal))
 
 
 @router.get("/tasks/{task_id}")
-def task_page(task_id: str, request: Request, ctx: AppContext = Depends(get_ctx)) -> Response:
-    principal = page_principal(request, ctx)
-    if principal is None:
-        return _to_login(request)
+def task_page(task_id: str, request: Request, ctx: AppContext = Depends(get_ctx),
+              principal: Principal = Depends(signed_in)) -> Response:
     try:
         with ctx.db.session() as session:
             get_task(session, principal, task_id)
@@ -116,47 +119,41 @@ def task_folder(task_id: str) -> Response:
     return RedirectResponse(f"/data?path={quote('/jobs/' + task_id, safe='/')}", status_code=303)
 
 
+def _paths(ctx: AppContext, principal: Principal) -> dict[str, str]:
+    """Where ``$HOME`` and the shared folders are on the server, for the pages that translate paths."""
+    root = ctx.settings.root
+    return {"home": str(ctx.layout.home(principal.name)), "datasets": str(root / "datasets"), "hf": str(root / "hf")}
+
+
 def _sftp_command(ctx: AppContext, principal: Principal) -> str:
     s = ctx.settings
     return f"sftp -P {s.sftp_port} {principal.name}@{s.sftp_public_host}"
 
 
 @router.get("/data")
-def data_page(request: Request, ctx: AppContext = Depends(get_ctx)) -> Response:
+def data_page(request: Request, ctx: AppContext = Depends(get_ctx),
+              principal: Principal = Depends(signed_in)) -> Response:
     """The file browser; which folder it shows is in the URL (``?path=``) and checked by the API."""
-    principal = page_principal(request, ctx)
-    if principal is None:
-        return _to_login(request)
-    root = ctx.settings.root
     return render(request, "data.html", title_key="data.title", principal=principal,
                   sftp=_sftp_command(ctx, principal), sftp_enabled=ctx.settings.sftp_enabled,
-                  paths={"home": str(ctx.layout.home(principal.name)), "datasets": str(root / "datasets"),
-                         "hf": str(root / "hf")})
+                  paths=_paths(ctx, principal))
 
 
 @router.get("/account")
-def account_page(request: Request, ctx: AppContext = Depends(get_ctx)) -> Response:
-    principal = page_principal(request, ctx)
-    if principal is None:
-        return _to_login(request)
+def account_page(request: Request, ctx: AppContext = Depends(get_ctx),
+                 principal: Principal = Depends(signed_in)) -> Response:
     return render(request, "account.html", title_key="account.title", principal=principal,
                   sftp=_sftp_command(ctx, principal), sftp_enabled=ctx.settings.sftp_enabled)
 
 
 @router.get("/nodes")
-def nodes_page(request: Request, ctx: AppContext = Depends(get_ctx)) -> Response:
-    principal = page_principal(request, ctx)
-    if principal is None:
-        return _to_login(request)
+def nodes_page(request: Request, principal: Principal = Depends(signed_in)) -> Response:
     return render(request, "nodes.html", title_key="nodes.title", principal=principal)
 
 
 @router.get("/admin")
-def admin_page(request: Request, ctx: AppContext = Depends(get_ctx)) -> Response:
+def admin_page(request: Request, principal: Principal = Depends(signed_in)) -> Response:
     """Admins only; anyone else gets the same 404 page as an unknown address (the API refuses them too)."""
-    principal = page_principal(request, ctx)
-    if principal is None:
-        return _to_login(request)
     if not principal.is_admin:
         return not_found(request, principal)
     return render(request, "admin.html", title_key="admin.title", principal=principal)

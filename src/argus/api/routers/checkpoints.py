@@ -73,9 +73,7 @@ def list_checkpoints(
     """The task's saved steps (verl's ``global_step_N/`` folders), oldest first, with components, size and
     time. A step is complete when verl's ``latest_checkpointed_iteration.txt`` (written after the step)
     has reached it; a later one is being written and is not offered for resume or export."""
-    listing = svc.checkpoints_of(session, principal, task_id, ctx.policy)
-    task = svc.get_task(session, principal, task_id)
-    owner = svc.user_name_of(session, task)
+    listing, owner = svc.checkpoints_of(session, principal, task_id, ctx.policy)
     return _out(task_id, listing, lambda p: ctx.layout.to_virtual(p, owner))
 
 
