@@ -121,3 +121,22 @@ def test_part_two_pages_render_and_admin_is_for_admins_only(live: LiveServer) ->
     with browser(live, live.admin_token) as c:
         r = c.get("/admin")
         assert r.status_code == 200 and 'href="/admin"' in r.text
+
+
+def test_an_unknown_address_is_the_404_page_for_a_browser_and_json_for_the_api(live: LiveServer) -> None:
+    alice_token = live.new_user("alice").headers["Authorization"].split()[1]
+    html = {"Accept": "text/html,application/xhtml+xml,*/*;q=0.8"}
+    with browser(live, alice_token) as c:
+        r = c.get("/no/such/page", headers=html)
+        assert r.status_code == 404 and 'id="not-found"' in r.text and "alice" in r.text  # signed-in navigation
+        assert "script-src 'self'" in r.headers["content-security-policy"]
+        r = c.get("/%3Cscript%3Ealert(1)%3C/script%3E", headers=html)
+        assert r.status_code == 404 and "<script>alert(1)" not in r.text
+        for path in ("/api/v2/nope", "/static/nope.js", "/no/such/page"):  # the API, assets, or no HTML asked
+            r = c.get(path, headers=html if path != "/no/such/page" else {"Accept": "application/json"})
+            assert r.status_code == 404 and r.json()["detail"]["code"] == "not_found", path
+        r = c.post("/no/such/page", headers=html)
+        assert r.status_code in (404, 405) and r.headers["content-type"].startswith("application/json")
+    with browser(live) as c:  # signed out: the same page, without a user
+        r = c.get("/no/such/page", headers=html)
+        assert r.status_code == 404 and 'id="not-found"' in r.text
