@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal, overload
+from typing import Any
 
 from sqlalchemy import bindparam, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
@@ -78,14 +78,6 @@ class Checked:
     info: dict[str, Any]
 
 
-@overload
-def submit_task(session: Session, principal: Principal, body: str, *, policy: AdmissionPolicy,
-                content_type: str | None = ..., max_bytes: int = ..., checks: tuple[SpecCheck, ...] = ...,
-                dry_run: Literal[False] = ..., resumed_from: str | None = ...) -> Submitted: ...
-@overload
-def submit_task(session: Session, principal: Principal, body: str, *, policy: AdmissionPolicy,
-                content_type: str | None = ..., max_bytes: int = ..., checks: tuple[SpecCheck, ...] = ...,
-                dry_run: Literal[True]) -> DryRun: ...
 def submit_task(
     session: Session,
     principal: Principal,
@@ -95,51 +87,30 @@ def submit_task(
     content_type: str | None = None,
     max_bytes: int = 256 * 1024,
     checks: tuple[SpecCheck, ...] = (),
-    dry_run: bool = False,
     resumed_from: str | None = None,
-) -> Submitted | DryRun:
+) -> Submitted:
     """Admit a spec and queue it, or raise ClientError listing every problem (with YAML lines).
 
-    ``dry_run`` runs every check a submit runs (verl validation included) and returns the verdict
-    before anything is written: no task row, no id taken. It reveals nothing a submit would not: the
-    same errors, and the resolved spec a submit shows at ``GET /tasks/{id}/spec``.
-
-    The two halves are also callable apart (``check_spec``, then ``queue_task``): the API checks
-    outside the database's write lock and queues inside it."""
+    The two halves are also callable apart: ``check_spec`` (every check, verl validation included,
+    no database), then ``queue_task`` — the API checks outside the database's write lock and queues
+    inside it — or ``preview`` for a dry run."""
     checked = check_spec(principal, body, policy=policy, content_type=content_type, max_bytes=max_bytes,
                          checks=checks)
-    if dry_run:
-        return preview(checked, principal, policy)
     return queue_task(session, principal, checked, policy=policy, resumed_from=resumed_from)
 
 
-def check_spec(
-    principal: Principal,
-    body: str,
-    *,
-    policy: AdmissionPolicy,
-    content_type: str | None = None,
-    max_bytes: int = 256 * 1024,
-    checks: tuple[SpecCheck, ...] = (),
-) -> Checked:
+def check_spec(principal: Principal, body: str, *, policy: AdmissionPolicy, content_type: str | None = None,
+               max_bytes: int = 256 * 1024, checks: tuple[SpecCheck, ...] = ()) -> Checked:
     """Every check of a submit, no database: raise ClientError listing every problem (with YAML lines)."""
     try:
-        return _check(principal, body, policy=policy, content_type=content_type, max_bytes=max_bytes,
-                      checks=checks)
+        return _check(principal, body, policy, content_type, max_bytes, checks)
     except ClientError as exc:
         exc.errors = with_lines(exc.errors, body, content_type)
         raise
 
 
-def _check(
-    principal: Principal,
-    body: str,
-    *,
-    policy: AdmissionPolicy,
-    content_type: str | None,
-    max_bytes: int,
-    checks: tuple[SpecCheck, ...],
-) -> Checked:
+def _check(principal: Principal, body: str, policy: AdmissionPolicy, content_type: str | None, max_bytes: int,
+           checks: tuple[SpecCheck, ...]) -> Checked:
     if len(body.encode()) > max_bytes:
         raise _rejected([FieldError("(body)", None, f"must be at most {max_bytes} bytes")], "size",
                         "task spec too large")
@@ -228,7 +199,9 @@ _INSERT_EVENT = TaskEventModel.__table__.insert()
 
 
 def preview(checked: Checked, principal: Principal, policy: AdmissionPolicy) -> DryRun:
-    """What queueing ``checked`` would store, as a dry run shows it."""
+    """What queueing ``checked`` would store, as a dry run shows it: the same verdict, nothing written, no
+    id taken. It reveals nothing a submit would not: the same errors, and the resolved spec a submit
+    shows at ``GET /tasks/{id}/spec``."""
     spec, verdict = checked.spec, checked.verdict
     if isinstance(spec, AdvancedTaskSpec):
         assert verdict.command_expanded is not None
