@@ -32,6 +32,10 @@ from argus.services.principal import Principal
 from argus.services.resume import resumed_by
 
 if TYPE_CHECKING:
+    from typing import Any
+
+    from sqlalchemy import Row
+
     from argus.db.models import TaskModel
 
 router = APIRouter(prefix="/api/v2/tasks", tags=["tasks"])
@@ -165,7 +169,7 @@ def list_tasks(
     statuses = [s.strip().upper() for item in status or [] for s in item.split(",") if s.strip()]
     rows, total = svc.list_tasks(session, principal, status=statuses or None, workload=workload, user=user,
                                  search=q, limit=limit, offset=offset)
-    return TaskListOut(items=[_summary(t, u) for t, u in rows], total=total, limit=limit, offset=offset)
+    return TaskListOut(items=[_summary(r, r.owner) for r in rows], total=total, limit=limit, offset=offset)
 
 
 @router.get("/{task_id}", response_model=TaskOut, responses={404: {"model": ErrorOut}})
@@ -215,7 +219,8 @@ def cancel(
     return out
 
 
-def _summary(task: TaskModel, user: str) -> TaskSummaryOut:
+def _summary(task: TaskModel | Row[Any], user: str) -> TaskSummaryOut:
+    """A task or a row of ``svc.SUMMARY_COLUMNS`` (the list reads only those)."""
     return TaskSummaryOut(
         task_id=task.id, user=user, name=task.name, kind=task.kind, workload=task.workload, status=task.status,
         priority=task.priority, nnodes=task.nnodes, n_gpus_per_node=task.n_gpus_per_node,
