@@ -68,3 +68,24 @@ def test_cached_compose_equals_hydras(tmp_path):
     assert len(composed) > 20, plain
     for s in specs:
         assert cached[s] == plain[s], f"{Path(s).name}: the validator's config differs from Hydra's"
+
+
+WARM = """
+import json, sys
+sys.path.insert(0, "src")
+from argus.verl import worker
+before = set(sys.modules)
+v = worker.Validator()
+print(json.dumps({"schemas": sorted(v._schemas), "imported": sorted(set(sys.modules) - before)}))
+"""
+
+
+def test_the_validator_is_warm_before_it_says_ready():
+    """What a first submit of each entry would pay (verl's lazy imports, each packaged config's first
+    compose) is paid in the constructor, which runs before the worker answers "ready"."""
+    r = subprocess.run([sys.executable, "-c", WARM], cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert {"ppo_trainer", "ppo_megatron_trainer", "sft_trainer_engine"} <= set(out["schemas"])
+    # main_ppo's validate_config and the worker configs it builds (which import transformers) are loaded
+    assert {"verl.utils.config", "verl.trainer.ppo.utils", "verl.workers.config", "transformers"} <= set(out["imported"])
