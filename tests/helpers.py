@@ -38,12 +38,17 @@ class LiveServer:
         return self.client(self.admin_token)
 
     def new_user(self, name: str) -> httpx.Client:
-        with self.admin() as a:
-            r = a.post("/api/v2/users", json={"name": name})
-            assert r.status_code == 201, r.text
-            t = a.post(f"/api/v2/users/{name}/tokens", json={})
-            assert t.status_code == 201, t.text
-        return self.client(t.json()["token"])
+        return new_user_client(self.url, self.admin_token, name)
+
+
+def new_user_client(url: str, admin_token: str, name: str) -> httpx.Client:
+    """Create user ``name`` with the admin's token on the server at ``url``; a client with a token of theirs."""
+    with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {admin_token}"}, timeout=30) as a:
+        r = a.post("/api/v2/users", json={"name": name})
+        assert r.status_code == 201, r.text
+        t = a.post(f"/api/v2/users/{name}/tokens", json={})
+        assert t.status_code == 201, t.text
+    return httpx.Client(base_url=url, headers={"Authorization": f"Bearer {t.json()['token']}"}, timeout=30)
 
 
 def post_spec(client: httpx.Client, body: str | bytes, content_type: str = "application/yaml") -> httpx.Response:

@@ -51,3 +51,14 @@ def postgres_server() -> Iterator[str]:
         subprocess.run(_as_postgres([str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"]),
                        capture_output=True)
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def create_database(admin_url: str, name: str) -> str:
+    """Create database ``name`` on the server of ``admin_url``; its URL."""
+    from sqlalchemy import create_engine, text
+
+    eng = create_engine(admin_url, isolation_level="AUTOCOMMIT")
+    with eng.connect() as c:
+        c.execute(text(f"CREATE DATABASE {name}"))
+    eng.dispose()
+    return admin_url.rsplit("/", 1)[0] + f"/{name}"

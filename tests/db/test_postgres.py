@@ -6,13 +6,12 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
-from sqlalchemy import create_engine, text
 
 from argus.db.models import Base
 from argus.db.session import Database
 from argus.settings import Settings
 from tests.helpers import live_server
-from tests.pg import postgres_server
+from tests.pg import create_database, postgres_server
 
 _n = itertools.count()
 
@@ -25,12 +24,7 @@ def pg_admin_url():
 
 @pytest.fixture
 def pg_url(pg_admin_url):
-    name = f"argus_test_{next(_n)}"
-    eng = create_engine(pg_admin_url, isolation_level="AUTOCOMMIT")
-    with eng.connect() as c:
-        c.execute(text(f"CREATE DATABASE {name}"))
-    eng.dispose()
-    return pg_admin_url.rsplit("/", 1)[0] + f"/{name}"
+    return create_database(pg_admin_url, f"argus_test_{next(_n)}")
 
 
 def test_migrations_match_models_on_postgres(pg_url):

@@ -16,7 +16,7 @@ import pytest
 from argus.db.models import TaskModel
 from argus.db.session import Database
 from tests.e2e.stack import Stack, spec, submit, wait_status
-from tests.helpers import free_port
+from tests.helpers import free_port, new_user_client
 
 pytestmark = pytest.mark.e2e
 TOKEN = "e2e-admin-token-0123456789abcdef"
@@ -50,10 +50,7 @@ def test_sigkill_after_submission_then_restart_runs_the_attempt_once(stack: Stac
     url = f"http://127.0.0.1:{port}"
     proc = start_server(state, port, stack)
     try:
-        admin = httpx.Client(base_url=url, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30)
-        assert admin.post("/api/v2/users", json={"name": "erin"}).status_code == 201
-        token = admin.post("/api/v2/users/erin/tokens", json={}).json()["token"]
-        erin = httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=30)
+        erin = new_user_client(url, TOKEN, "erin")
         # another workload than the session server's tasks: its own id sequence, so the two databases
         # sharing this Ray cluster never derive the same submission id
         tid = submit(erin, spec("python3 -m argus.jobs.sleep 6 --lines 6", workload="sft"))

@@ -13,7 +13,6 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-import httpx
 import pytest
 from sqlalchemy import select
 
@@ -21,7 +20,7 @@ from argus.db.models import TaskAttemptModel
 from argus.db.session import Database
 from tests.e2e.stack import Stack, spec, submit, wait_status
 from tests.e2e.test_server_restart import TOKEN, start_server
-from tests.helpers import free_port
+from tests.helpers import free_port, new_user_client
 
 pytestmark = pytest.mark.e2e
 
@@ -33,10 +32,7 @@ def test_usage_of_a_job_that_ended_while_the_server_was_down(stack: Stack, tmp_p
     url = f"http://127.0.0.1:{port}"
     proc = start_server(state, port, stack)
     try:
-        admin = httpx.Client(base_url=url, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30)
-        assert admin.post("/api/v2/users", json={"name": "uma"}).status_code == 201
-        token = admin.post("/api/v2/users/uma/tokens", json={}).json()["token"]
-        uma = httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=30)
+        uma = new_user_client(url, TOKEN, "uma")
         # its own workload name: its own id sequence, never the session server's submission ids
         tid = submit(uma, spec("python3 -m argus.jobs.sleep 3", workload="ppo"))
         wait_status(uma, tid, "RUNNING", timeout=60)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.pg import postgres_server
 from tests.scheduler.fakes import Clock, FakeRay, make_ctx
 
 
@@ -24,3 +25,13 @@ def ctx(settings, ray, clock):
     c = make_ctx(settings.model_copy(update={"max_retries": 1, "start_timeout_s": 60}), ray, clock)
     yield c
     c.db.dispose()
+
+
+@pytest.fixture(scope="module")
+def pg_admin_url():
+    """A throwaway PostgreSQL server for a module's postgres-parametrised tests (skipped without one)."""
+    try:
+        with postgres_server() as url:
+            yield url
+    except RuntimeError as exc:  # no PostgreSQL binaries on this machine
+        pytest.skip(str(exc))

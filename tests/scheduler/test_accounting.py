@@ -13,7 +13,7 @@ import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from sqlalchemy import create_engine, select, text
+from sqlalchemy import select, text
 
 from argus.cluster.types import RayJobStatus
 from argus.core import accounting
@@ -25,20 +25,10 @@ from argus.scheduler.submit import SubmitQueuedTasks
 from argus.services.principal import Principal
 from argus.services.tasks import cancel_task
 from argus.services.usage import usage_report
+from tests.pg import create_database
 from tests.scheduler.fakes import Clock, FakeRay, add_task, add_user, make_ctx, task
 
 _n = itertools.count()
-
-
-@pytest.fixture(scope="module")
-def pg_admin_url():
-    try:
-        from tests.pg import postgres_server
-
-        with postgres_server() as url:
-            yield url
-    except RuntimeError as exc:  # no PostgreSQL binaries on this machine
-        pytest.skip(str(exc))
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -46,12 +36,8 @@ def db_ctx(request, settings, tmp_path):
     s = settings.model_copy(update={"max_retries": 1, "start_timeout_s": 60})
     if request.param == "postgres":
         admin = request.getfixturevalue("pg_admin_url")
-        name = f"argus_acct_{next(_n)}"
-        eng = create_engine(admin, isolation_level="AUTOCOMMIT")
-        with eng.connect() as c:
-            c.execute(text(f"CREATE DATABASE {name}"))
-        eng.dispose()
-        s = s.model_copy(update={"database_url": admin.rsplit("/", 1)[0] + f"/{name}"})
+        url = create_database(admin, f"argus_acct_{next(_n)}")
+        s = s.model_copy(update={"database_url": url})
     ray, clock = FakeRay(), Clock()
     ray.add_node("w1", 8)
     ctx = make_ctx(s, ray, clock)

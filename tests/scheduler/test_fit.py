@@ -5,10 +5,10 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from sqlalchemy import create_engine, text
 
 from argus.scheduler.policy import HeldTask, Limits, NodeState, QueuedTask, plan
 from argus.scheduler.submit import SubmitQueuedTasks
+from tests.pg import create_database
 from tests.scheduler.fakes import FakeRay, add_task, add_user, make_ctx, task
 
 LIM = Limits(max_running=64, max_running_per_user=16)
@@ -142,28 +142,13 @@ def test_loop_ppo_driver_reserves_no_cpu_its_actors_do(settings, clock) -> None:
         ctx.db.dispose()
 
 
-@pytest.fixture(scope="module")
-def pg_admin_url():
-    try:
-        from tests.pg import postgres_server
-
-        with postgres_server() as url:
-            yield url
-    except RuntimeError as exc:  # no PostgreSQL binaries on this machine
-        pytest.skip(str(exc))
-
-
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])
 def test_the_need_is_read_from_the_resolved_spec_on_both_databases(request, backend, settings, clock) -> None:
     """The queue reads ``resources_per_node`` with a JSON path (no whole-spec load) on SQLite and PostgreSQL."""
     if backend == "postgres":
         admin = request.getfixturevalue("pg_admin_url")
-        name = f"argus_fit_{next(_n)}"
-        eng = create_engine(admin, isolation_level="AUTOCOMMIT")
-        with eng.connect() as c:
-            c.execute(text(f"CREATE DATABASE {name}"))
-        eng.dispose()
-        settings = settings.model_copy(update={"database_url": admin.rsplit("/", 1)[0] + f"/{name}"})
+        url = create_database(admin, f"argus_fit_{next(_n)}")
+        settings = settings.model_copy(update={"database_url": url})
     ray = FakeRay()
     ray.add_node("w1", 8, cpus=10, memory=16 * GiB)
     ctx = make_ctx(settings, ray, clock)

@@ -13,7 +13,7 @@ from argus.scheduler.monitor import MonitorActiveTasks
 from argus.scheduler.policy import HeldTask, Limits, NodeState, QueuedTask, UserLimits, plan
 from argus.scheduler.submit import SubmitQueuedTasks
 from tests.scheduler.fakes import add_task, add_user, task
-from tests.scheduler.test_accounting import db_ctx, pg_admin_url  # noqa: F401 - SQLite and PostgreSQL
+from tests.scheduler.test_accounting import db_ctx  # noqa: F401 - SQLite and PostgreSQL
 
 
 def q(tid: str, user: str = "u", prio: int = 0, age: int = 0, nnodes: int = 1, gpus: int = 0) -> QueuedTask:

@@ -151,6 +151,15 @@ def sign_in(page, up: Up, user: str) -> None:  # noqa: ANN001
     page.wait_for_url(f"{up.url}/tasks")
 
 
+def sign_in_with_token(page, url: str, token: str) -> None:  # noqa: ANN001
+    """The sign-in page's API-token tab, as a user pasting a token would use it."""
+    page.goto(f"{url}/login")
+    page.click('.tab[data-mode="token"]')
+    page.fill("#login-token", token)
+    page.click("#login-submit")
+    page.wait_for_url(f"{url}/tasks")
+
+
 @pytest.fixture
 def pages(browser, up: Up) -> Iterator[Pages]:  # noqa: ANN001
     p = Pages(browser, up)

@@ -16,7 +16,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from argus.web.templates_catalog import spec_templates
-from tests.web.conftest import Pages, Up, shot, sign_in
+from tests.web.conftest import Pages, Up, shot, sign_in, sign_in_with_token
 
 pytestmark = [pytest.mark.browser, pytest.mark.e2e]
 
@@ -78,11 +78,7 @@ def test_signed_out_page_requests_redirect_to_sign_in(up: Up, pages: Pages) -> N
 
 def test_sign_in_with_api_token(up: Up, pages: Pages) -> None:
     page = pages.new()
-    page.goto(f"{up.url}/login")
-    page.click('.tab[data-mode="token"]')
-    page.fill("#login-token", up.tokens["bob"])
-    page.click("#login-submit")
-    page.wait_for_url(f"{up.url}/tasks")
+    sign_in_with_token(page, up.url, up.tokens["bob"])
     assert page.locator("#who").inner_text() == "bob"
 
 
@@ -306,11 +302,7 @@ def test_a_big_log_opens_at_its_end_and_keeps_a_bounded_window(up: Up, pages: Pa
 def test_admin_sees_every_users_tasks_and_filters_by_user(up: Up, pages: Pages) -> None:
     mine, theirs = submit_api(up, "alice", DOCTOR), submit_api(up, "bob", DOCTOR)
     page = pages.new()
-    page.goto(f"{up.url}/login")
-    page.click('.tab[data-mode="token"]')
-    page.fill("#login-token", up.admin_token)
-    page.click("#login-submit")
-    page.wait_for_url(f"{up.url}/tasks")
+    sign_in_with_token(page, up.url, up.admin_token)
     page.locator(f'tr[data-task="{mine}"]').wait_for()
     assert page.locator(f'tr[data-task="{theirs}"]').count() == 1
     page.fill("#f-user", "bob")

@@ -21,7 +21,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.web.conftest import PASSWORDS, Pages, Up, shot, sign_in
+from tests.web.conftest import PASSWORDS, Pages, Up, shot, sign_in, sign_in_with_token
 
 pytestmark = [pytest.mark.browser, pytest.mark.e2e]
 REPO = Path(__file__).resolve().parents[2]
@@ -298,11 +298,7 @@ def test_a_key_added_on_the_account_page_logs_in_with_sftp(browser, tmp_path: Pa
         ctx = browser.new_context()
         try:
             page = ctx.new_page()
-            page.goto(f"{srv.url}/login")
-            page.click('.tab[data-mode="token"]')
-            page.fill("#login-token", token)
-            page.click("#login-submit")
-            page.wait_for_url(f"{srv.url}/tasks")
+            sign_in_with_token(page, srv.url, token)
             page.goto(f"{srv.url}/account")
             page.fill("#key-text", key.with_suffix(".pub").read_text())
             page.click("#key-add")
@@ -323,11 +319,7 @@ def test_admin_creates_a_user_who_then_signs_in_and_non_admins_get_404(up: Up, p
     assert r.status == 404 and page.locator("#not-found").count() == 1
     assert page.locator('a[href="/admin"]').count() == 0
     admin = pages.new()
-    admin.goto(f"{up.url}/login")
-    admin.click('.tab[data-mode="token"]')
-    admin.fill("#login-token", up.admin_token)
-    admin.click("#login-submit")
-    admin.wait_for_url(f"{up.url}/tasks")
+    sign_in_with_token(admin, up.url, up.admin_token)
     admin.goto(f"{up.url}/admin")
     admin.wait_for_function("() => document.body.dataset.loaded === '1'")
     admin.fill("#new-name", "carol")
@@ -390,11 +382,7 @@ def test_nodes_page_and_screenshots_in_both_languages(up: Up, pages: Pages) -> N
         assert "verl" in zh.locator("#pv-body").inner_text()
         shot(zh, "data-parquet-zh")
     admin = pages.new(lang="zh")
-    admin.goto(f"{up.url}/login")
-    admin.click('.tab[data-mode="token"]')
-    admin.fill("#login-token", up.admin_token)
-    admin.click("#login-submit")
-    admin.wait_for_url(f"{up.url}/tasks")
+    sign_in_with_token(admin, up.url, up.admin_token)
     admin.goto(f"{up.url}/admin")
     admin.wait_for_function("() => document.body.dataset.loaded === '1'")
     assert "管理" in admin.locator("h1").inner_text()
@@ -485,11 +473,7 @@ def test_quota_is_checked_before_and_enforced_during_an_upload(browser, tmp_path
         ctx = browser.new_context()
         try:
             page = ctx.new_page()
-            page.goto(f"{srv.url}/login")
-            page.click('.tab[data-mode="token"]')
-            page.fill("#login-token", token)
-            page.click("#login-submit")
-            page.wait_for_url(f"{srv.url}/tasks")
+            sign_in_with_token(page, srv.url, token)
             page.goto(f"{srv.url}/data?path=%2Fdatasets")
             page.wait_for_function("() => document.body.dataset.loaded === '/datasets'")
             page.set_input_files("#file-input", str(src))  # before: the page refuses, no request
