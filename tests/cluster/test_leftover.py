@@ -75,7 +75,8 @@ def test_a_stale_record_whose_ray_is_dead_is_dropped_and_a_fresh_start_follows(t
     nodes = [leftover.NodeRecord("head", gone.pid, 1.0, ["ray", "start"]),
              leftover.NodeRecord("worker-1", gone.pid, 1.0, ["ray", "start"])]
     leftover.save(cluster.record_path, record_with(tmp_path, nodes, temp_dir=str(cluster.temp_dir),
-                                                   jail_digest=leftover.jail_digest({}),
+                                                   jail_digest=leftover.jail_digest(cluster.node_env),
+                                                   jail_env=cluster.node_env,
                                                    ray_version=leftover_version()))
     line = cluster.take_over_leftover()
     assert line is not None and "not adopting the cluster left by pid 999999" in line
@@ -139,12 +140,12 @@ def test_a_leftover_ray_that_is_not_ours_is_stopped_and_a_fresh_one_started(tmp_
         assert record is not None and [n.name for n in record.nodes] == ["head", "worker-1"]
         assert record.session_dir and Path(record.session_dir).is_dir()
         pids = [n.pid for n in record.nodes]
-        record.jail_digest = "tampered"  # e.g. the jail config changed since
+        record.jail_digest = "tampered"  # e.g. the sandbox config changed since
         leftover.save(first.record_path, record)
         # the "killed" owner is this process: a new cluster object in the same state dir takes over
         second = LocalCluster(settings(state))
         line = second.take_over_leftover()
-        assert line is not None and "its task jail setup differs" in line and "starting a fresh one" in line
+        assert line is not None and "its node setup (token auth, sandbox) differs" in line and "starting a fresh one" in line
         left = [p for p in pids if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
         assert not left, line
         second.start()

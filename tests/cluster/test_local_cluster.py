@@ -23,7 +23,7 @@ TERMINAL = {RayJobStatus.SUCCEEDED, RayJobStatus.FAILED, RayJobStatus.STOPPED}
 
 @pytest.fixture(scope="module")
 def dash(ray_cluster: LocalCluster) -> Dashboard:
-    return Dashboard(ray_cluster.dashboard_url)
+    return Dashboard(ray_cluster.dashboard_url, token=ray_cluster.settings.ray_auth_token)
 
 
 @pytest.fixture(scope="module")

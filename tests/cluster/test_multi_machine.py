@@ -104,7 +104,7 @@ def start_head(tmp: Path, data_root: Path, label: str) -> ClusterHead:
 def worker_node(head: ClusterHead, *, not_id: str | None = None) -> WorkerNode | None:
     """Our worker as the head's inventory sees it, when alive (and not the node ``not_id``)."""
     try:
-        nodes = RayInventory(Dashboard(head.cluster.dashboard_url), cache_s=0).worker_nodes()
+        nodes = RayInventory(Dashboard(head.cluster.dashboard_url, token=head.cluster.settings.ray_auth_token), cache_s=0).worker_nodes()
     except ClusterUnavailable:
         return None
     return next((n for n in nodes if n.hostname == WORKER_NAME and n.alive and n.node_id != not_id), None)
@@ -178,7 +178,7 @@ def test_head_publishes_itself_and_runs_no_training(env: Env) -> None:
     assert info is not None and info == env.head.info
     assert info.gcs_address == f"{detect_ip()}:{env.head.cluster.settings.ray_head_port}"
     assert info.ray_version == local_ray_version() and info.state == "running"
-    nodes = Dashboard(env.head.cluster.dashboard_url).get_json("/api/v0/nodes")["data"]["result"]["result"]
+    nodes = Dashboard(env.head.cluster.dashboard_url, token=env.head.cluster.settings.ray_auth_token).get_json("/api/v0/nodes")["data"]["result"]["result"]
     head_node = next(n for n in nodes if n["is_head_node"])
     assert "worker_node" not in head_node["resources_total"] and "GPU" not in head_node["resources_total"]
 

@@ -32,14 +32,15 @@ def _wait(pred, what: str, timeout: float = 180.0) -> None:
 def test_only_argus_jobs_ended_before_the_retention_leave_rays_job_list(ray_cluster: LocalCluster,
                                                                         tmp_path: Path) -> None:
     settings = Settings(state_dir=tmp_path / "state", sftp_enabled=False, verl_validation="off", task_jail="off",
-                        ray_job_retention_days=7, scheduler_tick_s=0.2)
+                        ray_job_retention_days=7, scheduler_tick_s=0.2,
+                        ray_auth_token=ray_cluster.settings.ray_auth_token)
     from argus.db.session import Database
 
     db = Database(settings.db_url)
     db.migrate()
     sched = build_scheduler(db, settings, ray_address=ray_cluster.gcs_address, dashboard=ray_cluster.dashboard_url)
     ctx = sched.runner.ctx
-    ray = JobSubmissionClient(ray_cluster.dashboard_url)
+    ray = JobSubmissionClient(ray_cluster.dashboard_url, headers=ray_cluster.auth_headers)
     running = None
     try:
         uid = add_user(ctx, "alice")

@@ -9,7 +9,6 @@ from argus.core.paths import DataLayout
 from argus.core.resources import (
     NodeNeed,
     default_cpus,
-    driver_reservation,
     format_memory,
     parse_cpus,
     parse_memory,
@@ -79,12 +78,6 @@ def test_other_defaults() -> None:
     assert default_cpus("my.trainer", 1, 2) == 3
     assert task_need("verl.model_merger", 1, 0, cpus_per_node=4, memory_per_node=2**30) == NodeNeed(4.0, 2**30)
     assert task_need("verl.model_merger", 1, 0) == NodeNeed(1.0, 0)
-
-
-def test_only_driver_held_programs_reserve_in_the_driver() -> None:
-    need = NodeNeed(5.0, 2**30)
-    assert driver_reservation(need, ray_placed=False) == need
-    assert driver_reservation(need, ray_placed=True) == NodeNeed()  # verl's actors reserve their own
 
 
 def test_resolved_spec_carries_the_need_the_scheduler_fits() -> None:

@@ -6,7 +6,7 @@ import pytest
 
 from argus.core.admission import AdmissionPolicy, Admitted, Rejected, admit
 from argus.core.command import ParsedCommand, parse_command
-from argus.core.gpu_binding import driver_gpus, entry_module
+from argus.core.gpu_binding import entry_module, uses_ray
 from argus.core.paths import DataLayout
 from argus.core.taskspec import parse_taskspec
 from argus.settings import DEFAULT_ENTRY_ALLOWLIST
@@ -47,7 +47,7 @@ def test_both_torchrun_forms_parse_to_the_inner_module(command: str) -> None:
     assert parsed.torchrun is not None
     assert parsed.torchrun.nproc_per_node == "8" and parsed.torchrun.standalone
     assert entry_module(["bash", "-lc", command]) == "verl.trainer.sft_trainer"
-    assert driver_gpus(["bash", "-lc", command], 8) == 8  # torchrun's ranks use the driver's GPUs
+    assert not uses_ray(["bash", "-lc", command])  # torchrun's ranks need no private Ray cluster
 
 
 def test_plain_python_commands_have_no_torchrun() -> None:

@@ -106,7 +106,7 @@ class Stack:
     def ray_jobs(self) -> list[Any]:
         from ray.job_submission import JobSubmissionClient
 
-        return JobSubmissionClient(self.dashboard_url).list_jobs()
+        return JobSubmissionClient(self.dashboard_url, headers=self.cluster.auth_headers).list_jobs()
 
     @contextmanager
     def manual(self) -> Iterator[SchedulerRunner]:
@@ -150,8 +150,8 @@ def argus_on(cluster: Any, settings: Settings) -> Iterator[Stack]:
 def argus_vs_ray(runs: int, tick_s: float = 1.0, task_jail: str = "auto") -> dict[str, float]:
     """The benchmark's real-Ray half: same trivial entry point, Argus vs JobSubmissionClient.
 
-    Cluster and server share one state dir, as ``argus up`` does. With the task jail on, the
-    Ray-direct jobs carry the same signed owner, so both sides pay for the jail alike.
+    Cluster and server share one state dir, as ``argus up`` does. The Ray-direct jobs run the
+    entry point bare on the platform's Ray; Argus's run it in a sandbox (issue 21).
     """
     import sys
     import tempfile
@@ -159,24 +159,20 @@ def argus_vs_ray(runs: int, tick_s: float = 1.0, task_jail: str = "auto") -> dic
 
     from ray.job_submission import JobStatus, JobSubmissionClient
 
-    from argus.runtime import jail
     from tests.ray_fixtures import local_ray
 
     with tempfile.TemporaryDirectory() as tmp, local_ray(Path(tmp), task_jail=task_jail) as cluster:
         settings = Settings(state_dir=Path(tmp), sftp_enabled=False, verl_validation="off",
                             scheduler_tick_s=tick_s, task_jail=task_jail)
         with argus_on(cluster, settings) as stack:
-            ray = JobSubmissionClient(stack.dashboard_url)
+            ray = JobSubmissionClient(stack.dashboard_url, headers=cluster.auth_headers)
             c = stack.user("bench")
-            runtime_env: dict[str, Any] = {}
-            if cluster.node_env:
-                runtime_env[jail.FIELD] = jail.sign(jail.ensure_key(settings.root), "bench")
             ray_times, argus_times = [], []
             for i in range(runs):
                 t0 = time.monotonic()
                 sid = ray.submit_job(entrypoint=f"{sys.executable} -m argus.jobs.sleep 0 --lines 1",
                                      submission_id=f"bench-ray-{i}-{int(t0)}",
-                                     entrypoint_resources={"worker_node": 1}, runtime_env=runtime_env or None)
+                                     entrypoint_resources={"worker_node": 1})
                 running = None
                 while True:
                     st = ray.get_job_status(sid)

@@ -22,7 +22,7 @@ def _with_cpus(command: str, cpus: float) -> str:
 
 def test_a_cpu_hungry_task_waits_in_argus_with_the_reason_and_never_pends_in_ray(stack: Stack) -> None:
     alice = stack.user("alice")
-    alive = [n for n in RayInventory(Dashboard(stack.dashboard_url), cache_s=0).worker_nodes() if n.alive]
+    alive = [n for n in RayInventory(Dashboard(stack.dashboard_url, token=stack.cluster.settings.ray_auth_token), cache_s=0).worker_nodes() if n.alive]
     assert len(alive) == 1, "the e2e cluster has one worker between tests"
     whole = alive[0].cpus_total  # each hungry task takes every CPU the worker advertises
     first = submit(alice, _with_cpus("python3 -m argus.jobs.sleep 4 --lines 1", whole))

@@ -1,18 +1,20 @@
-"""What runs is confined, not only what was written (issue: isolation at run time; ARCHITECTURE §7).
+"""What runs is confined, not only what was written (issues 16 and 21; ARCHITECTURE §7).
 
-On the real local cluster of the e2e suite (its nodes load the Argus jail plugin and start
-workers through the guard, as ``argus up`` does): a hostile reward run as a CPU job and
-inside Ray actors — one of them with its own ``runtime_env`` — cannot read or write another
-home or the shared folders; a ``code/argus`` package cannot replace the driver; and each
-task sees only the GPUs Ray gave it, for driver-held and Ray-placed programs alike.
+On the real local cluster of the e2e suite (token auth, sandbox config on every node, as
+``argus up`` runs it): a hostile reward run as a CPU job and inside the task's own Ray
+actors cannot read or write another home or the shared folders; a hostile task tries every
+way out of its sandbox (tests/e2e/hostile_probe.py) while bob's Ray task runs, and each one
+is blocked; a ``code/argus`` package cannot replace the launcher; and each task sees only
+the GPUs Ray gave it, for plain and Ray programs alike.
 """
 
 from __future__ import annotations
 
 import io
 import json
+import os
 import re
-import sys
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -84,27 +86,89 @@ def test_a_hostile_reward_in_a_cpu_job_reaches_no_other_home(stack: Stack, victi
                                "--data $HOME/datasets/train.parquet --rows 1"))
     wait_status(victims, tid, {"SUCCEEDED", "FAILED"}, timeout=120)
     log = _log(victims, tid)
-    assert "[argus] jail: alice's home read-write" in log, log
+    assert "[argus] sandbox: alice's home read-write" in log, log
     _no_leak(stack, log)
 
 
-def test_a_hostile_reward_in_ray_actors_is_confined_even_with_its_own_runtime_env(stack: Stack, victims) -> None:
-    attempts = [{"py_executable": sys.executable},  # "run me with the bare interpreter"
-                {"argus_jail": None},  # "run me without an owner"
-                {"py_executable": sys.executable, "argus_jail": None}]
-    cmd = "python3 -m argus.jobs.ray_gpus --gpus 0 --reward $HOME/code/evil_reward.py " + " ".join(
-        f"--actor-runtime-env '{json.dumps(a)}'" for a in attempts)
-    body = json.dumps({"kind": "advanced", "workload": "job", "nnodes": 1, "n_gpus_per_node": 0, "command": cmd})
-    tid = submit(victims, body)  # JSON is YAML
+def test_a_hostile_reward_in_the_tasks_own_ray_actors_is_confined(stack: Stack, victims) -> None:
+    """The actors of the task's private Ray run in its sandbox too, whatever runtime_env they ask for."""
+    cmd = ("python3 -m argus.jobs.ray_gpus --gpus 0 --reward $HOME/code/evil_reward.py "
+           f"--actor-runtime-env '{json.dumps({'env_vars': {'X': '1'}})}'")
+    tid = submit(victims, spec(cmd))
     wait_status(victims, tid, "SUCCEEDED", timeout=180)
     log = _log(victims, tid)
-    # each actor either ran in alice's jail (Ray kept the job's owner) or was refused by the node
-    assert re.search(r"own-runtime-env-0 .* jail=alice reward=1.0", log), log  # its own interpreter, still jailed
-    for i in range(1, len(attempts)):
-        assert re.search(rf"own-runtime-env-{i} .* jail=alice reward=1.0", log) or (
-            f"own-runtime-env-{i} refused: RuntimeEnvSetupError" in log and "no valid 'argus_jail'" in log), log
-    assert "own-runtime-env-2 refused: RuntimeEnvSetupError" in log, log  # measured with Ray 2.60
+    assert "[argus] private Ray cluster of this task" in log, log
+    assert re.search(r"own-runtime-env-0 .* jail=alice reward=1.0", log), log
     _no_leak(stack, log)
+
+
+PROBE = Path(__file__).with_name("hostile_probe.py")
+
+
+def run_hostile_probe(alice, bob, *, knows: dict, timeout: float = 400) -> tuple[str, str]:
+    """bob runs a Ray program holding a secret; alice's task probes every way out. (alice's log, bob's task id)."""
+    _put(bob, "/datasets/secret.txt", b"BOB-SECRET-42")
+    bob_tid = submit(bob, spec("python3 -m argus.jobs.ray_gpus --gpus 0 --hold 300"))
+    t = wait_status(bob, bob_tid, set(), timeout=180,
+                    until=lambda _t: "ray_gpus: holding" in bob.get(f"/api/v2/tasks/{bob_tid}/logs").text)
+    bob_log = bob.get(f"/api/v2/tasks/{bob_tid}/logs").text
+    port = re.search(r"RAY_ADDRESS=([0-9.]+:\d+)", bob_log)
+    assert port, bob_log
+    knows = {**knows, "bob_sid": t["attempts"][-1]["submission_id"], "bob_ray": port.group(1),
+             "bob_marker": "argus.jobs.ray_gpus", "bob_secret": knows["data_root"] + "/users/bob/datasets/secret.txt"}
+    _put(alice, "/code/hostile_probe.py", PROBE.read_bytes())
+    _put(alice, "/code/knows.json", json.dumps(knows).encode())
+    tid = submit(alice, spec("python3 -m argus.jobs.reward_check --reward $HOME/code/hostile_probe.py"))
+    wait_status(alice, tid, {"SUCCEEDED", "FAILED"}, timeout=timeout)
+    log = _log(alice, tid)
+    assert bob.get(f"/api/v2/tasks/{bob_tid}").json()["status"] == "RUNNING"  # untouched by alice
+    bob.post(f"/api/v2/tasks/{bob_tid}/cancel")
+    return log, bob_tid
+
+
+def assert_all_blocked(log: str) -> None:
+    probes = re.findall(r"^PROBE (\S+(?: /\S+)?) (blocked|LEAK) (.*)$", log, re.M)
+    print("\n".join(" ".join(p) for p in probes))  # shown with -s, and on a failure
+    leaks = [p for p in probes if p[1] == "LEAK"]
+    assert not leaks, leaks
+    names = {p[0] for p in probes}
+    expected = {"ray-client", "platform-gcs", "platform-gcs-own-token", "environment", "jobs-api-list",
+                "jobs-api-stop", "state-api", "bob-private-ray", "platform-files", "processes", "signal-server",
+                "capabilities", "proc-root", "umount /tmp", "bob-home", "dev-shm", "gpu-devices"}
+    assert expected <= names, (sorted(expected - names), log[-3000:])
+
+
+def probe_knowledge(*, gcs: str, dashboard: str, client_port: int, server_pid: int, state_dir: Path,
+                    data_root: Path, platform_paths: list[str], secret_values: list[str]) -> dict:
+    marker = f"argus-hostile-{os.getpid()}"
+    (Path("/dev/shm") / marker).write_text("the node's shared memory")
+    return {"host": gcs.rsplit(":", 1)[0], "gcs": gcs, "dashboard": dashboard, "client_port": client_port,
+            "server_pid": server_pid, "state_dir": str(state_dir), "data_root": str(data_root),
+            "platform_paths": platform_paths, "secret_values": secret_values, "shm_marker": marker}
+
+
+def test_a_hostile_task_reaches_neither_the_platform_nor_another_task(stack: Stack) -> None:
+    """Issue 21's items 1-7 from inside an ordinary task, with bob's Ray task running beside it."""
+    s, cluster = stack.settings, stack.cluster
+    knows = probe_knowledge(
+        gcs=stack.gcs_address, dashboard=stack.dashboard_url, client_port=cluster.settings.ray_client_server_port,
+        server_pid=os.getpid(), state_dir=s.state_dir, data_root=s.root,
+        platform_paths=[str(s.state_dir / "argus.db"), str(s.root / ".argus" / "ray-auth-token"),
+                        str(cluster.temp_dir / "session_latest"), str(s.state_dir / "jail" / "node.json")],
+        secret_values=[s.ray_auth_token or cluster.settings.ray_auth_token])
+    try:
+        log, _ = run_hostile_probe(stack.user("alice"), stack.user("bob"), knows=knows)
+    finally:
+        (Path("/dev/shm") / knows["shm_marker"]).unlink(missing_ok=True)
+    assert_all_blocked(log)
+    # the probe can tell: outside any sandbox, with the platform's token, the same call connects
+    import sys
+
+    sys.path.insert(0, str(PROBE.parent))
+    from hostile_probe import ray_connects
+
+    env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": cluster.settings.ray_auth_token or ""}
+    assert ray_connects(stack.gcs_address, env, timeout=60)[0]
 
 
 def test_a_code_argus_package_cannot_replace_the_driver(stack: Stack) -> None:
@@ -141,7 +205,9 @@ def test_each_task_sees_only_the_gpus_ray_gave_it(stack: Stack) -> None:
     held_ids = [_ids(r"gpus: CUDA_VISIBLE_DEVICES=([0-9,]*)", _log(carol, t)) for t in held]
     placed_log = _log(carol, placed)
     actor_ids = _ids(r"ray_gpus: actor-\d+ .*?CUDA_VISIBLE_DEVICES=([0-9,]*)", placed_log)
+    task_ids = _ids(r"ray_gpus: driver CUDA_VISIBLE_DEVICES=([0-9,]*)", placed_log)
     assert [len(ids) for ids in held_ids] == [1, 1] and len(actor_ids) == 2, (held_ids, placed_log)
     everything = [*held_ids[0], *held_ids[1], *actor_ids]
     assert len(set(everything)) == 4, everything  # no two tasks, no two actors share a GPU
-    assert "ray_gpus: driver CUDA_VISIBLE_DEVICES=\n" in placed_log  # the Ray-placed driver holds none
+    # the task's private Ray hands out exactly the task's GPUs (logical GPUs here: no device files to hide)
+    assert sorted(task_ids) == sorted(actor_ids), placed_log

@@ -26,7 +26,7 @@ def start_server(state: Path, port: int, stack: Stack) -> subprocess.Popen[bytes
     env = {**os.environ, "ARGUS_ADMIN_TOKEN": TOKEN, "ARGUS_SFTP_ENABLED": "false",
            "ARGUS_VERL_VALIDATION": "off", "ARGUS_SCHEDULER_TICK_S": "0.5",
            "ARGUS_RAY_DASHBOARD_URL": stack.dashboard_url,
-           # the cluster's nodes jail tasks with the key of the data root they were started with
+           # the data root the cluster's nodes show in sandboxes, and whose .argus holds the Ray token
            "ARGUS_DATA_ROOT": str(stack.settings.root)}
     proc = subprocess.Popen([sys.executable, "-m", "argus.cli.main", "server", "--state-dir", str(state),
                              "--port", str(port), "--ray-address", stack.gcs_address],

@@ -16,7 +16,8 @@ DRIVER = [sys.executable, "-m", "argus.runtime.driver"]
 
 
 def start(job_dir: Path, *argv: str, attempt: int = 1, python: str | None = None) -> subprocess.Popen[str]:
-    cmd = [*DRIVER, "--job-dir", str(job_dir), "--attempt", str(attempt)]
+    # the task's HOME, as the scheduler sets it (the launcher clears the rest of the environment)
+    cmd = [*DRIVER, "--job-dir", str(job_dir), "--attempt", str(attempt), f"--setenv=HOME={job_dir.parent}"]
     if python:
         cmd += ["--python", python]
     return subprocess.Popen([*cmd, "--", *argv], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -153,13 +154,13 @@ def test_broken_reward_is_reported_and_training_still_starts(tmp_path: Path) -> 
 def test_outside_its_jail_a_task_that_requires_one_never_starts(tmp_path: Path) -> None:
     job = tmp_path / "users" / "alice" / "jobs" / "t-1"
     marker = tmp_path / "ran"
-    p = subprocess.run([*DRIVER, "--job-dir", str(job), "--attempt", "1", "--require-jail", "alice", "--",
+    p = subprocess.run([*DRIVER, "--job-dir", str(job), "--attempt", "1", "--user", "alice", "--sandbox", "--",
                         "touch", str(marker)], capture_output=True, text=True, timeout=60,
-                       env={k: v for k, v in os.environ.items() if k != "ARGUS_JAILED"})
+                       env={k: v for k, v in os.environ.items() if k != "ARGUS_JAIL_CONFIG"})
     assert p.returncode == 126 and not marker.exists()
     status = json.loads((job / "status.json").read_text())
-    assert "must run in alice's jail" in status["error"] and status["exit_code"] == 126
-    assert "[argus] error: this task must run in alice's jail" in (job / "logs" / "attempt-1.log").read_text()
+    assert "must run in alice's sandbox" in status["error"] and status["exit_code"] == 126
+    assert "[argus] error: this task must run in alice's sandbox" in (job / "logs" / "attempt-1.log").read_text()
 
 
 def test_a_basic_template_gets_the_attention_kernel_this_worker_has(tmp_path: Path) -> None:
@@ -170,10 +171,10 @@ def test_a_basic_template_gets_the_attention_kernel_this_worker_has(tmp_path: Pa
     for d in (tmp_path / "verl", probe):
         (d / "__init__.py").write_text("")
     (probe / "sft_trainer.py").write_text("import sys; print('ARGS', sys.argv[1:])\n")
-    p = subprocess.run([*DRIVER, "--job-dir", str(job), "--attempt", "1", "--attention", "auto", "--",
+    p = subprocess.run([*DRIVER, "--job-dir", str(job), "--attempt", "1", "--attention", "auto",
+                        f"--setenv=PYTHONPATH={tmp_path}", "--",
                         sys.executable, "-m", "verl.trainer.sft_trainer", "trainer.total_epochs=1"],
-                       capture_output=True, text=True, timeout=60, cwd=tmp_path,
-                       env={**os.environ, "PYTHONPATH": str(tmp_path)})
+                       capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert p.returncode == 0, p.stdout
     log = (job / "logs" / "attempt-1.log").read_text()
     assert "[argus] attention: sdpa (flash-attn is not installed on this worker" in log

@@ -1,53 +1,43 @@
-"""The jail's pure parts: who the owner is, what a jailed command looks like, what the plugin refuses."""
+"""The task sandbox's parts (issue 21): what the bwrap argv holds, and what a real sandbox shows and hides."""
 
 from __future__ import annotations
 
-import asyncio
-import json
-import logging
-import shlex
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from ray._private.runtime_env.context import RuntimeEnvContext
-from ray.runtime_env import RuntimeEnv
 
+from argus.core.envvars import NODE_ENV_KEEP
 from argus.runtime import jail
-from argus.runtime.ray_plugin import JailPlugin, expand_env, refuse_foreign_fields
-from argus.runtime.worker_guard import jailed
 
 pytestmark = pytest.mark.hostile  # the hostile-input suite: grows with every hole found
 
-
-def test_a_signed_owner_verifies_and_a_forged_or_missing_one_does_not(tmp_path: Path) -> None:
-    key = jail.ensure_key(tmp_path)
-    assert jail.ensure_key(tmp_path) == key  # created once
-    assert (jail.key_path(tmp_path).stat().st_mode & 0o777) == 0o600
-    assert jail.verify(key, jail.sign(key, "alice")) == "alice"
-    forged = {"user": "bob", "sig": jail.sign(key, "alice")["sig"]}
-    for value in (forged, None, {}, {"user": "bob"}, "alice", {"user": "bob", "sig": 3}):
-        with pytest.raises(jail.JailError):
-            jail.verify(key, value)
-    other_key = jail.ensure_key(tmp_path / "elsewhere")
-    with pytest.raises(jail.JailError, match="wrong signature"):
-        jail.verify(key, jail.sign(other_key, "alice"))
+needs_bwrap = pytest.mark.skipif(jail.bwrap_available() is None, reason="bubblewrap is not installed")
 
 
-def _config(tmp_path: Path) -> jail.JailConfig:
+def _config(tmp_path: Path, bwrap: str = "/usr/bin/bwrap") -> jail.JailConfig:
     root = tmp_path / "private"
-    for d in ("users/alice", "users/bob", "datasets", "hf"):
+    for d in ("users/alice", "users/bob", "datasets", "hf", ".argus"):
         (root / d).mkdir(parents=True)
     state = tmp_path / "state"
-    (state / "ray").mkdir(parents=True)
-    return jail.node_config(data_root=root, state_dirs=[state], ray_temp_dir=state / "ray",
-                            python=sys.executable, bwrap="/usr/bin/bwrap")
+    (state / "sandboxes").mkdir(parents=True)
+    (state / "argus.db").write_text("db")
+    return jail.node_config(data_root=root, state_dirs=[state], python=sys.executable, scratch_dir=state / "sandboxes",
+                            bwrap=bwrap)
 
 
-def test_the_jail_hides_the_root_then_shows_only_the_owners_home_and_shared_data(tmp_path: Path) -> None:
+def _argv(cfg: jail.JailConfig, tmp_path: Path, **kw) -> list[str]:
+    scratch = Path(cfg.scratch_dir) / "t-1"
+    scratch.mkdir(parents=True, exist_ok=True)
+    args = {"user": "alice", "scratch": scratch, "env": {"A": "1"}, "devices": [], "shm_bytes": 64 << 20, **kw}
+    return jail.sandbox_argv(cfg, **args)
+
+
+def test_the_sandbox_hides_the_root_then_shows_only_the_owners_home_and_shared_data(tmp_path: Path) -> None:
     cfg = _config(tmp_path)
-    argv = jail.jail_argv(cfg, "alice", {"A": "1"})
+    argv = _argv(cfg, tmp_path)
     root = tmp_path / "private"
     text = " ".join(argv)
     assert argv[-1] == "--" and f"--tmpfs {root}" in text
@@ -55,74 +45,110 @@ def test_the_jail_hides_the_root_then_shows_only_the_owners_home_and_shared_data
     assert f"--ro-bind {root}/datasets {root}/datasets" in text and f"--ro-bind {root}/hf {root}/hf" in text
     assert "users/bob" not in text
     assert text.index(f"--tmpfs {root}") < text.index(f"--bind {root}/users/alice")  # hide first, then show
-    assert f"--tmpfs {tmp_path / 'state'}" in text and f"--bind {tmp_path / 'state' / 'ray'}" in text
-    assert "--setenv ARGUS_JAILED alice" in text and "--setenv A 1" in text
+    state = tmp_path / "state"  # hidden: a tmpfs over it, or (under /tmp) gone with the host's /tmp
+    assert f"--tmpfs {state}" in text or (str(state).startswith("/tmp/") and f" {state} " not in text)
+    assert text.index("/tmp /tmp") < text.index(f"--tmpfs {root}")  # the private /tmp first: a root under it
+    assert "--setenv ARGUS_JAILED alice" in text and "--setenv A 1" in text and "--clearenv" in text
 
 
-def test_a_wrapped_interpreter_is_never_interpreted_by_the_shell(tmp_path: Path) -> None:
+def test_the_sandbox_has_its_own_namespaces_no_capabilities_and_a_private_tmp_and_shm(tmp_path: Path) -> None:
     cfg = _config(tmp_path)
-    cmd = jail.wrap_command(cfg, "alice", "/usr/bin/python3 $(touch /tmp/x) ;rm")
-    words = shlex.split(cmd)
-    assert words[words.index("--") + 1:] == ["/usr/bin/python3", "$(touch", "/tmp/x)", ";rm"]
-    assert "'$(touch'" in cmd  # quoted: bash -c "exec <cmd>" passes it on as a word
-    assert jailed({"py_executable": cmd}, cfg.bwrap) and not jailed({"py_executable": sys.executable}, cfg.bwrap)
+    text = " ".join(_argv(cfg, tmp_path, shm_bytes=123 << 20))
+    for flag in ("--unshare-pid", "--unshare-ipc", "--unshare-uts", "--cap-drop ALL", "--die-with-parent",
+                 "--new-session", "--dev /dev", "--proc /proc", "--tmpfs /run"):
+        assert flag in text, flag
+    assert f"--bind {cfg.scratch_dir}/t-1/tmp /tmp" in text
+    assert f"--size {123 << 20} --tmpfs /dev/shm" in text
+    assert ("--unshare-user" in text) == cfg.user_ns
 
 
-def test_fields_that_run_outside_the_jail_are_refused() -> None:
-    refuse_foreign_fields({"env_vars": {"A": "1"}, "py_executable": "python", "argus_jail": {}, "working_dir": None})
-    for field in ("pip", "uv", "conda", "container", "image_uri", "py_modules", "working_dir", "java_jars", "nsight"):
-        with pytest.raises(jail.JailError, match=field):
-            refuse_foreign_fields({field: ["x"]})
+def test_only_the_tasks_gpu_device_files_are_shown(tmp_path: Path) -> None:
+    """NVML index → /dev/nvidia<minor> through /proc/driver/nvidia/gpus, which may disagree with the index."""
+    proc, dev = tmp_path / "proc", tmp_path / "dev"
+    dev.mkdir()
+    for i, (bus, minor) in enumerate([("0000:1a:00.0", 3), ("0000:3b:00.0", 0), ("0000:5c:00.0", 1)]):
+        (proc / bus).mkdir(parents=True)
+        (proc / bus / "information").write_text(f"Model: H100\nDevice Minor: {minor}\nBus Location: {bus}\n")
+        (dev / f"nvidia{i}").write_text("")
+    (dev / "nvidia3").write_text("")
+    for name in ("nvidiactl", "nvidia-uvm"):
+        (dev / name).write_text("")
+    files = jail.gpu_device_files(["0", "2"], proc=proc, dev=dev)
+    assert files == [str(dev / "nvidia3"), str(dev / "nvidia1"), str(dev / "nvidiactl"), str(dev / "nvidia-uvm")]
+    assert jail.gpu_device_files([], proc=proc, dev=dev) == []  # a CPU task: no NVIDIA node at all
+    assert jail.gpu_device_files(["0"], proc=tmp_path / "none", dev=dev) == []  # no NVIDIA driver here
+    assert jail.other_gpu_proc_dirs(["0", "2"], proc=proc) == [str(proc / "0000:3b:00.0")]
 
 
-def test_env_vars_expand_as_ray_does_without_empty_path_entries() -> None:
-    base = {"PYTHONPATH": "/site", "HOME": "/h"}
-    assert expand_env({"PYTHONPATH": "/hook:${PYTHONPATH}"}, base) == {"PYTHONPATH": "/hook:/site"}
-    assert expand_env({"PYTHONPATH": "/hook:${PYTHONPATH}"}, {}) == {"PYTHONPATH": "/hook"}  # no "" = cwd entry
-    assert expand_env({"X": "$HOME/a ${NOPE}"}, base) == {"X": "/h/a "}
+def test_the_environment_is_the_node_allowlist_plus_the_tasks_own() -> None:
+    node = {"PATH": "/usr/bin", "LANG": "C.UTF-8", "NCCL_SOCKET_IFNAME": "eth0", "ARGUS_ADMIN_TOKEN": "secret",
+            "ARGUS_DATABASE_URL": "postgresql://u:pw@db/argus", "RAY_AUTH_TOKEN_PATH": "/private/.argus/t",
+            "AWS_SECRET_ACCESS_KEY": "k", "ARGUS_JAIL_CONFIG": "/s/node.json"}
+    env = jail.sandbox_env(node, NODE_ENV_KEEP, {"HOME": "/private/users/alice"})
+    assert env == {"PATH": "/usr/bin", "LANG": "C.UTF-8", "NCCL_SOCKET_IFNAME": "eth0", "HOME": "/private/users/alice"}
 
 
-def test_the_plugin_runs_for_every_runtime_env_even_one_that_removes_its_field(tmp_path: Path, monkeypatch) -> None:
-    cfg = _config(tmp_path)
-    cfg.data_root = str(tmp_path / "private")
-    key = jail.ensure_key(tmp_path / "private")
-    path = tmp_path / "node.json"
-    cfg.dump(path)
-    monkeypatch.setenv(jail.CONFIG_ENV, str(path))
-    from ray._private.runtime_env.agent import runtime_env_agent as agent
-
-    monkeypatch.setattr(agent, "create_for_plugin_if_needed", agent.create_for_plugin_if_needed)
-    plugin = JailPlugin()
-
-    def setup(env: dict) -> RuntimeEnvContext:
-        runtime_env = RuntimeEnv.deserialize(json.dumps(env))
-        # as Ray's py_executable plugin (priority before ours) leaves it
-        context = RuntimeEnvContext(env_vars=runtime_env.env_vars(), py_executable=runtime_env.get("py_executable"))
-        asyncio.run(agent.create_for_plugin_if_needed(runtime_env, plugin, None, context, logging.getLogger()))
-        return context
-
-    context = setup({"argus_jail": jail.sign(key, "alice"), "py_executable": "/venv/bin/python -X dev",
-                     "env_vars": {"LD_PRELOAD": "/x.so"}})
-    assert context.env_vars == {}  # applied inside the jail only: nothing reaches bash or bwrap
-    words = shlex.split(context.py_executable)
-    assert words[0] == "/usr/bin/bwrap" and words[-3:] == ["/venv/bin/python", "-X", "dev"]
-    assert "LD_PRELOAD" in words and jailed({"py_executable": context.py_executable}, "/usr/bin/bwrap")
-    for env in ({"argus_jail": None, "env_vars": {"A": "1"}}, {"env_vars": {"A": "1"}}):
-        with pytest.raises(jail.JailError, match="no valid 'argus_jail'"):
-            setup(env)
+def test_the_platform_ray_token_is_made_once_and_private(tmp_path: Path) -> None:
+    token = jail.ensure_ray_token(tmp_path)
+    assert jail.ensure_ray_token(tmp_path) == token == jail.read_ray_token(tmp_path) and len(token) == 64
+    assert jail.token_path(tmp_path).stat().st_mode & 0o777 == 0o600
+    assert jail.platform_ray_env(tmp_path) == {"RAY_AUTH_MODE": "token",
+                                                "RAY_AUTH_TOKEN_PATH": str(jail.token_path(tmp_path))}
+    with pytest.raises(jail.JailError, match="no Ray auth token"):
+        jail.platform_ray_env(tmp_path / "elsewhere")
 
 
-@pytest.mark.skipif(jail.bwrap_available() is None, reason="bubblewrap is not installed")
-def test_a_real_jail_shows_the_owners_home_and_nothing_of_another(tmp_path: Path) -> None:
-    cfg = _config(tmp_path)
-    cfg.bwrap = jail.bwrap_available()
+def _run(cfg: jail.JailConfig, tmp_path: Path, code: str, **kw) -> subprocess.CompletedProcess[str]:
+    argv = _argv(cfg, tmp_path, **kw)
+    return subprocess.run([*argv, sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                          env={"PATH": "/usr/bin:/bin"})
+
+
+@needs_bwrap
+def test_a_real_sandbox_shows_the_owners_home_and_nothing_of_another_or_the_platform(tmp_path: Path) -> None:
+    cfg = _config(tmp_path, jail.bwrap_available() or "")
     root = tmp_path / "private"
     (root / "users" / "bob" / "secret").write_text("bob's")
+    (root / ".argus" / "ray-auth-token").write_text("tok")
     probe = (f"import os; print(sorted(os.listdir({str(root / 'users')!r}))); "
              f"print(os.path.exists({str(root / 'users/bob/secret')!r})); "
+             f"print(os.path.exists({str(root / '.argus/ray-auth-token')!r})); "
+             f"print(os.path.exists({str(tmp_path / 'state' / 'argus.db')!r})); "
              f"open({str(root / 'users/alice/mine')!r}, 'w').write('ok')")
-    out = subprocess.run([*jail.jail_argv(cfg, "alice"), sys.executable, "-c", probe], capture_output=True,
-                         text=True, timeout=60)
+    out = _run(cfg, tmp_path, probe)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.split("\n")[:2] == ["['alice']", "False"]
+    assert out.stdout.split("\n")[:4] == ["['alice']", "False", "False", "False"]
     assert (root / "users" / "alice" / "mine").read_text() == "ok"
+
+
+@needs_bwrap
+def test_a_real_sandbox_sees_only_its_own_processes_and_has_no_capabilities(tmp_path: Path) -> None:
+    cfg = _config(tmp_path, jail.bwrap_available() or "")
+    probe = ("import os; pids = [p for p in os.listdir('/proc') if p.isdigit()]; print(len(pids) <= 4); "
+             "print(os.getuid() != 0 or not " + repr(cfg.user_ns) + "); "
+             "caps = [l for l in open('/proc/self/status') if l.startswith('CapEff')][0].split()[1]; "
+             "print(int(caps, 16)); "
+             f"print(os.path.exists('/proc/{os.getpid()}/root/etc')); print(sorted(os.environ))")
+    out = _run(cfg, tmp_path, probe)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[:3] == ["True", "True", "0"], out.stdout
+    assert lines[3] == "False" or os.getpid() < 10  # the test's own pid is not there (unless it is tiny)
+    assert set(eval(lines[4])) - {"LC_CTYPE", "PWD"} == {"A", "ARGUS_JAILED", "TMPDIR"}  # noqa: S307 - our probe's
+
+
+@needs_bwrap
+def test_a_real_sandbox_has_a_private_tmp_and_a_sized_shm(tmp_path: Path) -> None:
+    cfg = _config(tmp_path, jail.bwrap_available() or "")
+    (Path("/dev/shm") / f"argus-test-{os.getpid()}").write_text("host shm")
+    try:
+        probe = ("import os, shutil; open('/tmp/mine', 'w').write('x'); print(os.listdir('/dev/shm')); "
+                 "print(shutil.disk_usage('/dev/shm').total >> 20); print(sorted(os.listdir('/dev')))")
+        out = _run(cfg, tmp_path, probe, shm_bytes=32 << 20)
+    finally:
+        (Path("/dev/shm") / f"argus-test-{os.getpid()}").unlink()
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[:2] == ["[]", "32"]
+    assert not any(d.startswith("nvidia") for d in eval(lines[2]))  # noqa: S307 - our own probe's list
+    assert (Path(cfg.scratch_dir) / "t-1" / "tmp" / "mine").read_text() == "x"  # on the node's disk, per task

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from argus.core.builders import PathView, build_basic_argv
-from argus.core.gpu_binding import driver_gpus, entry_module
+from argus.core.gpu_binding import entry_module, uses_ray
 from argus.core.taskspec import BasicTaskSpec
 from argus.runtime import kernels
 
@@ -16,14 +16,16 @@ def _basic(workload: str, **kw) -> list[str]:
     return build_basic_argv(spec, PathView.as_written("t-1"), "t-1")
 
 
-def test_gpus_go_to_the_driver_unless_the_program_places_its_own_ray_workers() -> None:
-    assert driver_gpus(_basic("sft"), 2) == 2  # torchrun: the entry point's children use them
+def test_ray_programs_and_unknown_commands_get_a_private_ray_plain_programs_do_not() -> None:
+    assert not uses_ray(_basic("sft"))  # torchrun: its ranks use the task's GPUs themselves
     assert entry_module(_basic("sft")) == "verl.trainer.sft_trainer"
-    assert driver_gpus(_basic("grpo"), 2) == 0  # main_ppo: its placement groups take them
-    assert driver_gpus(["bash", "-lc", "NCCL_DEBUG=WARN python3 -m verl.trainer.main_ppo a=1"], 8) == 0
-    assert driver_gpus(["bash", "-lc", "python3 -m argus.jobs.gpus --hold 1"], 1) == 1
-    assert driver_gpus(["bash", "-lc", "python3 -m argus.jobs.ray_gpus --gpus 2"], 2) == 0
-    assert driver_gpus(["bash", "-lc", "python3 -m argus.jobs.doctor"], 0) == 0
+    assert uses_ray(_basic("grpo"))  # main_ppo places its workers with Ray
+    assert uses_ray(["bash", "-lc", "NCCL_DEBUG=WARN python3 -m verl.trainer.main_ppo a=1"])
+    assert not uses_ray(["bash", "-lc", "python3 -m argus.jobs.gpus --hold 1"])
+    assert uses_ray(["bash", "-lc", "python3 -m argus.jobs.ray_gpus --gpus 2"])
+    assert not uses_ray(["bash", "-lc", "python3 -m argus.jobs.doctor"])
+    assert uses_ray(["bash", "-lc", "python3 $HOME/code/train.py"])  # unknown: it may call ray.init()
+    assert uses_ray(["bash", "-lc", "python3 -m mylab.train"])
 
 
 @pytest.mark.parametrize("workload, prefixes", [

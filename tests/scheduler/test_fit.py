@@ -124,7 +124,7 @@ def test_loop_keeps_the_hungry_task_queued_with_the_reason_and_reserves_cpus_in_
         ctx.db.dispose()
 
 
-def test_loop_ppo_driver_reserves_no_cpu_its_actors_do(settings, clock) -> None:
+def test_loop_ppo_launcher_holds_the_tasks_cpus_for_its_private_ray(settings, clock) -> None:
     ray = FakeRay()
     ray.add_node("w1", 8, cpus=64)
     ctx = make_ctx(settings, ray, clock)
@@ -135,7 +135,8 @@ def test_loop_ppo_driver_reserves_no_cpu_its_actors_do(settings, clock) -> None:
         tiny = add_task(ctx, uid, gpus=0, cpus=40, entry_module="verl.model_merger",
                         argv=["bash", "-lc", "python3 -m verl.model_merger merge"], created_offset_s=1)
         assert SubmitQueuedTasks(ctx).run_once() == 1  # an old-style row: main_ppo's default, 34 CPUs
-        assert ray.submissions[0].entrypoint_num_cpus == 0
+        # the launcher holds the task's whole share; the task's private Ray hands it out (issue 21)
+        assert (ray.submissions[0].entrypoint_num_cpus, ray.submissions[0].entrypoint_num_gpus) == (34, 8)
         assert task(ctx, tiny).pending_reason == "needs 1 node × 40 CPUs; free: w1 30 CPUs"
         assert task(ctx, ppo).status == "SUBMITTED"
     finally:

@@ -3,14 +3,13 @@
 Each node of the embedded cluster is a ``ray start --block`` in its own session, so a ``kill -9`` of
 ``argus up`` leaves the whole cluster (and the tasks on it) running. ``LocalCluster`` therefore keeps
 ``<state_dir>/embedded-ray.json`` up to date: the owner's pid, the ports, the Ray temp and session
-dirs, a digest of the jail setup, and per node the pid, its start time and its exact command line.
+dirs, a digest of the node setup (token auth, sandbox config), and per node the pid, its start time and its exact command line.
 The next start in the same state dir (the state lock proves the owner is gone) reads it and:
 
 * **adopts** the cluster when everything still matches — same state dir, mode, ports asked for, GPUs,
   Ray version, the same jail (the digest, and the live processes' environment), every recorded node
-  process alive with the recorded start time and command line (a reused pid is never ours), every
-  jailing node's raylet starting workers through ``worker_guard.py`` (read from the live raylet's
-  command line, not assumed), Ray reporting every recorded node ALIVE, and ``session_latest`` naming
+  process alive with the recorded start time and command line (a reused pid is never ours), Ray
+  reporting every recorded node ALIVE, and ``session_latest`` naming
   the recorded session. The adopter owns it from then on and stops it on a clean exit.
 * otherwise **stops** what is left of it — only processes proven to be the recorded ones, plus the
   processes running in the recorded Ray session dir (drivers and workers leave the node's process
@@ -120,18 +119,6 @@ def process_of(node: NodeRecord) -> psutil.Process | None:
         return proc
     except psutil.Error:
         return None
-
-
-def raylet_uses_guard(proc: psutil.Process, guard: Path) -> bool:
-    """Whether the node's raylet (a child of its ``ray start``) starts workers through ``guard``."""
-    try:
-        for child in proc.children(recursive=True):
-            cmd = child.cmdline()
-            if cmd and os.path.basename(cmd[0]) == "raylet":
-                return any(str(guard) in part for part in cmd)
-    except psutil.Error:
-        return False
-    return False
 
 
 def env_matches(proc: psutil.Process, wanted: dict[str, str]) -> bool:

@@ -4,9 +4,12 @@ Why it is built this way:
 
 * The head advertises no GPUs, no CPUs and no ``worker_node`` resource, and drivers ask for
   ``worker_node: 1``, so no driver — and no actor a trainer starts — runs on the head.
-* With ``task_jail`` on, every node (the head too) loads the Argus jail plugin into its
-  runtime-env agent (``argus.runtime.ray_plugin``), so every worker process of a task runs
-  confined to its owner's home.
+* The cluster is the platform's fabric only (issue 21): it runs launchers, never a task's own
+  processes (those run in per-task sandboxes with a private Ray, ``argus.runtime.jail``). It
+  uses Ray's token auth (``RAY_AUTH_MODE=token``, the token in ``<root>/.argus``, which no
+  sandbox shows), its head runs no Ray Client server (``argus.runtime.ray_node``), and every
+  node starts with a cleared environment (``core.envvars.NODE_ENV_KEEP``): the server's own
+  variables — the admin token, a database password — never reach a launcher or a task.
 * Every node is one ``ray start --block`` process started in its own session. That process is the
   node's handle: its process group holds the GCS/raylet/dashboard/agents, and on SIGTERM it shuts
   its node down. ``stop()`` therefore ends exactly what this object started. ``ray stop`` is never
@@ -14,8 +17,7 @@ Why it is built this way:
 * Extra worker raylets on one host need ``--dashboard-agent-listen-port=0`` (else a 6 s start and no
   job logs from that node) and ``--include-log-monitor=false`` (else duplicated output). The head
   uses a random agent port too, so two embedded clusters on one host never collide on 52365.
-* ``RAY_AUTH_MODE=disabled``: Ray ≥ 2.52 turns token auth on by itself when ``~/.ray/auth_token``
-  exists, and every Jobs REST call would answer 401. The dashboard (Jobs API) binds to loopback.
+* The dashboard (Jobs API) binds to loopback, and answers only the token.
 * Health checks every 1 s with 3 misses on the head: a dead worker is DEAD after ~3 s instead of
   ~13 s, so a lost task is noticed and retried quickly.
 * Ray's own ports (GCS, dashboard, client server) are the ones asked for (flag, ``ARGUS_*``), else
@@ -49,8 +51,8 @@ import httpx
 import psutil
 
 from argus.cluster import leftover
+from argus.core.envvars import NODE_ENV_KEEP, env_kept
 from argus.runtime import jail
-from argus.runtime.ray_node import GUARD
 from argus.settings import RAY_PORT_FIELDS, RAY_WORKER_PORTS, Settings
 
 log = logging.getLogger(__name__)
@@ -131,9 +133,20 @@ def ray_bin() -> str:
     return str(candidate) if candidate.exists() else "ray"
 
 
-def ray_start(jailed: bool) -> list[str]:
-    """``ray start``, or on a jailing node the same CLI whose raylet starts workers through the guard."""
-    return [sys.executable, "-m", "argus.runtime.ray_node", "start"] if jailed else [ray_bin(), "start"]
+def ray_start() -> list[str]:
+    """``ray start`` without a Ray Client server (``argus.runtime.ray_node``)."""
+    return [sys.executable, "-m", "argus.runtime.ray_node", "start"]
+
+
+def node_process_env(extra: dict[str, str]) -> dict[str, str]:
+    """A platform node's ``ray start`` environment: the node allowlist of ours, then ``extra``.
+
+    Every launcher and Ray daemon of the node inherits it, so nothing of the server's own
+    environment (``ARGUS_ADMIN_TOKEN``, ``ARGUS_DATABASE_URL``, cloud credentials) goes there.
+    """
+    env = {k: v for k, v in os.environ.items() if env_kept(k, NODE_ENV_KEEP) or k in ("HOME", "USER", "LOGNAME")}
+    env.update(RAY_USAGE_STATS_ENABLED="0", **extra)
+    return env
 
 
 @dataclass
@@ -183,17 +196,22 @@ class LocalCluster:
         self._choose_ports()
         self.head: RayNode | None = None
         self.workers: dict[str, RayNode] = {}
-        self.node_env = self._jail_env()
+        self.node_env = self._node_env()
         self.record_path = leftover.record_path(settings.state_dir)
         self.adopted = False
 
-    def _jail_env(self) -> dict[str, str]:
-        """``ray start`` environment that loads the task jail into every node's runtime-env agent."""
+    def _node_env(self) -> dict[str, str]:
+        """What every node's ``ray start`` adds to its environment: token auth, and the sandbox config."""
         s = self.settings
-        if jail.jail_enabled(s.task_jail):
-            jail.ensure_key(s.root)  # embedded and head: this machine owns the key
-        return jail.node_env(mode=s.task_jail, data_root=s.root, state_dir=s.state_dir, ray_temp_dir=self.temp_dir,
-                             python=s.train_python)
+        token = jail.ensure_ray_token(s.root)  # embedded and head: this machine owns the token
+        s.ray_auth_token = s.ray_auth_token or token
+        return {**jail.platform_ray_env(s.root),
+                **jail.node_env(mode=s.task_jail, data_root=s.root, state_dir=s.state_dir, python=s.train_python)}
+
+    @property
+    def auth_headers(self) -> dict[str, str]:
+        """``Authorization`` for the dashboard's REST API (Jobs, state)."""
+        return {"Authorization": f"Bearer {self.settings.ray_auth_token}"}
 
     def _choose_ports(self) -> None:
         """Free ports for the Ray ports nobody asked for (``argus head`` keeps its documented GCS port)."""
@@ -254,7 +272,7 @@ class LocalCluster:
         s = self.settings
         self._check_ports()
         argv = [
-            *ray_start(bool(self.node_env)), "--head", "--block", "--disable-usage-stats",
+            *ray_start(), "--head", "--block", "--disable-usage-stats",
             f"--port={s.ray_head_port}",
             f"--dashboard-host={HOST}", f"--dashboard-port={s.ray_dashboard_port}",
             f"--ray-client-server-port={s.ray_client_server_port}",
@@ -268,7 +286,7 @@ class LocalCluster:
         head = self.head
 
         def ready() -> bool:
-            if not _answers(f"{self.dashboard_url}/api/jobs/"):
+            if not _answers(f"{self.dashboard_url}/api/jobs/", self.auth_headers):
                 return False
             head.node_id = next((n["node_id"] for n in self._nodes() if n.get("is_head_node")), None)
             return head.node_id is not None
@@ -286,7 +304,7 @@ class LocalCluster:
         if name in self.workers and self.workers[name].running:
             raise LocalClusterError(f"{name} is already running")
         argv = [
-            *ray_start(bool(self.node_env)), "--block", "--disable-usage-stats",
+            *ray_start(), "--block", "--disable-usage-stats",
             f"--address={self.gcs_address}",
             f"--resources={json.dumps({'worker_node': self.settings.worker_node_capacity})}",
             "--dashboard-agent-listen-port=0", "--include-log-monitor=false", f"--temp-dir={self.temp_dir}",
@@ -405,20 +423,17 @@ class LocalCluster:
         if record.ray_version != _ray_version():
             return f"it runs Ray {record.ray_version}, this is Ray {_ray_version()}"
         if record.jail_digest != leftover.jail_digest(self.node_env) or record.jail_env != self.node_env:
-            return "its task jail setup differs"
+            return "its node setup (token auth, sandbox) differs"
         if record.node("head") is None or record.node("worker-1") is None:
             return "the record lacks the head or the worker"
-        jailed = bool(self.node_env)
         for node in record.nodes:
             proc = leftover.process_of(node)
             if proc is None:
                 return f"its {node.name} (pid {node.pid}) is gone or the pid is another process now"
-            if node.argv[:len(ray_start(jailed))] != ray_start(jailed):
-                return f"its {node.name} was not started as {' '.join(ray_start(jailed)[-3:])}"
-            if jailed and not leftover.raylet_uses_guard(proc, GUARD):
-                return f"the raylet of its {node.name} does not start workers through the worker guard"
+            if node.argv[:len(ray_start())] != ray_start():
+                return f"its {node.name} was not started as {' '.join(ray_start()[-3:])}"
             if not leftover.env_matches(proc, self.node_env):
-                return f"its {node.name} runs without this task jail"
+                return f"its {node.name} runs without this node setup (token auth, sandbox)"
         if record.session_dir is None or leftover.session_dir(self.temp_dir) != record.session_dir:
             return "its Ray session is not the latest in the temp dir"
         alive = {n["node_id"] for n in self._nodes_at(record.ports["ray_dashboard_port"]) if n.get("state") == "ALIVE"}
@@ -442,7 +457,8 @@ class LocalCluster:
 
     def _nodes_at(self, dashboard_port: int) -> list[dict]:
         try:
-            r = httpx.get(f"http://{HOST}:{dashboard_port}/api/v0/nodes", params={"limit": 10000}, timeout=5)
+            r = httpx.get(f"http://{HOST}:{dashboard_port}/api/v0/nodes", params={"limit": 10000}, timeout=5,
+                          headers=self.auth_headers)
             r.raise_for_status()
             return r.json()["data"]["result"]["result"]
         except (httpx.HTTPError, KeyError, ValueError):
@@ -450,7 +466,8 @@ class LocalCluster:
 
     def _nodes(self) -> list[dict]:
         try:
-            r = httpx.get(f"{self.dashboard_url}/api/v0/nodes", params={"limit": 10000}, timeout=5)
+            r = httpx.get(f"{self.dashboard_url}/api/v0/nodes", params={"limit": 10000}, timeout=5,
+                          headers=self.auth_headers)
             r.raise_for_status()
             return r.json()["data"]["result"]["result"]
         except (httpx.HTTPError, KeyError, ValueError):
@@ -460,8 +477,7 @@ class LocalCluster:
 def spawn_node(node: RayNode) -> None:
     """Start a node's ``ray start --block`` in its own session, output appended to its log."""
     node.log_path.parent.mkdir(parents=True, exist_ok=True)
-    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
-    env.update(RAY_AUTH_MODE="disabled", RAY_USAGE_STATS_ENABLED="0", **node.env)
+    env = node_process_env(node.env)
     with open(node.log_path, "ab") as out:
         node.proc = subprocess.Popen(node.argv, env=env, stdin=subprocess.DEVNULL, stdout=out,
                                      stderr=subprocess.STDOUT, start_new_session=True)
@@ -495,9 +511,9 @@ def stop_node(node: RayNode, grace_s: float = 15.0) -> None:
         node.proc.wait(10)
 
 
-def _answers(url: str) -> bool:
+def _answers(url: str, headers: dict[str, str]) -> bool:
     try:
-        return httpx.get(url, timeout=2).status_code == 200
+        return httpx.get(url, timeout=2, headers=headers).status_code == 200
     except httpx.HTTPError:
         return False
 

@@ -48,12 +48,13 @@ class WorkerConfig:
     def __post_init__(self) -> None:
         self.name = self.name or socket.gethostname()
 
-    def jail_env(self) -> dict[str, str]:
-        """The ``ray start`` environment that jails this node's tasks ({} when off); see runtime/jail.py."""
+    def node_env(self) -> dict[str, str]:
+        """What this node's ``ray start`` adds: the platform Ray's token auth and the sandbox config (runtime/jail.py)."""
         if self.data_root is None:
             return {}
-        return jail.node_env(mode=self.task_jail, data_root=self.data_root, state_dir=self.state_dir,
-                             ray_temp_dir=ray_temp_dir(self.state_dir), python=self.python)
+        return {**jail.platform_ray_env(self.data_root),
+                **jail.node_env(mode=self.task_jail, data_root=self.data_root, state_dir=self.state_dir,
+                                python=self.python)}
 
 
 class WorkerWatchdog:
@@ -125,15 +126,15 @@ class WorkerWatchdog:
         cfg = self.cfg
         temp_dir = ray_temp_dir(cfg.state_dir)
         try:
-            env = cfg.jail_env()
-        except jail.JailError as e:  # not joining unjailed: retry with back-off, the log says why
+            env = cfg.node_env()
+        except jail.JailError as e:  # not joining without auth or sandbox: retry with back-off, the log says why
             log.error("cannot join: %s", e)
             now = time.monotonic()
             self.backoff.started(now)
             self.backoff.ended(now)
             return
         argv = [
-            *ray_start(bool(env)), "--block", "--disable-usage-stats", f"--address={head.gcs_address}",
+            *ray_start(), "--block", "--disable-usage-stats", f"--address={head.gcs_address}",
             f"--resources={json.dumps({'worker_node': cfg.capacity})}", f"--node-name={cfg.name}",
             f"--temp-dir={temp_dir}",
             *([f"--num-gpus={cfg.gpus}"] if cfg.gpus is not None else []),

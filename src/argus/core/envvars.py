@@ -76,3 +76,22 @@ def check_env_assignments(env: dict[str, str], allowlist: tuple[str, ...] | list
         why = f" ({_WHY[name]})" if name in _WHY else ""
         errors.append(FieldError(fld, f"{name}={value}", f"setting {name} is not allowed{why}; remove it. A "
                                  f"command may set only: {', '.join(allowlist)} (setting env_allowlist)"))
+
+
+# The node's variables that reach a task's sandbox and the platform's own ``ray start`` (issue 21):
+# locale and time zone, where the native GPU stack lives, how NCCL/Gloo find the network, proxies and
+# CA bundles for outbound HTTPS. Everything else — ARGUS_* (the admin token), RAY_* (the platform's
+# auth), database URLs, cloud credentials — stays out. Entries as in ``env_allowlist``: NAME or PREFIX*.
+NODE_ENV_KEEP = (
+    "PATH", "LANG", "LANGUAGE", "LC_*", "TZ", "TERM",
+    "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH", "CUDA_DEVICE_ORDER", "NVIDIA_DRIVER_CAPABILITIES",
+    "NCCL_*", "GLOO_*", "UCX_*",
+    "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy",
+    "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
+    "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE",
+)
+
+
+def env_kept(name: str, keep: tuple[str, ...] | list[str]) -> bool:
+    """Whether ``name`` is on a keep list of NAME and PREFIX* entries."""
+    return any(name.startswith(k[:-1]) if k.endswith("*") else name == k for k in keep)

@@ -1,18 +1,15 @@
-"""Who holds a task's GPUs in Ray: its driver, or the Ray workers the program places itself.
+"""Which tasks get a private Ray cluster, and how a task's GPUs reach its processes (issue 21).
 
-Ray sets ``CUDA_VISIBLE_DEVICES`` for a process from the GPUs it reserved for it, so a
-task sees exactly its own GPUs only if the GPUs are reserved by the processes that use
-them (ARCHITECTURE §7). Two kinds of programs:
+Every task's launcher holds the task's whole share of its node in the platform's Ray (GPUs,
+CPUs, memory): Ray's ``CUDA_VISIBLE_DEVICES`` for the launcher names the task's GPUs, and
+the sandbox shows only their device files. Inside the sandbox two kinds of programs:
 
-* **Ray-placed**: verl's Ray trainers (``main_ppo`` & co.) start their GPU workers in
-  placement groups of their own; Ray gives each worker its GPUs. The driver must hold
-  none, or those placement groups could never be satisfied.
-* **Driver-held**: everything else (``torch.distributed.run`` running verl's SFT
-  trainer, a GPU diagnostic) uses the GPUs from the entry process and its children, so
-  the Ray job reserves them for the entry point (``entrypoint_num_gpus``).
-
-Unknown modules are driver-held: a program that places its own workers but is not listed
-sees no GPU in its driver and fails visibly, instead of sharing someone else's.
+* **Ray programs**: verl's Ray trainers (``main_ppo`` & co.) and anything unknown place
+  their workers with Ray, so the sandbox starts a private Ray cluster owning exactly the
+  task's CPUs and GPUs, and the program's ``ray.init()`` attaches to it.
+* **Plain programs**: ``torch.distributed.run`` running verl's SFT trainer, Argus's own
+  jobs (the doctor, a GPU probe, the model merger) use the GPUs from their own process
+  tree and need no Ray: starting one would cost seconds and hundreds of MB for nothing.
 """
 
 from __future__ import annotations
@@ -46,8 +43,16 @@ def entry_module(argv: list[str]) -> str | None:
     return modules[0] if modules else None
 
 
-def driver_gpus(argv: list[str], n_gpus_per_node: int) -> int:
-    """How many GPUs the Ray job reserves for its entry point (its driver)."""
-    if n_gpus_per_node <= 0 or entry_module(argv) in RAY_PLACED_MODULES:
-        return 0
-    return n_gpus_per_node
+def uses_ray(argv: list[str]) -> bool:
+    """Whether the task's sandbox starts a private Ray cluster for this argv.
+
+    Known Ray programs do; a command whose program Argus cannot name (a script, a pipeline)
+    does too, since it may call ``ray.init()``; known plain programs do not.
+    """
+    module = entry_module(argv)
+    return module is None or module in RAY_PLACED_MODULES or not module.startswith(PLAIN_PREFIXES)
+
+
+PLAIN_PREFIXES = ("argus.jobs.", "verl.model_merger", "verl.trainer.fsdp_sft_trainer", "verl.trainer.sft_trainer",
+                  "torch.distributed.run")
+

@@ -153,18 +153,3 @@ def task_need(entry_module: str | None, nnodes: int, n_gpus_per_node: int, *,
     cpus = cpus_per_node if cpus_per_node is not None else default_cpus(entry_module, nnodes, n_gpus_per_node,
                                                                         overrides)
     return NodeNeed(cpus=float(cpus), memory=int(memory_per_node or 0))
-
-
-def driver_reservation(need: NodeNeed, *, ray_placed: bool) -> NodeNeed:
-    """What the Ray job reserves for its entry point (``entrypoint_num_cpus``/``entrypoint_memory``).
-
-    A driver-held program (SFT under torchrun, a CPU job) does its work in the driver's
-    process tree, so the driver reserves the whole per-node need: Ray then counts on the
-    driver's node exactly what Argus counted, and a second job can never oversubscribe it.
-    A Ray-placed trainer (verl's main_ppo) must reserve nothing in its driver: its actors and
-    placement groups ask Ray for their own CPUs on the same nodes, and a driver holding them
-    would leave those actors PENDING forever.
-    """
-    if ray_placed:
-        return NodeNeed()
-    return need

@@ -34,7 +34,8 @@ def _report(tag: str, reward: str | None) -> str:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="argus.jobs.ray_gpus", description=__doc__.splitlines()[0])
     p.add_argument("--gpus", type=int, default=1, help="one-GPU actors to place")
-    p.add_argument("--hold", type=float, default=0.0, help="seconds the actors keep their GPUs")
+    p.add_argument("--hold", type=float, default=0.0,
+                   help="seconds the actors keep their GPUs (with --gpus 0: the driver keeps its Ray cluster)")
     p.add_argument("--reward", help="a custom reward file to import and call inside each actor")
     p.add_argument("--actor-runtime-env", action="append", default=[],
                    help="JSON runtime_env for one extra (CPU) actor; repeatable")
@@ -46,6 +47,9 @@ def main(argv: list[str] | None = None) -> int:
 
     print(f"ray_gpus: driver CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES', '<unset>')}", flush=True)
     ray.init()
+    if args.gpus == 0 and args.hold > 0:
+        print(f"ray_gpus: holding the task's Ray for {args.hold:g} s", flush=True)
+        time.sleep(args.hold)
 
     @ray.remote(num_cpus=0)
     class Probe:

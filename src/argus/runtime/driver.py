@@ -28,9 +28,15 @@ Why it exists (ARCHITECTURE §2.4):
   drops, stops the task, and exits ``EX_IOERR`` (74) saying why in ``status.json`` and in its last
   stdout line, which Ray quotes in the job's message (core/log_write.py). A folder that refuses
   writes before the task starts gets the same answer, and the task is not started.
-* It refuses to run a task outside its jail when the server asks for one (``--require-jail``):
-  a worker without the Argus jail plugin would otherwise run user code with every home
-  in reach. It is started with ``python -I``, so no user folder can shadow it.
+* It is platform code and runs outside the task (issue 21): the task's command runs in a
+  sandbox this launcher starts (:mod:`argus.runtime.jail`: PID/IPC/UTS/user namespaces, no
+  capabilities, the owner's files only, the task's GPU device files only, a cleared
+  environment) and, for programs that use Ray, against a private Ray cluster started inside
+  that sandbox (:mod:`argus.runtime.private_ray`). The launcher holds the task's whole share
+  of the node in the platform's Ray (GPUs, CPUs, memory), so Ray's ``CUDA_VISIBLE_DEVICES``
+  names the task's GPUs. With ``--sandbox`` it refuses to run on a node that has no sandbox
+  config (one not started by ``argus up``/``argus worker``, or without bubblewrap). It is
+  started with ``python -I``, so no user folder can shadow it.
 * Basic templates (``--attention auto``) get the attention kernel the worker has, and a
   Ray trainer whose rollout engine is missing fails at once, naming it (runtime/kernels.py).
 
@@ -43,7 +49,9 @@ from __future__ import annotations
 import argparse
 import ctypes
 import os
+import secrets
 import shlex
+import shutil
 import signal
 import socket
 import subprocess
@@ -54,9 +62,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 from argus.core import log_write
-from argus.runtime import kernels
-from argus.runtime.jail import JAILED_ENV
+from argus.runtime import jail, kernels
 from argus.runtime.tasklog import StatusFile, TaskLog
 
 CHUNK = 64 * 1024
@@ -67,6 +76,11 @@ REWARD_BANNER_TIMEOUT_S = 120
 HEARTBEAT_S = 15.0  # status.json's alive_at is refreshed this often while the task runs
 POLL_S = 1.0  # how often the main thread looks up from waiting (heartbeat, a failed log)
 PR_SET_PDEATHSIG = 1
+PRIVATE_RAY = str(Path(__file__).with_name("private_ray.py"))
+SHM_MIN = 1 << 30  # a sandbox's /dev/shm: at least 1 GiB (NCCL, torch DataLoader workers) …
+SHM_SHARE = 0.5  # … or half the task's memory, of which the private Ray's object store gets most
+OBJECT_STORE_SHARE = 0.7
+BASE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
 def parse_args(args: list[str] | None = None) -> argparse.Namespace:
@@ -75,7 +89,14 @@ def parse_args(args: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--attempt", required=True, type=int, help="attempt number: logs/attempt-<n>.log")
     p.add_argument("--python", help="the training interpreter that `python3` means inside the task")
     p.add_argument("--attention", choices=["auto"], help="choose verl's attention kernel from what this worker has")
-    p.add_argument("--require-jail", metavar="USER", help="refuse to run unless inside USER's jail")
+    p.add_argument("--user", help="the task's owner: its sandbox shows this home")
+    p.add_argument("--sandbox", action="store_true", help="run the command in the owner's sandbox (refuse without)")
+    p.add_argument("--private-ray", action="store_true", help="start the task's own Ray cluster in the sandbox")
+    p.add_argument("--cpus", type=float, default=1, help="the task's CPUs on this node (its private Ray's)")
+    p.add_argument("--gpus", type=int, default=0, help="the task's GPUs on this node")
+    p.add_argument("--memory", type=int, default=0, help="the task's memory on this node, bytes (0: not set)")
+    p.add_argument("--setenv", action="append", default=[], metavar="NAME=VALUE",
+                   help="a variable of the task's environment (repeatable); the rest is the node's allowlist")
     p.add_argument("argv", nargs=argparse.REMAINDER, help="-- then the command to run")
     ns = p.parse_args(args)
     if ns.argv[:1] == ["--"]:
@@ -158,44 +179,28 @@ def pump_output(src: Any, log: TaskLog) -> None:
         log.write(chunk)
 
 
-def reward_banner(ns: argparse.Namespace, env: dict[str, str], job_dir: Path) -> bytes:
+def reward_banner(ns: argparse.Namespace, sandbox: Sandbox, env: dict[str, str], job_dir: Path) -> bytes:
     """``using customized reward function '<name>' from '<path>'`` (seed 000 §5.2), or why it cannot load.
 
     verl 0.9 no longer prints that line. The reward is loaded the way verl loads it, by
-    ``argus.verl.reward_banner`` in a short subprocess of the training interpreter, so user
-    code never runs inside the driver and a slow import cannot hold the task back for long.
+    ``argus.verl.reward_banner`` in a short subprocess of the training interpreter, in the task's
+    sandbox, so user code never runs inside the launcher and a slow import cannot hold the task
+    back for long.
     """
     if not any("custom_reward_function.path=" in a for a in ns.argv):
         return b""
-    cmd = [ns.python or sys.executable, "-I", "-m", "argus.verl.reward_banner", *ns.argv]
+    cmd, cmd_env = sandbox.wrap([ns.python or sys.executable, "-I", "-m", "argus.verl.reward_banner", *ns.argv], env)
     try:
-        done = subprocess.run(cmd, cwd=job_dir, env=env, stdin=subprocess.DEVNULL, capture_output=True,
+        done = subprocess.run(cmd, cwd=job_dir, env=cmd_env, stdin=subprocess.DEVNULL, capture_output=True,
                               timeout=REWARD_BANNER_TIMEOUT_S)
     except subprocess.TimeoutExpired:
         return f"[argus] loading the custom reward took over {REWARD_BANNER_TIMEOUT_S} s; not checked\n".encode()
     return done.stdout + (done.stderr[-2000:] if done.returncode else b"")
 
 
-def jail_problem(user: str, job_dir: Path) -> str | None:
-    """Why this process is not in ``user``'s jail, or None (the marker, and what the file system shows)."""
-    if os.environ.get(JAILED_ENV) != user:
-        return (f"this task must run in {user}'s jail, but the worker node did not start it in one (the node has no "
-                f"Argus jail plugin: start workers with `argus worker`/`argus up` and install bubblewrap there)")
-    users_dir = job_dir.parents[2]
-    others = sorted(p.name for p in users_dir.iterdir() if p.name != user) if users_dir.is_dir() else []
-    if others:
-        return f"the jail shows other homes ({', '.join(others[:3])}…): refusing to run"
-    return None
-
-
-def preflight(ns: argparse.Namespace, job_dir: Path) -> tuple[list[str], list[str], str | None]:
+def preflight(ns: argparse.Namespace) -> tuple[list[str], list[str], str | None]:
     """(argv to run, lines for the log, a reason not to start) — checks that need only this worker."""
     notes: list[str] = []
-    if ns.require_jail:
-        problem = jail_problem(ns.require_jail, job_dir)
-        if problem:
-            return ns.argv, notes, problem
-        notes.append(f"jail: {ns.require_jail}'s home read-write, shared datasets/hf read-only, no other home")
     missing = kernels.missing_rollout_engine(ns.argv)
     if missing:
         return ns.argv, notes, missing
@@ -208,14 +213,110 @@ def preflight(ns: argparse.Namespace, job_dir: Path) -> tuple[list[str], list[st
     return argv, notes, None
 
 
+def free_ports(count: int) -> list[int]:
+    """Ports nobody listens on now, for the private Ray's GCS and client server (the network is the node's)."""
+    held: list[socket.socket] = []
+    try:
+        while len(held) < count:
+            sock = socket.socket()
+            sock.bind(("", 0))
+            if 10002 <= sock.getsockname()[1] <= 19999:  # Ray's worker port range
+                sock.close()
+                continue
+            held.append(sock)
+        return [sock.getsockname()[1] for sock in held]
+    finally:
+        for sock in held:
+            sock.close()
+
+
+class Sandbox:
+    """How this attempt's command is started: the sandbox argv and environment, and its scratch folder."""
+
+    def __init__(self, ns: argparse.Namespace, job_dir: Path) -> None:
+        self.ns = ns
+        self.cfg: jail.JailConfig | None = None
+        self.scratch: Path | None = None
+        self.active = False  # wrap() put the command in a sandbox
+        self.note = ""
+        path = os.environ.get(jail.CONFIG_ENV)
+        if path:
+            self.cfg = jail.JailConfig.load(path)
+        self.problem = None
+        if ns.sandbox and self.cfg is None:
+            self.problem = (f"this task must run in {ns.user}'s sandbox, but the worker node has no Argus sandbox "
+                            f"config ({jail.CONFIG_ENV} unset): start workers with `argus worker`/`argus up` and "
+                            f"install bubblewrap there")
+        if self.cfg is not None and ns.user:
+            self.scratch = Path(self.cfg.scratch_dir) / f"{job_dir.name}-a{ns.attempt}"
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+        ids = [g for g in (visible or "").split(",") if g]
+        self.devices = jail.gpu_device_files(ids) if self.cfg is not None else []
+        self.mask = jail.other_gpu_proc_dirs(ids) if self.devices else []
+        # the GPUs as the task sees them: renumbered 0..n-1 when only its device files exist
+        self.cuda_visible = ",".join(str(i) for i in range(len(ids))) if self.devices else visible
+        self.ray_token = secrets.token_hex(24)
+
+    def shm_bytes(self) -> int:
+        return max(SHM_MIN, int(self.ns.memory * SHM_SHARE))
+
+    def env(self, base: dict[str, str], path_prefix: str) -> dict[str, str]:
+        """The task's whole environment: the node's allowlisted variables, then the task's, then ours."""
+        keep = self.cfg.env_keep if self.cfg is not None else list(jail.NODE_ENV_KEEP)
+        task = dict(kv.split("=", 1) for kv in self.ns.setenv if "=" in kv)
+        env = jail.sandbox_env(base, keep, task)
+        env["PATH"] = os.pathsep.join(p for p in (path_prefix, base.get("PATH") or BASE_PATH) if p)
+        env.setdefault("PYTHONUNBUFFERED", "1")
+        if self.ns.user:
+            env.setdefault("USER", f"argus-{self.ns.user}")
+            env.setdefault("LOGNAME", env["USER"])
+        if self.cuda_visible is not None:
+            env["CUDA_VISIBLE_DEVICES"] = self.cuda_visible
+        if self.ns.private_ray:
+            env.update(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=self.ray_token, RAY_USAGE_STATS_ENABLED="0")
+        return env
+
+    def inner(self, python: str, argv: list[str]) -> list[str]:
+        """``private_ray.py`` in front of the command: the task's own Ray first when it uses Ray."""
+        ns = self.ns
+        if not ns.private_ray:
+            return argv
+        gcs, client = free_ports(2)
+        store = int(self.shm_bytes() * OBJECT_STORE_SHARE)
+        return [python, "-I", PRIVATE_RAY, "--head", str(gcs), "--client-port", str(client),
+                "--cpus", str(ns.cpus), "--gpus", str(ns.gpus), *(["--memory", str(ns.memory)] if ns.memory else []),
+                "--object-store", str(store), "--", *argv]
+
+    def wrap(self, argv: list[str], env: dict[str, str]) -> tuple[list[str], dict[str, str]]:
+        """(argv, environment) that start ``argv`` with ``env`` inside the sandbox (as they are without one)."""
+        if self.cfg is None or not self.ns.user:
+            return argv, env
+        assert self.scratch is not None
+        self.scratch.mkdir(parents=True, exist_ok=True)
+        self.scratch.chmod(0o700)
+        self.active = True
+        prefix = jail.sandbox_argv(self.cfg, user=self.ns.user, scratch=self.scratch, env=env, devices=self.devices,
+                                   mask=self.mask, shm_bytes=self.shm_bytes())
+        self.note = (f"sandbox: {self.ns.user}'s home read-write, shared datasets/hf read-only, no other home; own "
+                     f"PID/IPC/UTS{'/user' if self.cfg.user_ns else ''} namespaces, no capabilities, "
+                     f"{len([d for d in self.devices if d[len('/dev/nvidia'):].isdigit()])} GPU device file(s), "
+                     f"/dev/shm {self.shm_bytes() >> 20} MiB, cleared environment")
+        return [*prefix, *argv], {"PATH": BASE_PATH}
+
+    def cleanup(self) -> None:
+        if self.scratch is not None:
+            shutil.rmtree(self.scratch, ignore_errors=True)
+
+
 def run(ns: argparse.Namespace) -> int:
     started = time.monotonic()
     job_dir = ns.job_dir.resolve()
     sys.stdout.flush()
     echo = open(sys.stdout.fileno(), "wb", buffering=0, closefd=False)  # noqa: SIM115 - fd 1 stays open
     log = TaskLog(job_dir / "logs" / f"attempt-{ns.attempt}.log", job_dir, echo)
-    env = dict(os.environ)
-    argv, notes, refusal = preflight(ns, job_dir)
+    argv, notes, refusal = preflight(ns)
+    sandbox = Sandbox(ns, job_dir)
+    refusal = refusal or sandbox.problem
     status = StatusFile(job_dir / "status.json", {
         "attempt": ns.attempt,
         "hostname": socket.gethostname(),
@@ -242,6 +343,7 @@ def run(ns: argparse.Namespace) -> int:
     if failed is not None:
         log.fail(failed, job_dir)
         return _log_failed(log, status, None)
+    prefix = ""
     if ns.python:
         try:
             bin_dir = python_bin_dir(job_dir, ns.python)
@@ -251,21 +353,28 @@ def run(ns: argparse.Namespace) -> int:
             log.fail(exc, job_dir)
             return _log_failed(log, status, None)
         prefix = os.pathsep.join([bin_dir, os.path.dirname(ns.python)])
-        env["PATH"] = os.pathsep.join([prefix, env.get("PATH", "")])
         argv = keep_path_in_login_shell(argv, prefix)
+    env = sandbox.env(dict(os.environ), prefix)
+    python = ns.python or sys.executable
+    command, command_env = sandbox.wrap(sandbox.inner(python, argv), env)
+    if sandbox.note:
+        notes.append(sandbox.note)
     first = (f"[argus] attempt {ns.attempt} on {status.data['hostname']} (ray node {status.data['node_id'] or '?'}), "
              f"CUDA_VISIBLE_DEVICES={_gpus_shown(status.data['cuda_visible_devices'])}, "
              f"python3={ns.python or 'from PATH'}, cwd={job_dir}\n").encode()
     first += "".join(f"[argus] {n}\n" for n in notes).encode()
     log.write(first)
     code: int | None = None
-    if refusal:
-        log.write(f"[argus] error: {refusal}\n".encode())
-        code = 126
-    elif not log.error:
-        log.write(reward_banner(ns, env, job_dir))
-        if not log.error:  # a log that fails before the task starts: do not start it
-            code = _start(ns, argv, env, job_dir, log, status)
+    try:
+        if refusal:
+            log.write(f"[argus] error: {refusal}\n".encode())
+            code = 126
+        elif not log.error:
+            log.write(reward_banner(ns, sandbox, env, job_dir))
+            if not log.error:  # a log that fails before the task starts: do not start it
+                code = _start(ns, command, command_env, job_dir, log, status, sandboxed=sandbox.active)
+    finally:
+        sandbox.cleanup()
     if log.error:
         return _log_failed(log, status, code)
     log.write(f"[argus] exit code {code} after {time.monotonic() - started:.1f} s\n".encode())
@@ -291,7 +400,7 @@ def _log_failed(log: TaskLog, status: StatusFile, code: int | None) -> int:
 
 
 def _start(ns: argparse.Namespace, argv: list[str], env: dict[str, str], job_dir: Path, log: TaskLog,
-           status: StatusFile) -> int:
+           status: StatusFile, *, sandboxed: bool = False) -> int:
     """The task's command under supervision; its exit code."""
     try:
         child = subprocess.Popen(argv, cwd=job_dir, env=env, stdin=subprocess.DEVNULL,
@@ -300,10 +409,50 @@ def _start(ns: argparse.Namespace, argv: list[str], env: dict[str, str], job_dir
     except OSError as e:
         log.write(f"[argus] cannot start {ns.argv[0]!r}: {e}\n".encode())
         return 127
-    return _supervise(child, log, status)
+    return _supervise(child, log, status, sandboxed=sandboxed)
 
 
-def _supervise(child: subprocess.Popen[bytes], log: TaskLog, status: StatusFile) -> int:
+def signal_tree(pid: int, sig: int) -> None:
+    """``sig`` to a process, its process group and every descendant.
+
+    A sandbox's processes are in sessions of their own (bwrap ``--new-session``, the private
+    Ray's daemons), so the child's process group alone would miss them; from the node they are
+    all descendants of the child. SIGKILL to the child (bwrap) ends the sandbox's PID
+    namespace, and with it every process still in there.
+    """
+    try:
+        tree = psutil.Process(pid).children(recursive=True)
+    except psutil.Error:
+        tree = []
+    try:
+        os.killpg(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+    for proc in tree:
+        try:
+            proc.send_signal(sig)
+        except psutil.Error:
+            pass
+
+
+def task_main(pid: int, sandboxed: bool) -> list[psutil.Process]:
+    """The processes a polite stop goes to: the child, or in a sandbox the process bwrap started in it.
+
+    bwrap with ``--unshare-pid`` is two processes, the one we started and the PID namespace's
+    init below it; the task's main process (``private_ray.py`` or the command) is the init's
+    child. A SIGTERM to bwrap itself would end the sandbox at once, with no time to stop.
+    """
+    try:
+        procs = [psutil.Process(pid)]
+        if sandboxed:
+            for _ in range(2):
+                procs = [c for p in procs for c in p.children()]
+    except psutil.Error:
+        return []
+    return procs
+
+
+def _supervise(child: subprocess.Popen[bytes], log: TaskLog, status: StatusFile, *, sandboxed: bool = False) -> int:
     """Wait for the child while pumping its output; forward stop signals to its whole group.
 
     A log that stops taking writes stops the task (SIGTERM to its group, SIGKILL after
@@ -313,13 +462,14 @@ def _supervise(child: subprocess.Popen[bytes], log: TaskLog, status: StatusFile)
     """
 
     def kill_group(sig: int) -> None:
-        try:
-            os.killpg(child.pid, sig)
-        except ProcessLookupError:
-            pass
+        signal_tree(child.pid, sig)
 
     def stop(sig: int) -> None:
-        kill_group(sig)
+        for proc in task_main(child.pid, sandboxed):
+            try:
+                os.killpg(proc.pid, sig) if not sandboxed else proc.send_signal(sig)
+            except (OSError, psutil.Error):
+                pass
         timer = threading.Timer(KILL_GRACE_S, kill_group, args=(signal.SIGKILL,))
         timer.daemon = True
         timer.start()

@@ -1,69 +1,73 @@
-"""The jail every process of a task runs in, on every node (ARCHITECTURE §7).
+"""The sandbox every task runs in, one per task and node (ARCHITECTURE §7.1).
 
-A task's code — the driver, the trainer, every Ray worker and actor of its Ray job — runs
-as the same OS account as every other task. What keeps Alice's reward function out of
-Bob's home is a bubblewrap mount namespace per process, built here:
+The platform's shared Ray cluster runs only platform code (the launcher,
+:mod:`argus.runtime.driver`); a task's own processes — its command, its private Ray
+cluster (:mod:`argus.runtime.private_ray`), every Ray worker and actor it starts — live in
+one bubblewrap sandbox that the launcher starts and ends:
 
-* the root filesystem read-only (the training environment included);
-* the data root hidden behind an empty tmpfs, then the owner's home bound back
-  read-write and the shared ``datasets/`` and ``hf/`` read-only — no other home, no
-  ``<root>/.argus`` (the jail key, the discovery file);
-* the server's state directory (database, SSH host key) and the account's secrets
-  (``~/.ssh``, ``~/.ray``, …) hidden;
-* a private ``/tmp``; the Ray temp/session directory bound back read-write (sockets,
-  worker logs) and ``/dev`` as it is (``/dev/shm`` for the object store and NCCL, the GPU
-  device files; which GPUs a process uses is set by Ray through ``CUDA_VISIBLE_DEVICES``).
+* **namespaces**: PID (the task sees its own processes only, and they all die with the
+  sandbox), IPC, UTS, and a user namespace where the kernel allows it, so nothing inside is
+  root; every capability dropped (``--cap-drop ALL``) either way;
+* **files**: the root read-only; the data root hidden behind an empty tmpfs, then the
+  owner's home read-write and ``datasets/``, ``hf/`` read-only; the node's state
+  directories (database, keys, the platform Ray's session and token) and the account's
+  secrets hidden; ``/run`` hidden (host daemons' sockets); a private ``/tmp`` on the node's
+  disk (``<scratch>/<task>/tmp``: the private Ray's session and logs) and a sized private
+  ``/dev/shm``;
+* **devices**: a minimal ``/dev`` plus only the task's own GPU device files (and the NVIDIA
+  control nodes), so a program that ignores ``CUDA_VISIBLE_DEVICES`` still finds only its GPUs;
+* **environment**: cleared; what goes in is the documented allowlist of the node's
+  variables (:data:`argus.core.envvars.NODE_ENV_KEEP`) and what the launcher sets.
 
-Who the owner is comes from the job's ``runtime_env["argus_jail"]`` =
-``{"user": name, "sig": HMAC(key, name)}``: Argus signs it when it submits the job, and
-the plugin on each node (:mod:`argus.runtime.ray_plugin`) checks it with the key in
-``<root>/.argus/jail.key``, which no jail can read. A task can copy its own token to an
-actor but cannot forge another user's.
+The node-side settings (bwrap path, data root, what to hide, where scratch lives, whether
+user namespaces work) are a JSON file named by ``ARGUS_JAIL_CONFIG`` in the environment of
+the node's ``ray start``, written by ``argus up`` / ``argus worker``; the launcher (a Ray
+worker of that node, so it inherits the variable) reads it. The platform Ray's auth token
+lives in ``<root>/.argus`` beside the discovery file; no sandbox shows that folder.
 
-The node-side settings (bwrap path, data root, what to hide, the Ray temp dir) are a JSON
-file named by ``ARGUS_JAIL_CONFIG`` in the environment of ``ray start``: the trusted side
-writes it, the runtime-env agent reads it. Pure functions and the standard library only:
-this module is imported by the agent, the server and the driver.
+Pure functions and the standard library only: this module is imported by the launcher on
+every node and by the server.
 """
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
 import os
 import secrets
-import shlex
 import shutil
+import subprocess
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from argus.core.envvars import NODE_ENV_KEEP, env_kept
+
 CONFIG_ENV = "ARGUS_JAIL_CONFIG"
-JAILED_ENV = "ARGUS_JAILED"  # set inside the jail to the owner's name
-FIELD = "argus_jail"  # the runtime_env key that carries the signed owner
-KEY_NAME = "jail.key"
-USER_SECRETS = (".ssh", ".ray", ".argus", ".config", ".netrc", ".cache/huggingface/token", ".aws", ".docker")
+JAILED_ENV = "ARGUS_JAILED"  # set inside the sandbox to the owner's name
+TOKEN_NAME = "ray-auth-token"
+USER_SECRETS = (".ssh", ".ray", ".argus", ".config", ".netrc", ".cache/huggingface/token", ".aws", ".docker",
+                ".kube", ".gnupg", ".pgpass")
+SANDBOX_UID = 1000  # the uid inside a user-namespaced sandbox when Argus runs as root: never root inside
+NVIDIA_CONTROL = ("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools", "/dev/nvidia-modeset",
+                  "/dev/nvidia-caps")
+NVIDIA_PROC = Path("/proc/driver/nvidia/gpus")
 
 
 class JailError(RuntimeError):
-    """A process may not start: the message says why and what to do."""
+    """A task may not start: the message says why and what to do."""
 
 
 @dataclass
 class JailConfig:
-    """What a node's jails look like; written by ``argus up`` / ``argus worker``, read by the agent."""
+    """What a node's sandboxes look like; written by ``argus up`` / ``argus worker``, read by the launcher."""
 
     bwrap: str
     data_root: str
+    scratch_dir: str  # <node state>/sandboxes: one folder per running task (its /tmp, passwd)
     hide: list[str] = field(default_factory=list)  # dirs (tmpfs) or files (/dev/null) to hide
-    bind_rw: list[str] = field(default_factory=list)  # shown read-write after hiding (Ray temp dir)
     bind_ro: list[str] = field(default_factory=list)  # shown read-only after hiding (venvs, the checkout)
-    symlinks: list[tuple[str, str]] = field(default_factory=list)  # (target, link) recreated in /tmp
-
-    @property
-    def key_file(self) -> Path:
-        return key_path(Path(self.data_root))
+    user_ns: bool = False  # whether bwrap can unshare the user namespace here (probed at node start)
+    env_keep: list[str] = field(default_factory=lambda: list(NODE_ENV_KEEP))
 
     def dump(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -74,53 +78,58 @@ class JailConfig:
     @classmethod
     def load(cls, path: str | Path) -> JailConfig:
         data = json.loads(Path(path).read_text())
-        data["symlinks"] = [tuple(p) for p in data.get("symlinks", [])]
-        return cls(**data)
+        known = {f for f in cls.__dataclass_fields__}
+        return cls(**{k: v for k, v in data.items() if k in known})
 
 
-def key_path(data_root: Path) -> Path:
-    return data_root / ".argus" / KEY_NAME
+# -- the platform Ray's auth token ---------------------------------------------------------------
+
+def token_path(data_root: Path) -> Path:
+    return data_root / ".argus" / TOKEN_NAME
 
 
-def ensure_key(data_root: Path) -> bytes:
-    """The jail key (created once, mode 0600, in ``<root>/.argus`` which jails never show)."""
-    path = key_path(data_root)
+def ensure_ray_token(data_root: Path) -> str:
+    """The platform Ray cluster's auth token (created once, mode 0600, in ``<root>/.argus``).
+
+    Every platform process (nodes, server, launchers) reads it from there; no sandbox shows
+    ``<root>/.argus``, so no task can talk to the platform's GCS, raylets or Jobs API.
+    """
+    path = token_path(data_root)
     try:
-        return path.read_bytes()
+        return path.read_text().strip()
     except FileNotFoundError:
         pass
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{KEY_NAME}.{os.getpid()}.tmp")
+    tmp = path.with_name(f".{TOKEN_NAME}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "wb") as f:
-        f.write(secrets.token_hex(32).encode())
+    with os.fdopen(fd, "w") as f:
+        f.write(secrets.token_hex(32))
     try:
-        os.link(tmp, path)  # first writer wins; a concurrent creator reads the winner's key
+        os.link(tmp, path)  # first writer wins; a concurrent creator reads the winner's token
     except FileExistsError:
         pass
     finally:
         tmp.unlink()
-    return path.read_bytes()
+    return path.read_text().strip()
 
 
-def sign(key: bytes, user: str) -> dict[str, str]:
-    """The ``runtime_env["argus_jail"]`` value for ``user``."""
-    return {"user": user, "sig": hmac.new(key, user.encode(), hashlib.sha256).hexdigest()}
+def read_ray_token(data_root: Path) -> str | None:
+    try:
+        return token_path(data_root).read_text().strip() or None
+    except OSError:
+        return None
 
 
-def verify(key: bytes, value: object) -> str:
-    """The owner named by a signed ``argus_jail`` value; JailError if absent or forged."""
-    if not isinstance(value, Mapping) or not isinstance(value.get("user"), str) or not isinstance(
-            value.get("sig"), str):
-        raise JailError(f"every process on an Argus node runs in its owner's jail, and this runtime_env has no "
-                        f"valid '{FIELD}' (tasks inherit it from their job; do not override or remove it)")
-    user = value["user"]
-    if not hmac.compare_digest(sign(key, user)["sig"], value["sig"]):
-        raise JailError(f"runtime_env['{FIELD}'] for user {user!r} has a wrong signature")
-    if not user or "/" in user or user in (".", ".."):
-        raise JailError(f"runtime_env['{FIELD}'] names an invalid user {user!r}")
-    return user
+def platform_ray_env(data_root: Path) -> dict[str, str]:
+    """The variables that make a ``ray start`` (and every platform process it starts) use token auth."""
+    path = token_path(data_root)
+    if not path.is_file():
+        raise JailError(f"no Ray auth token at {path}: the head creates it on the shared filesystem; "
+                        f"is it mounted at {data_root} here (argus worker --data-root)?")
+    return {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(path)}
 
+
+# -- the node's sandbox config -----------------------------------------------------------------
 
 def bwrap_available() -> str | None:
     return shutil.which("bwrap")
@@ -136,56 +145,19 @@ def jail_enabled(mode: str) -> bool:
     return found
 
 
-def jail_argv(cfg: JailConfig, user: str, env: Mapping[str, str] | None = None) -> list[str]:
-    """``bwrap … --`` for a process of ``user``'s task; ``env`` is set inside the jail only.
-
-    Order matters: bubblewrap applies mounts in sequence, so the hidden trees are covered
-    first and the parts a task needs are bound back on top.
-    """
-    root = Path(cfg.data_root)
-    home = root / "users" / user
-    args = [cfg.bwrap, "--ro-bind", "/", "/", "--dev-bind", "/dev", "/dev", "--proc", "/proc",
-            "--tmpfs", "/tmp", "--tmpfs", "/var/tmp", "--die-with-parent", "--new-session"]
-    for path in cfg.hide:
-        p = Path(path)
-        if p.is_dir():
-            args += ["--tmpfs", str(p)]
-        elif p.exists():
-            args += ["--ro-bind", "/dev/null", str(p)]
-    args += ["--tmpfs", str(root)]
-    for path in cfg.bind_ro:
-        if Path(path).exists():
-            args += ["--ro-bind", path, path]
-    for path in cfg.bind_rw:
-        if Path(path).exists():
-            args += ["--bind", path, path]
-    for target, link in cfg.symlinks:
-        args += ["--symlink", target, link]
-    args += ["--bind", str(home), str(home)]
-    for shared in ("datasets", "hf"):
-        if (root / shared).is_dir():
-            args += ["--ro-bind", str(root / shared), str(root / shared)]
-    args += ["--setenv", JAILED_ENV, user, "--setenv", "TMPDIR", "/tmp"]
-    for name, value in (env or {}).items():
-        args += ["--setenv", name, value]
-    return [*args, "--"]
+def user_ns_works(bwrap: str) -> bool:
+    """Whether this kernel lets bubblewrap unshare the user namespace (not on every host or container)."""
+    try:
+        done = subprocess.run([bwrap, "--ro-bind", "/", "/", "--unshare-user", "--unshare-pid", "--proc", "/proc",
+                               "--", "true"], capture_output=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0
 
 
-def wrap_command(cfg: JailConfig, user: str, command: str, env: Mapping[str, str] | None = None) -> str:
-    """A shell command string that runs ``command`` (an executable plus arguments) inside the jail.
-
-    ``command`` is split into words and every word is quoted, so nothing in it — a
-    ``$(…)``, a ``;`` — is ever interpreted by the shell that starts the jail.
-    """
-    words = shlex.split(command)
-    if not words:
-        raise JailError("empty py_executable")
-    return shlex.join([*jail_argv(cfg, user, env), *words])
-
-
-def node_config(*, data_root: Path, state_dirs: Iterable[Path], ray_temp_dir: Path, python: str,
+def node_config(*, data_root: Path, state_dirs: Iterable[Path], python: str, scratch_dir: Path,
                 bwrap: str | None = None) -> JailConfig:
-    """The jail of one node: hide the state dirs and the account's secrets, show Ray's temp dir.
+    """The sandboxes of one node: hide the state dirs and the account's secrets.
 
     ``python`` is the training interpreter: its venv and installation are bound back read-only
     in case they live under a hidden tree or ``/tmp`` (a checkout in /tmp, as CI has).
@@ -198,28 +170,149 @@ def node_config(*, data_root: Path, state_dirs: Iterable[Path], ray_temp_dir: Pa
     py = Path(python)
     source = Path(__file__).resolve().parents[2]
     bind_ro = [str(py.parent.parent), str(py.resolve().parent.parent), str(source)]
-    temp_real = ray_temp_dir.resolve()
-    symlinks: list[tuple[str, str]] = []
-    if ray_temp_dir.is_symlink():
-        symlinks.append((str(temp_real), str(ray_temp_dir)))
-    return JailConfig(bwrap=bwrap, data_root=str(data_root), hide=hide, bind_rw=[str(temp_real)],
-                      bind_ro=bind_ro, symlinks=symlinks)
+    return JailConfig(bwrap=bwrap, data_root=str(data_root), scratch_dir=str(scratch_dir), hide=hide,
+                      bind_ro=bind_ro, user_ns=user_ns_works(bwrap))
 
 
-def node_env(*, mode: str, data_root: Path, state_dir: Path, ray_temp_dir: Path, python: str) -> dict[str, str]:
-    """The environment of ``ray start`` on a node whose tasks must be jailed ({} when ``mode`` turns it off).
+def node_env(*, mode: str, data_root: Path, state_dir: Path, python: str) -> dict[str, str]:
+    """The environment of ``ray start`` on a node whose tasks run sandboxed ({} when ``mode`` turns it off).
 
-    Writes the node's jail config to ``<state_dir>/jail/node.json``; the jail key must already
-    exist in ``<data_root>/.argus`` (the head creates it; a worker only reads it).
+    Writes the node's config to ``<state_dir>/jail/node.json``; its launchers find it through
+    ``ARGUS_JAIL_CONFIG``.
     """
     if not jail_enabled(mode):
         return {}
-    if not key_path(data_root).is_file():
-        raise JailError(f"no jail key at {key_path(data_root)}: the head creates it on the shared filesystem; "
-                        f"is it mounted at {data_root} here (argus worker --data-root)?")
     path = state_dir / "jail" / "node.json"
-    node_config(data_root=data_root, state_dirs=[state_dir], ray_temp_dir=ray_temp_dir, python=python).dump(path)
-    return {
-        CONFIG_ENV: str(path),
-        "RAY_RUNTIME_ENV_PLUGINS": json.dumps([{"class": "argus.runtime.ray_plugin.JailPlugin"}]),
-    }
+    scratch = state_dir / "sandboxes"
+    scratch.mkdir(parents=True, exist_ok=True)
+    scratch.chmod(0o700)
+    node_config(data_root=data_root, state_dirs=[state_dir], python=python, scratch_dir=scratch).dump(path)
+    return {CONFIG_ENV: str(path)}
+
+
+# -- one task's sandbox --------------------------------------------------------------------------
+
+def gpu_device_files(visible: list[str], *, proc: Path = NVIDIA_PROC, dev: Path = Path("/dev")) -> list[str]:
+    """The device files of the GPUs ``visible`` (Ray's ids = NVML indexes), plus the control nodes.
+
+    NVML numbers GPUs by PCI bus id; ``/dev/nvidiaN`` is numbered by the driver's minor number,
+    which need not agree, so the minor of each GPU is read from ``/proc/driver/nvidia/gpus``.
+    [] on a node without NVIDIA devices (CPU machines, logical GPUs in tests) and for a task
+    without GPUs: it gets no NVIDIA device file at all, not even the control nodes.
+    """
+    if not visible:
+        return []
+    try:
+        entries = sorted(p for p in proc.iterdir() if (p / "information").is_file())
+    except OSError:
+        entries = []
+    minors: list[str] = []
+    for entry in entries:
+        info = (entry / "information").read_text(errors="replace")
+        minor = next((line.split(":", 1)[1].strip() for line in info.splitlines()
+                      if line.startswith("Device Minor")), None)
+        if minor is not None:
+            minors.append(minor)
+    if not minors:
+        return []
+    files: list[str] = []
+    for gpu in visible:
+        if gpu.isdigit() and int(gpu) < len(minors):
+            files.append(str(dev / f"nvidia{minors[int(gpu)]}"))
+    files += [str(dev / Path(p).name) for p in NVIDIA_CONTROL]
+    return [f for f in files if Path(f).exists()]
+
+
+def other_gpu_proc_dirs(visible: list[str], *, proc: Path = NVIDIA_PROC) -> list[str]:
+    """``/proc/driver/nvidia/gpus/<bus id>`` of the GPUs not given to the task (masked in the sandbox)."""
+    try:
+        entries = sorted(p for p in proc.iterdir() if p.is_dir())
+    except OSError:
+        return []
+    keep = {int(g) for g in visible if g.isdigit()}
+    return [str(p) for i, p in enumerate(entries) if i not in keep]
+
+
+def sandbox_env(node_env: Mapping[str, str], keep: Iterable[str], task_env: Mapping[str, str]) -> dict[str, str]:
+    """What the task's processes see: the node's allowlisted variables, then the task's own."""
+    keep = list(keep)
+    env = {k: v for k, v in node_env.items() if env_kept(k, keep)}
+    env.update(task_env)
+    return env
+
+
+def write_identity(scratch: Path, user: str, uid: int, gid: int, home: str) -> tuple[Path, Path]:
+    """``passwd``/``group`` for the sandbox: the task's uid has a name (``getpass.getuser()``, torch's caches)."""
+    etc = scratch / "etc"
+    etc.mkdir(parents=True, exist_ok=True)
+    passwd, group = etc / "passwd", etc / "group"
+    name = f"argus-{user}"
+    passwd.write_text(f"root:x:0:0:root:/root:/usr/sbin/nologin\n{name}:x:{uid}:{gid}:Argus user {user}:{home}:"
+                      f"/bin/bash\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n")
+    group.write_text(f"root:x:0:\n{name}:x:{gid}:\nnogroup:x:65534:\n")
+    return passwd, group
+
+
+def _under(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
+
+
+def inside_ids(cfg: JailConfig) -> tuple[int, int]:
+    """(uid, gid) of the task's processes: the launcher's own, except root becomes ``SANDBOX_UID`` when it can."""
+    uid, gid = os.getuid(), os.getgid()
+    if uid == 0 and cfg.user_ns:
+        return SANDBOX_UID, SANDBOX_UID
+    return uid, gid
+
+
+def sandbox_argv(cfg: JailConfig, *, user: str, scratch: Path, env: Mapping[str, str], devices: list[str],
+                 mask: Iterable[str] = (), shm_bytes: int) -> list[str]:
+    """``bwrap … --`` for a process tree of ``user``'s task; ``env`` is its whole environment.
+
+    Order matters: bubblewrap applies mounts in sequence, so the hidden trees are covered
+    first and the parts a task needs are bound back on top. The host name stays the node's
+    (its own UTS namespace, so a change stays inside): vLLM, Gloo and torchrun resolve it.
+    """
+    root = Path(cfg.data_root)
+    home = root / "users" / user
+    uid, gid = inside_ids(cfg)
+    passwd, group = write_identity(scratch, user, uid, gid, str(home))
+    tmp = scratch / "tmp"
+    tmp.mkdir(parents=True, exist_ok=True)
+    args = [cfg.bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+            "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+            *(["--unshare-user", "--uid", str(uid), "--gid", str(gid)] if cfg.user_ns else []),
+            "--cap-drop", "ALL", "--die-with-parent", "--new-session", "--clearenv"]
+    # /tmp first: state dirs, a data root or a checkout may live under /tmp (CI does), and what is
+    # bound after this lands on the private /tmp; what was under the host's /tmp is gone with it.
+    args += ["--bind", str(tmp), "/tmp", "--tmpfs", "/var/tmp"]
+    for path in cfg.hide:
+        p = Path(path)
+        if _under(p, Path("/tmp")):
+            continue
+        if p.is_dir():
+            args += ["--tmpfs", str(p)]
+        elif p.exists():
+            args += ["--ro-bind", "/dev/null", str(p)]
+    for run in ("/run", "/var/run"):
+        if Path(run).is_dir() and not Path(run).is_symlink():
+            args += ["--tmpfs", run]
+    if Path("/run/systemd/resolve").is_dir():  # DNS on hosts whose resolv.conf points there
+        args += ["--ro-bind", "/run/systemd/resolve", "/run/systemd/resolve"]
+    args += ["--tmpfs", str(root)]
+    for path in cfg.bind_ro:
+        if Path(path).exists():
+            args += ["--ro-bind", path, path]
+    args += ["--bind", str(home), str(home)]
+    for shared in ("datasets", "hf"):
+        if (root / shared).is_dir():
+            args += ["--ro-bind", str(root / shared), str(root / shared)]
+    args += ["--size", str(int(shm_bytes)), "--tmpfs", "/dev/shm",
+             "--ro-bind", str(passwd), "/etc/passwd", "--ro-bind", str(group), "/etc/group"]
+    for device in devices:
+        args += ["--dev-bind", device, device]
+    for path in mask:
+        args += ["--tmpfs", path]
+    for name, value in {**env, JAILED_ENV: user, "TMPDIR": "/tmp"}.items():
+        args += ["--setenv", name, value]
+    return [*args, "--"]

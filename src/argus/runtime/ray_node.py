@@ -1,36 +1,30 @@
-"""``python -m argus.runtime.ray_node start …``: ``ray start`` whose raylet starts every worker through the guard.
+"""``python -m argus.runtime.ray_node start …``: ``ray start`` for the platform's nodes, with no Ray Client server.
 
-Ray starts each Python worker as ``python <setup_worker.py> --serialized-runtime-env-context=…
-default_worker.py …``. Workers of a runtime_env are jailed by the agent's plugin
-(:mod:`argus.runtime.ray_plugin`), but a worker whose runtime_env is empty never reaches the
-agent — measured: a task that drops Ray's job config and calls ``ray.init()`` as a new
-driver got unjailed workers that read another user's home. This wrapper runs the normal
-``ray start`` CLI in-process with one change: the raylet's worker command runs
-:mod:`argus.runtime.worker_guard` instead of Ray's setup_worker.py, and the guard lets a
-worker start only when its interpreter command is this node's jail.
+The platform's Ray cluster runs only platform code (issue 21): launchers and Ray's own job
+supervisors. Nothing of Argus uses the Ray Client, and a Ray Client server is a way into the
+cluster that starts "specific server" processes through Ray's plain worker setup — measured
+before issue 21: from inside a task, ``ray.init("ray://head:10001")`` got one with the platform
+account's full rights. Ray's CLI always starts one on a head when the client's packages are
+installed (there is no flag to turn it off; a port is required), so this wrapper runs the
+normal CLI in-process with that one step skipped. Token auth (``RAY_AUTH_MODE=token``) guards
+everything else the head listens on.
 """
 
 from __future__ import annotations
 
-import inspect
+import logging
 import sys
-from pathlib import Path
 
-GUARD = Path(__file__).with_name("worker_guard.py")
+log = logging.getLogger(__name__)
 
 
 def _patch() -> None:
-    from ray._private import services
+    from ray._private.node import Node
 
-    original = services.start_raylet
-    signature = inspect.signature(original)
+    def start_ray_client_server(self: Node) -> None:  # noqa: ARG001 - Ray's method, skipped on purpose
+        log.info("argus: no Ray Client server on the platform's head")
 
-    def start_raylet(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202 - Ray's own signature, passed through
-        bound = signature.bind(*args, **kwargs)
-        bound.arguments["setup_worker_path"] = str(GUARD)
-        return original(*bound.args, **bound.kwargs)
-
-    services.start_raylet = start_raylet
+    Node.start_ray_client_server = start_ray_client_server  # type: ignore[method-assign]
 
 
 def main() -> None:

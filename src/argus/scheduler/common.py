@@ -24,7 +24,9 @@ from sqlalchemy.orm import Session
 
 from argus.cluster.types import JobsBackend, NodeInventory
 from argus.core import accounting
+from argus.core.gpu_binding import uses_ray
 from argus.core.paths import DataLayout
+from argus.core.resources import RESOURCES_KEY, default_cpus
 from argus.core.states import LIVE_ATTEMPT, TERMINAL, TaskStatus
 from argus.db.models import TaskAttemptModel, TaskModel, utcnow
 from argus.db.session import Database
@@ -53,7 +55,7 @@ class LoopContext:
     jobs: JobsBackend
     inventory: NodeInventory
     ray_address: str | None = None  # the GCS address drivers must attach to (RAY_ADDRESS)
-    jail_key: bytes | None = None  # signs each job's owner for the nodes' jails; None: tasks run unjailed
+    sandbox: bool = False  # tasks must run in their sandbox (settings.task_jail on and bubblewrap here)
     now: Callable[[], datetime] = utcnow
     extra_env: dict[str, str] = field(default_factory=dict)
 
@@ -129,36 +131,46 @@ def driver_argv(ctx: LoopContext, user: str, task: TaskModel, attempt: int) -> l
     """``<train_python> -I -m argus.runtime.driver …`` with the task's argv after ``--``.
 
     ``-I`` (isolated mode) ignores PYTHONPATH, so nothing in the user's ``code/`` folder can
-    shadow the driver; the user's code is on the path of the training process only.
-    Basic templates ask the driver to pick the attention kernel the worker really has.
+    shadow the launcher; the user's code is on the path of the task's processes only.
+    Basic templates ask the launcher to pick the attention kernel the worker really has.
+    The task's share of a node (``--cpus/--gpus/--memory``) sizes its private Ray cluster.
     """
+    resources = (task.spec_resolved or {}).get(RESOURCES_KEY) or {}
+    cpus = resources.get("cpus")
+    cpus = float(cpus) if cpus is not None else default_cpus(task.entry_module, task.nnodes, task.n_gpus_per_node)
+    memory = int(resources.get("memory") or 0)
     return [
         ctx.settings.train_python, "-I", "-m", DRIVER_MODULE,
         "--job-dir", str(job_dir(ctx, user, task.id)),
         "--attempt", str(attempt),
         "--python", ctx.settings.train_python,
         *(["--attention", "auto"] if task.kind == "basic" else []),
-        *(["--require-jail", user] if ctx.jail_key is not None else []),
+        "--user", user,
+        *(["--sandbox"] if ctx.sandbox else []),
+        *(["--private-ray"] if uses_ray(list(task.argv)) else []),
+        "--cpus", f"{cpus:g}", "--gpus", str(task.n_gpus_per_node),
+        *(["--memory", str(memory)] if memory else []),
+        *(f"--setenv={name}={value}" for name, value in task_env(ctx, user).items()),
         "--",
         *task.argv,
     ]
 
 
-def runtime_env(ctx: LoopContext, user: str) -> dict[str, Any]:
-    """The job's runtime_env, inherited by every Ray worker of the task.
+def task_env(ctx: LoopContext, user: str) -> dict[str, str]:
+    """What the task's processes find in their environment, on top of the node's allowlist (core.envvars).
 
     * the user's ``code/`` on the path of every task process, *after* the installed packages
-      (runtime/userpath/sitecustomize.py, first on PYTHONPATH, before — not instead of — an
-      inherited PYTHONPATH), so it can never shadow Argus or Ray; the driver runs with ``-I``;
-    * the right cluster: RAY_ADDRESS is explicit because with two clusters on one host a
-      driver's ``ray.init()`` can otherwise attach to the wrong one;
+      (runtime/userpath/sitecustomize.py, first on PYTHONPATH), so it can never shadow Argus or
+      Ray; the launcher runs with ``-I``;
     * the user's home and the shared Hugging Face cache (``$HOME/common/hf``);
-    * ``RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO``: a process that holds no GPU gets an empty
-      ``CUDA_VISIBLE_DEVICES`` instead of seeing every GPU of its node;
-    * the signed owner for the nodes' jails (``argus_jail``, see argus.runtime.jail).
+    * ``RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO``: a process of the private Ray that holds no GPU gets
+      an empty ``CUDA_VISIBLE_DEVICES`` instead of seeing every GPU of the task.
+
+    No ``RAY_ADDRESS``: a program that uses Ray gets its private cluster's from the sandbox, and
+    nothing in a task ever names the platform's cluster.
     """
-    env = {
-        "PYTHONPATH": f"{USER_PATH_DIR}:${{PYTHONPATH}}",
+    return {
+        "PYTHONPATH": USER_PATH_DIR,
         "ARGUS_USER_CODE": str(ctx.layout.code_dir(user)),
         "RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO": "1",
         "HOME": str(ctx.layout.home(user)),
@@ -167,12 +179,15 @@ def runtime_env(ctx: LoopContext, user: str) -> dict[str, Any]:
         "PYTHONUNBUFFERED": "1",
         **ctx.extra_env,
     }
-    if ctx.ray_address:
-        env["RAY_ADDRESS"] = ctx.ray_address
-    out: dict[str, Any] = {"env_vars": env}
-    if ctx.jail_key is not None:
-        out[jail.FIELD] = jail.sign(ctx.jail_key, user)
-    return out
+
+
+def runtime_env(ctx: LoopContext, user: str) -> dict[str, Any]:
+    """The launcher's runtime_env: nothing of the task's (that goes into the sandbox through argv).
+
+    ``RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO``: a launcher holding no GPU gets an empty
+    ``CUDA_VISIBLE_DEVICES`` ("no GPU") rather than none ("every GPU of the node").
+    """
+    return {"env_vars": {"PYTHONUNBUFFERED": "1", "RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO": "1"}}
 
 
 def entrypoint(argv: list[str]) -> str:

@@ -19,8 +19,7 @@ from sqlalchemy import bindparam, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from argus.cluster.types import ClusterUnavailable, JobAlreadyExists, JobInfo, WorkerNode
-from argus.core.gpu_binding import RAY_PLACED_MODULES, driver_gpus, entry_module
-from argus.core.resources import RESOURCES_KEY, NodeNeed, default_cpus, driver_reservation
+from argus.core.resources import RESOURCES_KEY, NodeNeed, default_cpus
 from argus.core.states import ACTIVE, TaskStatus, TerminationReason
 from argus.db.models import TaskAttemptModel, TaskModel, UserModel, utcnow
 from argus.errors import Conflict
@@ -310,21 +309,18 @@ def task_node_need(task: TaskModel) -> NodeNeed:
 
 def ray_submit(ctx: LoopContext, sid: str, task_id: str, user: str, attempt: int, argv: list[str],
                task_argv: list[str], n_gpus_per_node: int, need: NodeNeed | None = None) -> None:
-    """The one place a Ray job is created: driver on a worker node, env for the user, and the GPUs
-    reserved for the entry point when it uses them itself (core.gpu_binding).
+    """The one place a Ray job is created: the task's launcher on a worker node, holding the task's share.
 
-    CPUs and memory likewise (issue 15, core.resources.driver_reservation): a program that works
-    in its driver (SFT under torchrun, a CPU job) reserves the per-node CPUs and memory the policy
-    counted, so Ray starts the driver only on a node with them free — the node the policy found
-    room on, or another with as much room — and counts them as used for everyone after. verl's
-    Ray trainers reserve nothing in the driver: their placement groups and actors ask Ray for
-    the CPUs the policy counted, on the nodes they run on.
+    The launcher (``argus.runtime.driver``) reserves the task's whole per-node need in the
+    platform's Ray — its GPUs, CPUs and memory (issue 15's ``core.resources``) — so Ray starts
+    it only on a node with them free, the node the policy found room on or another with as much,
+    and counts them as used for everyone after. Inside its sandbox the task then has exactly
+    that share: its GPU device files, and a private Ray cluster of that size (issue 21).
     """
-    held = driver_reservation(need or NodeNeed(), ray_placed=entry_module(task_argv) in RAY_PLACED_MODULES)
+    held = need or NodeNeed()
     ctx.jobs.submit(sid, entrypoint(argv), entrypoint_resources={"worker_node": 1},
-                    entrypoint_num_gpus=driver_gpus(task_argv, n_gpus_per_node),
-                    entrypoint_num_cpus=held.cpus, entrypoint_memory=held.memory,
-                    runtime_env=runtime_env(ctx, user),
+                    entrypoint_num_gpus=n_gpus_per_node, entrypoint_num_cpus=held.cpus,
+                    entrypoint_memory=held.memory, runtime_env=runtime_env(ctx, user),
                     metadata={"argus_task_id": task_id, "argus_user": user, "argus_attempt": str(attempt)})
 
 

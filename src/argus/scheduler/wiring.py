@@ -48,17 +48,19 @@ def build_scheduler(db: Database, settings: Settings, *, jobs: JobsBackend | Non
                     dashboard: str | None = None) -> Scheduler:
     """``ray_address``/``dashboard`` override the settings (``argus up`` passes its LocalCluster's)."""
     gcs, url = ray_endpoints(settings)
-    dash = Dashboard(dashboard or url, token=settings.ray_auth_token)
+    # the platform Ray's token: given, else the one the head keeps in <root>/.argus (runtime/jail.py)
+    token = settings.ray_auth_token or jail.read_ray_token(settings.root)
+    dash = Dashboard(dashboard or url, token=token)
     jobs = jobs or RayJobsClient(dash)
     inventory = inventory or RayInventory(dash, cache_s=settings.inventory_cache_s)
-    jail_key = jail.ensure_key(settings.root) if jail.jail_enabled(settings.task_jail) else None
-    if jail_key is None:
-        log.warning("tasks run WITHOUT a jail (task_jail=%s%s): any task can read every home on its node; "
+    sandbox = jail.jail_enabled(settings.task_jail)
+    if not sandbox:
+        log.warning("tasks run WITHOUT a sandbox (task_jail=%s%s): any task can read every home on its node; "
                     "apt-get install bubblewrap", settings.task_jail,
                     "" if settings.task_jail == "off" else ", bubblewrap is not installed")
     # its own engine: the API's requests give up on a held lock after seconds (503), the loops wait longer
     loop_db = db.sibling(busy_timeout_s=SCHEDULER_BUSY_TIMEOUT_S)
     runner = SchedulerRunner(LoopContext(db=loop_db, settings=settings, jobs=jobs, inventory=inventory,
-                                         ray_address=ray_address or gcs, jail_key=jail_key))
+                                         ray_address=ray_address or gcs, sandbox=sandbox))
     inv = inventory
     return Scheduler(runner, SchedulerComponent(runner, owns_db=loop_db is not db), lambda: nodes_view(db, inv))
