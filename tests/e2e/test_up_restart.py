@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import httpx
@@ -25,13 +26,16 @@ from tests.helpers import free_port
 pytestmark = pytest.mark.e2e
 
 
-def up(state: Path, port: int, log: str) -> subprocess.Popen[bytes]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ARGUS_", "RAY_ADDRESS"))}
-    env.update(ARGUS_VERL_VALIDATION="off", ARGUS_SCHEDULER_TICK_S="0.5")
+def up(state: Path, port: int, log: str, *, env: dict[str, str] | None = None,
+       prefix: Sequence[str] = ()) -> subprocess.Popen[bytes]:
+    """``argus up`` on ``state`` in its own session; ``env`` is added to its environment and ``prefix`` runs it
+    (``setpriv ... --``: as another account)."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("ARGUS_", "RAY_ADDRESS"))}
+    base.update(ARGUS_VERL_VALIDATION="off", ARGUS_SCHEDULER_TICK_S="0.5", **(env or {}))
     state.mkdir(exist_ok=True)
-    return subprocess.Popen([sys.executable, "-m", "argus.cli.main", "up", "--state-dir", str(state),
+    return subprocess.Popen([*prefix, sys.executable, "-m", "argus.cli.main", "up", "--state-dir", str(state),
                              "--port", str(port), "--gpus", "0", "--no-sftp"],
-                            env=env, stdout=open(state / log, "wb"), stderr=subprocess.STDOUT,  # noqa: SIM115
+                            env=base, stdout=open(state / log, "wb"), stderr=subprocess.STDOUT,  # noqa: SIM115
                             start_new_session=True)
 
 

@@ -1,0 +1,147 @@
+"""The hostile probe against the process that really runs: a real ``argus up`` with secrets in its environment.
+
+tests/e2e/test_jail.py runs tests/e2e/hostile_probe.py on the in-process test stack; here the same probe
+runs in a task of a real ``argus up`` subprocess started with ``ARGUS_ADMIN_TOKEN``, ``ARGUS_METRICS_TOKEN``
+and ``AWS_SECRET_ACCESS_KEY`` in its environment, while bob's Ray task runs beside it. The probe searches
+every ``/proc/*/environ`` it can see, and its own environment, for those values, and tries every other way
+out (the platform's GCS, dashboard and Jobs API, bob's private Ray, the platform's files, the server's pid).
+Each way is blocked, the server still answers afterwards, and SIGTERM leaves no process of the state dir.
+
+Once as root and once as an unprivileged account (uid/gid 65534, via ``setpriv``; the sandbox then needs
+unprivileged user namespaces).
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import psutil
+import pytest
+
+from argus.cluster.leftover import load, record_path
+from tests.e2e.test_jail import assert_all_blocked, probe_knowledge, run_hostile_probe
+from tests.e2e.test_two_up import admin_token, processes_of
+from tests.e2e.test_up_restart import up
+from tests.helpers import free_port, new_user_client
+
+pytestmark = [pytest.mark.e2e, pytest.mark.hostile]
+
+NOBODY = 65534
+SETPRIV = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--"]
+
+
+def _last_line(done: subprocess.CompletedProcess[str]) -> str:
+    lines = (done.stdout + done.stderr).strip().splitlines()
+    return lines[-1] if lines else f"exit {done.returncode}"
+
+
+def _nobody_can_run_argus() -> None:
+    """Skip unless this root test process can run ``argus up`` as uid 65534 with its sandbox."""
+    if shutil.which("setpriv") is None:
+        pytest.skip("setpriv (util-linux) is not installed: cannot run argus up as another account")
+    if shutil.which("bwrap") is None:
+        pytest.skip("bubblewrap is not installed")
+    userns = subprocess.run([*SETPRIV, "bwrap", "--ro-bind", "/", "/", "--unshare-user", "--unshare-pid",
+                             "--proc", "/proc", "true"], capture_output=True, text=True, timeout=60, cwd="/")
+    if userns.returncode != 0:
+        pytest.skip(f"bubblewrap as uid {NOBODY} needs unprivileged user namespaces: {_last_line(userns)}")
+    # through a shell: setpriv's own exec still resolves the path with root's capabilities, Argus's children do not
+    venv = subprocess.run([*SETPRIV, "/bin/sh", "-c", '"$0" -c "import argus.cli.main, ray"', sys.executable],
+                          capture_output=True, text=True, timeout=180, cwd="/")
+    if venv.returncode != 0:
+        pytest.skip(f"uid {NOBODY} cannot run this venv's interpreter {sys.executable} "
+                    f"(-> {os.path.realpath(sys.executable)}; a parent directory not world-readable?): "
+                    f"{_last_line(venv)}")
+
+
+@pytest.fixture(params=["root", "non-root"])
+def account(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Path, dict[str, str], list[str]]]:
+    """(state dir, extra environment, command prefix) of the account ``argus up`` runs as."""
+    is_root = os.geteuid() == 0
+    if request.param == "root":
+        if not is_root:
+            pytest.skip("argus up as root needs a root test process")
+        yield tmp_path / "state", {}, []
+        return
+    if not is_root:
+        pytest.skip(f"running argus up as uid {NOBODY} needs a root test process (setpriv)")
+    _nobody_can_run_argus()
+    base = Path(tempfile.mkdtemp(prefix="argus-hostile-up-", dir="/tmp"))  # tmp_path is 0700 root
+    try:
+        state, home = base / "state", base / "home"
+        state.mkdir()
+        home.mkdir()
+        for path in [base, *base.rglob("*")]:
+            os.chown(path, NOBODY, NOBODY)
+        yield state, {"HOME": str(home)}, SETPRIV
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def test_a_hostile_task_of_argus_up_reaches_neither_its_secrets_nor_another_task(account) -> None:
+    state, account_env, prefix = account
+    admin, metrics, aws = (secrets.token_urlsafe(24) for _ in range(3))
+    env = {**account_env, "ARGUS_ADMIN_TOKEN": admin, "ARGUS_METRICS_TOKEN": metrics,
+           "AWS_SECRET_ACCESS_KEY": aws, "ARGUS_TASK_JAIL": "bwrap"}
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    proc = up(state, port, "out.log", env=env, prefix=prefix)
+    knows: dict | None = None
+    try:
+        assert admin_token(state, proc, port) == admin  # printed once, as it was newly registered
+        server = psutil.Process(proc.pid)
+        if prefix:
+            assert server.uids().real == NOBODY and server.gids().real == NOBODY, (server.uids(), server.gids())
+        # the secrets are really there to find: in the server's own environment
+        server_env = Path(f"/proc/{proc.pid}/environ").read_bytes()
+        assert all(v.encode() in server_env for v in (admin, metrics, aws))
+
+        record = load(record_path(state))
+        assert record is not None, (state / "out.log").read_text()[-3000:]
+        root = state / "private"
+        ray_token = (root / ".argus" / "ray-auth-token").read_text().strip()
+        knows = probe_knowledge(
+            gcs=f"{record.host}:{record.ports['ray_head_port']}",
+            dashboard=f"http://{record.host}:{record.ports['ray_dashboard_port']}",
+            client_port=record.ports["ray_client_server_port"], server_pid=proc.pid, state_dir=state,
+            data_root=root,
+            platform_paths=[str(state / "argus.db"), str(root / ".argus" / "ray-auth-token"),
+                            str(state / "jail" / "node.json"), str(Path(record.temp_dir) / "session_latest")],
+            secret_values=[admin, metrics, aws, ray_token])
+        alice, bob = new_user_client(url, admin, "alice"), new_user_client(url, admin, "bob")
+        started = time.monotonic()
+        log, _ = run_hostile_probe(alice, bob, knows=knows)
+        who = f"as uid {NOBODY}" if prefix else "as root"
+        print(f"\n[{who}] probe ran in {time.monotonic() - started:.0f} s")
+        assert_all_blocked(log)
+        assert httpx.get(f"{url}/api/v2/health", timeout=10).status_code == 200
+    finally:
+        if knows is not None:
+            (Path("/dev/shm") / knows["shm_marker"]).unlink(missing_ok=True)
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+        code = proc.wait(90)
+        deadline = time.monotonic() + 30
+        while processes_of(state) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        left = []
+        for p in processes_of(state):  # named in the report, then killed: never left behind, even on a failure
+            try:
+                left.append((p.pid, " ".join(p.cmdline())))
+                p.kill()
+            except psutil.Error:
+                pass
+    out = (state / "out.log").read_text(errors="replace") if (state / "out.log").exists() else ""
+    assert code == 0, out[-3000:]
+    assert not left, left
+    assert "Traceback" not in out, out[-3000:]
