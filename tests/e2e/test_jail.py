@@ -211,3 +211,26 @@ def test_each_task_sees_only_the_gpus_ray_gave_it(stack: Stack) -> None:
     assert len(set(everything)) == 4, everything  # no two tasks, no two actors share a GPU
     # the task's private Ray hands out exactly the task's GPUs (logical GPUs here: no device files to hide)
     assert sorted(task_ids) == sorted(actor_ids), placed_log
+
+
+def test_a_two_node_task_gets_one_private_ray_over_both_sandboxes_and_another_task_sees_neither(stack: Stack) -> None:
+    """Two worker nodes with logical GPUs: the task's private Ray spans a sandbox on each, STRICT_SPREAD works."""
+    erin, dave = stack.user("erin"), stack.user("dave")
+    workers = [stack.add_worker(gpus=2) for _ in range(2)]
+    try:
+        gang = submit(erin, spec("python3 -m argus.jobs.ray_gpus --gpus 2 --strategy STRICT_SPREAD --hold 15",
+                                 gpus=1, nnodes=2, name="gang"))
+        wait_status(erin, gang, set(), timeout=240,
+                    until=lambda _t: "ray_gpus: cluster" in _log(erin, gang))
+        other = submit(dave, spec("python3 -m argus.jobs.ray_gpus --gpus 1", gpus=1, name="beside"))
+        wait_status(dave, other, "SUCCEEDED", timeout=240)
+        wait_status(erin, gang, "SUCCEEDED", timeout=240)
+    finally:
+        for w in workers:
+            stack.kill_worker(w)
+    log, other_log = _log(erin, gang), _log(dave, other)
+    assert "[argus] nodes 2-2 of this task: one sandbox each" in log, log
+    assert "ray_gpus: cluster nodes=2 GPU=2 CPU=" in log, log  # both sandboxes, the task's share of each
+    actor_nodes = re.findall(r"ray_gpus: actor-\d+ .* node=(\w+)", log)
+    assert len(set(actor_nodes)) == 2, log  # STRICT_SPREAD over the task's own two nodes
+    assert "ray_gpus: cluster nodes=1 GPU=1 CPU=" in other_log, other_log  # dave's Ray: his node, his GPU only

@@ -36,6 +36,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--gpus", type=int, default=1, help="one-GPU actors to place")
     p.add_argument("--hold", type=float, default=0.0,
                    help="seconds the actors keep their GPUs (with --gpus 0: the driver keeps its Ray cluster)")
+    p.add_argument("--strategy", default="PACK", choices=["PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD"],
+                   help="the placement group's strategy (STRICT_SPREAD: one GPU per node of the task's cluster)")
     p.add_argument("--reward", help="a custom reward file to import and call inside each actor")
     p.add_argument("--actor-runtime-env", action="append", default=[],
                    help="JSON runtime_env for one extra (CPU) actor; repeatable")
@@ -47,6 +49,9 @@ def main(argv: list[str] | None = None) -> int:
 
     print(f"ray_gpus: driver CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES', '<unset>')}", flush=True)
     ray.init()
+    nodes = [n for n in ray.nodes() if n["Alive"]]
+    print(f"ray_gpus: cluster nodes={len(nodes)} GPU={ray.cluster_resources().get('GPU', 0):g} "
+          f"CPU={ray.cluster_resources().get('CPU', 0):g}", flush=True)
     if args.gpus == 0 and args.hold > 0:
         print(f"ray_gpus: holding the task's Ray for {args.hold:g} s", flush=True)
         time.sleep(args.hold)
@@ -55,11 +60,11 @@ def main(argv: list[str] | None = None) -> int:
     class Probe:
         def report(self, tag: str, reward: str | None, hold: float) -> str:
             time.sleep(hold)
-            return _report(tag, reward)
+            return _report(tag, reward) + f" node={ray.get_runtime_context().get_node_id()[:8]}"
 
     lines: list[str] = []
     if args.gpus > 0:
-        pg = placement_group([{"GPU": 1}] * args.gpus, strategy="PACK")
+        pg = placement_group([{"GPU": 1}] * args.gpus, strategy=args.strategy)
         ray.get(pg.ready(), timeout=120)
         actors = [Probe.options(num_gpus=1, scheduling_strategy=PlacementGroupSchedulingStrategy(
             placement_group=pg, placement_group_bundle_index=i)).remote() for i in range(args.gpus)]

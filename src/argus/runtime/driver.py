@@ -49,9 +49,7 @@ from __future__ import annotations
 import argparse
 import ctypes
 import os
-import secrets
 import shlex
-import shutil
 import signal
 import socket
 import subprocess
@@ -65,7 +63,8 @@ from typing import Any
 import psutil
 
 from argus.core import log_write
-from argus.runtime import jail, kernels
+from argus.runtime import kernels
+from argus.runtime.task_sandbox import Sandbox
 from argus.runtime.tasklog import StatusFile, TaskLog
 
 CHUNK = 64 * 1024
@@ -76,11 +75,6 @@ REWARD_BANNER_TIMEOUT_S = 120
 HEARTBEAT_S = 15.0  # status.json's alive_at is refreshed this often while the task runs
 POLL_S = 1.0  # how often the main thread looks up from waiting (heartbeat, a failed log)
 PR_SET_PDEATHSIG = 1
-PRIVATE_RAY = str(Path(__file__).with_name("private_ray.py"))
-SHM_MIN = 1 << 30  # a sandbox's /dev/shm: at least 1 GiB (NCCL, torch DataLoader workers) …
-SHM_SHARE = 0.5  # … or half the task's memory, of which the private Ray's object store gets most
-OBJECT_STORE_SHARE = 0.7
-BASE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
 def parse_args(args: list[str] | None = None) -> argparse.Namespace:
@@ -94,6 +88,7 @@ def parse_args(args: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--private-ray", action="store_true", help="start the task's own Ray cluster in the sandbox")
     p.add_argument("--cpus", type=float, default=1, help="the task's CPUs on this node (its private Ray's)")
     p.add_argument("--gpus", type=int, default=0, help="the task's GPUs on this node")
+    p.add_argument("--nnodes", type=int, default=1, help="the task's nodes (a Ray program spans them all)")
     p.add_argument("--memory", type=int, default=0, help="the task's memory on this node, bytes (0: not set)")
     p.add_argument("--setenv", action="append", default=[], metavar="NAME=VALUE",
                    help="a variable of the task's environment (repeatable); the rest is the node's allowlist")
@@ -213,101 +208,6 @@ def preflight(ns: argparse.Namespace) -> tuple[list[str], list[str], str | None]
     return argv, notes, None
 
 
-def free_ports(count: int) -> list[int]:
-    """Ports nobody listens on now, for the private Ray's GCS and client server (the network is the node's)."""
-    held: list[socket.socket] = []
-    try:
-        while len(held) < count:
-            sock = socket.socket()
-            sock.bind(("", 0))
-            if 10002 <= sock.getsockname()[1] <= 19999:  # Ray's worker port range
-                sock.close()
-                continue
-            held.append(sock)
-        return [sock.getsockname()[1] for sock in held]
-    finally:
-        for sock in held:
-            sock.close()
-
-
-class Sandbox:
-    """How this attempt's command is started: the sandbox argv and environment, and its scratch folder."""
-
-    def __init__(self, ns: argparse.Namespace, job_dir: Path) -> None:
-        self.ns = ns
-        self.cfg: jail.JailConfig | None = None
-        self.scratch: Path | None = None
-        self.active = False  # wrap() put the command in a sandbox
-        self.note = ""
-        path = os.environ.get(jail.CONFIG_ENV)
-        if path:
-            self.cfg = jail.JailConfig.load(path)
-        self.problem = None
-        if ns.sandbox and self.cfg is None:
-            self.problem = (f"this task must run in {ns.user}'s sandbox, but the worker node has no Argus sandbox "
-                            f"config ({jail.CONFIG_ENV} unset): start workers with `argus worker`/`argus up` and "
-                            f"install bubblewrap there")
-        if self.cfg is not None and ns.user:
-            self.scratch = Path(self.cfg.scratch_dir) / f"{job_dir.name}-a{ns.attempt}"
-        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-        ids = [g for g in (visible or "").split(",") if g]
-        self.devices = jail.gpu_device_files(ids) if self.cfg is not None else []
-        self.mask = jail.other_gpu_proc_dirs(ids) if self.devices else []
-        # the GPUs as the task sees them: renumbered 0..n-1 when only its device files exist
-        self.cuda_visible = ",".join(str(i) for i in range(len(ids))) if self.devices else visible
-        self.ray_token = secrets.token_hex(24)
-
-    def shm_bytes(self) -> int:
-        return max(SHM_MIN, int(self.ns.memory * SHM_SHARE))
-
-    def env(self, base: dict[str, str], path_prefix: str) -> dict[str, str]:
-        """The task's whole environment: the node's allowlisted variables, then the task's, then ours."""
-        keep = self.cfg.env_keep if self.cfg is not None else list(jail.NODE_ENV_KEEP)
-        task = dict(kv.split("=", 1) for kv in self.ns.setenv if "=" in kv)
-        env = jail.sandbox_env(base, keep, task)
-        env["PATH"] = os.pathsep.join(p for p in (path_prefix, base.get("PATH") or BASE_PATH) if p)
-        env.setdefault("PYTHONUNBUFFERED", "1")
-        if self.ns.user:
-            env.setdefault("USER", f"argus-{self.ns.user}")
-            env.setdefault("LOGNAME", env["USER"])
-        if self.cuda_visible is not None:
-            env["CUDA_VISIBLE_DEVICES"] = self.cuda_visible
-        if self.ns.private_ray:
-            env.update(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=self.ray_token, RAY_USAGE_STATS_ENABLED="0")
-        return env
-
-    def inner(self, python: str, argv: list[str]) -> list[str]:
-        """``private_ray.py`` in front of the command: the task's own Ray first when it uses Ray."""
-        ns = self.ns
-        if not ns.private_ray:
-            return argv
-        gcs, client = free_ports(2)
-        store = int(self.shm_bytes() * OBJECT_STORE_SHARE)
-        return [python, "-I", PRIVATE_RAY, "--head", str(gcs), "--client-port", str(client),
-                "--cpus", str(ns.cpus), "--gpus", str(ns.gpus), *(["--memory", str(ns.memory)] if ns.memory else []),
-                "--object-store", str(store), "--", *argv]
-
-    def wrap(self, argv: list[str], env: dict[str, str]) -> tuple[list[str], dict[str, str]]:
-        """(argv, environment) that start ``argv`` with ``env`` inside the sandbox (as they are without one)."""
-        if self.cfg is None or not self.ns.user:
-            return argv, env
-        assert self.scratch is not None
-        self.scratch.mkdir(parents=True, exist_ok=True)
-        self.scratch.chmod(0o700)
-        self.active = True
-        prefix = jail.sandbox_argv(self.cfg, user=self.ns.user, scratch=self.scratch, env=env, devices=self.devices,
-                                   mask=self.mask, shm_bytes=self.shm_bytes())
-        self.note = (f"sandbox: {self.ns.user}'s home read-write, shared datasets/hf read-only, no other home; own "
-                     f"PID/IPC/UTS{'/user' if self.cfg.user_ns else ''} namespaces, no capabilities, "
-                     f"{len([d for d in self.devices if d[len('/dev/nvidia'):].isdigit()])} GPU device file(s), "
-                     f"/dev/shm {self.shm_bytes() >> 20} MiB, cleared environment")
-        return [*prefix, *argv], {"PATH": BASE_PATH}
-
-    def cleanup(self) -> None:
-        if self.scratch is not None:
-            shutil.rmtree(self.scratch, ignore_errors=True)
-
-
 def run(ns: argparse.Namespace) -> int:
     started = time.monotonic()
     job_dir = ns.job_dir.resolve()
@@ -356,6 +256,12 @@ def run(ns: argparse.Namespace) -> int:
         argv = keep_path_in_login_shell(argv, prefix)
     env = sandbox.env(dict(os.environ), prefix)
     python = ns.python or sys.executable
+    gang = None
+    if ns.nnodes > 1 and ns.private_ray and not refusal:
+        from argus.runtime.gang import Gang
+
+        gang = Gang(ns, job_dir)
+        sandbox.node_ip = gang.head_ip()
     command, command_env = sandbox.wrap(sandbox.inner(python, argv), env)
     if sandbox.note:
         notes.append(sandbox.note)
@@ -366,6 +272,11 @@ def run(ns: argparse.Namespace) -> int:
     log.write(first)
     code: int | None = None
     try:
+        if gang is not None and not refusal:
+            refusal = gang.start(f"{sandbox.node_ip}:{sandbox.gcs_port}", sandbox.ray_token)
+            if not refusal:
+                log.write(f"[argus] nodes 2-{ns.nnodes} of this task: one sandbox each, joining its private Ray "
+                          f"(logs/attempt-{ns.attempt}.node-<k>.log)\n".encode())
         if refusal:
             log.write(f"[argus] error: {refusal}\n".encode())
             code = 126
@@ -374,6 +285,8 @@ def run(ns: argparse.Namespace) -> int:
             if not log.error:  # a log that fails before the task starts: do not start it
                 code = _start(ns, command, command_env, job_dir, log, status, sandboxed=sandbox.active)
     finally:
+        if gang is not None:
+            gang.stop()
         sandbox.cleanup()
     if log.error:
         return _log_failed(log, status, code)

@@ -51,6 +51,7 @@ def parse_args(args: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--memory", type=int, default=0, help="bytes of memory Ray may hand out (0: Ray's default)")
     p.add_argument("--object-store", type=int, default=0, help="object store bytes (0: Ray's default)")
     p.add_argument("--node-ip", default="127.0.0.1", help="the address this node of the task is reached at")
+    p.add_argument("--wait-nodes", type=int, default=1, help="head: start the command once this many nodes joined")
     p.add_argument("argv", nargs=argparse.REMAINDER, help="-- then the command to run")
     ns = p.parse_args(args)
     if ns.argv[:1] == ["--"]:
@@ -84,10 +85,58 @@ def start_head(ns: argparse.Namespace) -> str | None:
     if done.returncode != 0:
         tail = START_LOG.read_text(errors="replace").strip().splitlines()[-15:]
         return f"ray start exited {done.returncode}:\n" + "\n".join(tail)
-    print(f"[argus] private Ray cluster of this task: {int(max(ns.cpus, 1))} CPUs, {ns.gpus} GPUs, up in "
-          f"{time.monotonic() - started:.1f} s (RAY_ADDRESS={ns.node_ip}:{ns.head}; only this task can reach it)",
-          flush=True)
+    if ns.wait_nodes > 1:
+        problem = wait_nodes(ns)
+        if problem:
+            return problem
+    print(f"[argus] private Ray cluster of this task: {ns.wait_nodes} node(s), {int(max(ns.cpus, 1))} CPUs and "
+          f"{ns.gpus} GPUs each, up in {time.monotonic() - started:.1f} s (RAY_ADDRESS={ns.node_ip}:{ns.head}; only "
+          f"this task can reach it)", flush=True)
     return None
+
+
+WAIT_CODE = """
+import sys, time, ray
+ray.init(address=sys.argv[1], logging_level="ERROR", log_to_driver=False)
+want, deadline = int(sys.argv[2]), time.monotonic() + float(sys.argv[3])
+while True:
+    alive = [n for n in ray.nodes() if n["Alive"]]
+    if len(alive) >= want:
+        sys.exit(0)
+    if time.monotonic() > deadline:
+        print(f"{len(alive)} of {want} nodes joined", flush=True)
+        sys.exit(1)
+    time.sleep(0.5)
+"""
+
+
+def wait_nodes(ns: argparse.Namespace) -> str | None:
+    """Until the task's other nodes joined (their sandboxes start beside this one): None, else why not."""
+    try:
+        done = subprocess.run([sys.executable, "-c", WAIT_CODE, f"{ns.node_ip}:{ns.head}", str(ns.wait_nodes),
+                               str(START_TIMEOUT_S)], capture_output=True, text=True, timeout=START_TIMEOUT_S + 60)
+    except subprocess.TimeoutExpired:
+        return f"the task's other nodes did not join in {START_TIMEOUT_S:.0f} s"
+    if done.returncode != 0:
+        return f"the task's other nodes did not join: {(done.stdout + done.stderr).strip()[-500:]}"
+    return None
+
+
+def join(ns: argparse.Namespace) -> int:
+    """Another node of the task: join its head (retrying while the head starts), then stay until it ends."""
+    deadline = time.monotonic() + START_TIMEOUT_S
+    argv = [a for a in ray_start_argv(ns) if a != "--block"]
+    while True:
+        done = subprocess.run(argv, stdin=subprocess.DEVNULL)
+        if done.returncode == 0:
+            break
+        if time.monotonic() > deadline:
+            print(f"[argus] error: could not join the task's head at {ns.join}", flush=True)
+            return EX_RAY_FAILED
+        time.sleep(1.0)
+    print(f"[argus] joined the task's private Ray at {ns.join}", flush=True)
+    while True:  # the sandbox ends when the launcher's node actor is killed
+        time.sleep(3600)
 
 
 def run_command(argv: list[str], env: dict[str, str]) -> int:
@@ -137,7 +186,7 @@ def main(args: list[str] | None = None) -> int:
     ns = parse_args(args)
     env = dict(os.environ)
     if ns.join:
-        os.execv(sys.executable, ray_start_argv(ns))  # blocks until the head goes away or the sandbox ends
+        return join(ns)
     become_subreaper()
     try:
         if ns.head:

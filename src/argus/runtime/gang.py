@@ -1,0 +1,129 @@
+"""A multi-node task's other nodes: one sandbox each, joined to the task's private Ray (issue 21).
+
+The launcher (:mod:`argus.runtime.driver`) runs on the task's first node and holds that
+node's share; its sandbox runs the private Ray head and the command. For nodes 2..N it
+asks the platform's Ray for a placement group of N-1 bundles, each the task's per-node
+share (GPUs, CPUs, memory, one ``worker_node``), ``STRICT_SPREAD`` and never on the first
+node (a label selector on ``ray.io/node-id``), so the task gets N distinct machines as
+the scheduler counted. In each bundle a :class:`NodeSandbox` actor — platform code, on the
+platform's Ray — starts that node's sandbox, whose ``private_ray.py --join`` adds the node
+to the task's cluster with the task's token; the head waits for all N before the command
+starts, so verl sees every GPU of the task in ``ray.available_resources()``.
+
+The actors belong to the launcher's Ray driver: when the launcher ends (the task ended, was
+canceled, or the launcher died) Ray kills them, and each one's sandbox dies with it
+(``--die-with-parent``). Each node's output goes to ``logs/attempt-<n>.node-<k>.log``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+READY_TIMEOUT_S = 300.0
+
+
+def node_ip() -> str:
+    import ray
+
+    return ray.util.get_node_ip_address()
+
+
+def join_argv(ns: argparse.Namespace, python: str, head: str, ip: str) -> list[str]:
+    from argus.runtime.task_sandbox import PRIVATE_RAY
+
+    return [python, "-I", PRIVATE_RAY, "--join", head, "--cpus", str(ns.cpus), "--gpus", str(ns.gpus),
+            *(["--memory", str(ns.memory)] if ns.memory else []), "--node-ip", ip]
+
+
+class NodeSandbox:
+    """Runs one extra node's sandbox until it ends; a Ray actor on the platform's cluster."""
+
+    def run(self, ns: argparse.Namespace, job_dir: str, index: int, head: str, token: str) -> int:
+        from argus.runtime.task_sandbox import Sandbox
+
+        sandbox = Sandbox(ns, Path(job_dir), scratch_suffix=f"node-{index}")
+        sandbox.ray_token = token
+        python = ns.python or sys.executable
+        env = sandbox.env(dict(os.environ), os.path.dirname(python))
+        argv, env = sandbox.wrap(join_argv(ns, python, head, node_ip()), env)
+        log = Path(job_dir) / "logs" / f"attempt-{ns.attempt}.node-{index}.log"
+        try:
+            with open(log, "ab") as out:
+                out.write(f"[argus] node {index} of the task: {sandbox.note}\n".encode())
+                out.flush()
+                return subprocess.run(argv, env=env, cwd=job_dir, stdin=subprocess.DEVNULL, stdout=out,
+                                      stderr=subprocess.STDOUT, preexec_fn=_die_with_parent).returncode
+        finally:
+            sandbox.cleanup()
+
+
+def _die_with_parent() -> None:
+    from argus.runtime.driver import _die_with_parent as die
+
+    die()
+
+
+class Gang:
+    """The placement group and the node actors of one attempt (created by :meth:`start`)."""
+
+    def __init__(self, ns: argparse.Namespace, job_dir: Path) -> None:
+        self.ns = ns
+        self.job_dir = job_dir
+        self.refs: list[Any] = []
+        self.actors: list[Any] = []
+        self.pg: Any = None
+
+    def head_ip(self) -> str:
+        import ray
+
+        if not ray.is_initialized():
+            ray.init(address=os.environ.get("RAY_ADDRESS", "auto"), logging_level="ERROR", log_to_driver=False)
+        return node_ip()
+
+    def start(self, head: str, token: str) -> str | None:
+        """Place and start nodes 2..N; None when all run, else why not (the task must not start)."""
+        import ray
+        from ray.util.placement_group import placement_group
+        from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+        ns, extra = self.ns, self.ns.nnodes - 1
+        own = ray.get_runtime_context().get_node_id()
+        share: dict[str, float] = {"worker_node": 1, **({"CPU": ns.cpus} if ns.cpus else {}),
+                                   **({"GPU": ns.gpus} if ns.gpus else {}), **({"memory": ns.memory} if ns.memory else {})}
+        self.pg = placement_group([share] * extra, strategy="STRICT_SPREAD",
+                                  bundle_label_selector=[{"ray.io/node-id": f"!{own}"}] * extra)
+        try:
+            ray.get(self.pg.ready(), timeout=READY_TIMEOUT_S)
+        except Exception as exc:  # noqa: BLE001 - Ray's GetTimeoutError and friends: the task cannot start
+            return (f"the platform's Ray found no {extra} other node(s) with {share} free within "
+                    f"{READY_TIMEOUT_S:.0f} s ({type(exc).__name__})")
+        actor = ray.remote(NodeSandbox)
+        for i in range(extra):
+            # the actor takes the bundle's GPUs (so Ray names them in its CUDA_VISIBLE_DEVICES); the
+            # bundle's CPUs and memory stay held by the placement group for the task's Ray on that node
+            a = actor.options(num_cpus=0, num_gpus=ns.gpus, scheduling_strategy=PlacementGroupSchedulingStrategy(
+                                  placement_group=self.pg, placement_group_bundle_index=i)).remote()
+            self.actors.append(a)
+            self.refs.append(a.run.remote(ns, str(self.job_dir), i + 2, head, token))
+        return None
+
+    def stop(self) -> None:
+        import ray
+
+        for a in self.actors:
+            try:
+                ray.kill(a)
+            except Exception:  # noqa: BLE001, S110 - already gone
+                pass
+        if self.pg is not None:
+            from ray.util.placement_group import remove_placement_group
+
+            try:
+                remove_placement_group(self.pg)
+            except Exception:  # noqa: BLE001, S110 - already gone with the driver
+                pass

@@ -1,0 +1,125 @@
+"""How a task attempt's processes are started on a node: the sandbox argv, the environment, the private Ray.
+
+The launcher (:mod:`argus.runtime.driver`) on the task's first node and each node actor of a
+multi-node task (:mod:`argus.runtime.gang`) build one :class:`Sandbox` from the launcher's
+arguments and what Ray gave the process on that node (``CUDA_VISIBLE_DEVICES``), then start
+the task's command (or its node of the private Ray) through :meth:`Sandbox.wrap`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import secrets
+import shutil
+import socket
+from pathlib import Path
+
+from argus.runtime import jail
+
+PRIVATE_RAY = str(Path(__file__).with_name("private_ray.py"))
+SHM_MIN = 1 << 30  # a sandbox's /dev/shm: at least 1 GiB (NCCL, torch DataLoader workers) …
+SHM_SHARE = 0.5  # … or half the task's memory, of which the private Ray's object store gets most
+OBJECT_STORE_SHARE = 0.7
+BASE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+def free_ports(count: int) -> list[int]:
+    """Ports nobody listens on now, for the private Ray's GCS and client server (the network is the node's)."""
+    held: list[socket.socket] = []
+    try:
+        while len(held) < count:
+            sock = socket.socket()
+            sock.bind(("", 0))
+            if 10002 <= sock.getsockname()[1] <= 19999:  # Ray's worker port range
+                sock.close()
+                continue
+            held.append(sock)
+        return [sock.getsockname()[1] for sock in held]
+    finally:
+        for sock in held:
+            sock.close()
+
+
+class Sandbox:
+    """How this attempt's command is started: the sandbox argv and environment, and its scratch folder."""
+
+    def __init__(self, ns: argparse.Namespace, job_dir: Path, *, scratch_suffix: str = "") -> None:
+        self.ns = ns
+        self.node_ip = "127.0.0.1"  # where the task's private Ray head listens (routable for a gang)
+        self.gcs_port = 0
+        self.cfg: jail.JailConfig | None = None
+        self.scratch: Path | None = None
+        self.active = False  # wrap() put the command in a sandbox
+        self.note = ""
+        path = os.environ.get(jail.CONFIG_ENV)
+        if path:
+            self.cfg = jail.JailConfig.load(path)
+        self.problem = None
+        if ns.sandbox and self.cfg is None:
+            self.problem = (f"this task must run in {ns.user}'s sandbox, but the worker node has no Argus sandbox "
+                            f"config ({jail.CONFIG_ENV} unset): start workers with `argus worker`/`argus up` and "
+                            f"install bubblewrap there")
+        if self.cfg is not None and ns.user:
+            self.scratch = Path(self.cfg.scratch_dir) / "-".join(
+                p for p in (job_dir.name, f"a{ns.attempt}", scratch_suffix) if p)
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+        ids = [g for g in (visible or "").split(",") if g]
+        self.devices = jail.gpu_device_files(ids) if self.cfg is not None else []
+        self.mask = jail.other_gpu_proc_dirs(ids) if self.devices else []
+        # the GPUs as the task sees them: renumbered 0..n-1 when only its device files exist
+        self.cuda_visible = ",".join(str(i) for i in range(len(ids))) if self.devices else visible
+        self.ray_token = secrets.token_hex(24)
+
+    def shm_bytes(self) -> int:
+        return max(SHM_MIN, int(self.ns.memory * SHM_SHARE))
+
+    def env(self, base: dict[str, str], path_prefix: str) -> dict[str, str]:
+        """The task's whole environment: the node's allowlisted variables, then the task's, then ours."""
+        keep = self.cfg.env_keep if self.cfg is not None else list(jail.NODE_ENV_KEEP)
+        task = dict(kv.split("=", 1) for kv in self.ns.setenv if "=" in kv)
+        env = jail.sandbox_env(base, keep, task)
+        env["PATH"] = os.pathsep.join(p for p in (path_prefix, base.get("PATH") or BASE_PATH) if p)
+        env.setdefault("PYTHONUNBUFFERED", "1")
+        if self.ns.user:
+            env.setdefault("USER", f"argus-{self.ns.user}")
+            env.setdefault("LOGNAME", env["USER"])
+        if self.cuda_visible is not None:
+            env["CUDA_VISIBLE_DEVICES"] = self.cuda_visible
+        if self.ns.private_ray:
+            env.update(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=self.ray_token, RAY_USAGE_STATS_ENABLED="0")
+        return env
+
+    def inner(self, python: str, argv: list[str]) -> list[str]:
+        """``private_ray.py`` in front of the command: the task's own Ray first when it uses Ray."""
+        ns = self.ns
+        if not ns.private_ray:
+            return argv
+        self.gcs_port, client = free_ports(2)
+        store = int(self.shm_bytes() * OBJECT_STORE_SHARE)
+        return [python, "-I", PRIVATE_RAY, "--head", str(self.gcs_port), "--client-port", str(client),
+                "--cpus", str(ns.cpus), "--gpus", str(ns.gpus), *(["--memory", str(ns.memory)] if ns.memory else []),
+                "--object-store", str(store), "--node-ip", self.node_ip, "--wait-nodes", str(max(ns.nnodes, 1)),
+                "--", *argv]
+
+    def wrap(self, argv: list[str], env: dict[str, str]) -> tuple[list[str], dict[str, str]]:
+        """(argv, environment) that start ``argv`` with ``env`` inside the sandbox (as they are without one)."""
+        if self.cfg is None or not self.ns.user:
+            return argv, env
+        assert self.scratch is not None
+        self.scratch.mkdir(parents=True, exist_ok=True)
+        self.scratch.chmod(0o700)
+        self.active = True
+        prefix = jail.sandbox_argv(self.cfg, user=self.ns.user, scratch=self.scratch, env=env, devices=self.devices,
+                                   mask=self.mask, shm_bytes=self.shm_bytes())
+        self.note = (f"sandbox: {self.ns.user}'s home read-write, shared datasets/hf read-only, no other home; own "
+                     f"PID/IPC/UTS{'/user' if self.cfg.user_ns else ''} namespaces, no capabilities, "
+                     f"{len([d for d in self.devices if d[len('/dev/nvidia'):].isdigit()])} GPU device file(s), "
+                     f"/dev/shm {self.shm_bytes() >> 20} MiB, cleared environment")
+        return [*prefix, *argv], {"PATH": BASE_PATH}
+
+    def cleanup(self) -> None:
+        if self.scratch is not None:
+            shutil.rmtree(self.scratch, ignore_errors=True)
+
+
