@@ -2,11 +2,14 @@
 
     .venv/bin/python bench/overhead.py [--runs 5] [--tasks 10000] [--users 100] [--skip-ray]
 
-Part 1 (real Ray, the embedded LocalCluster): the same trivial entry point
-(``python -m argus.jobs.sleep 0``) is submitted N times directly with
-``JobSubmissionClient`` and N times through Argus (HTTP API → queue → scheduler loop →
-Jobs API → driver); it prints the medians of submit→RUNNING and submit→SUCCEEDED and the
-Argus/Ray ratios. Part 2 (real SQLite, fake cluster with enough nodes): the time of one
+Part 1 (real Ray, the embedded LocalCluster): the same entry points are submitted N times
+directly with ``JobSubmissionClient`` and N times through Argus (HTTP API → queue →
+scheduler loop → Jobs API → launcher → sandbox); it prints the medians of submit→RUNNING
+and submit→SUCCEEDED and the Argus/Ray ratios, for a plain program (``argus.jobs.sleep
+0``) and a Ray program (``argus.jobs.ray_gpus --gpus 0``: ``ray.init()``; through Argus it
+gets a private Ray cluster in its sandbox, issue 21), the private cluster's start time, the
+memory (PSS) of a private cluster's Ray processes while a task holds it, and how many Ray
+stop requests 50 tasks canceled while SUBMITTED cost until all are CANCELED. Part 2 (real SQLite, fake cluster with enough nodes): the time of one
 ``SubmitQueuedTasks.run_once()`` over 10 000 QUEUED tasks from 100 users — the first pass
 (writes every pending reason), the pass right after it (the tasks it started changed the
 held set: the whole queue is planned again) and steady-state passes (nothing changed; the
@@ -74,10 +77,69 @@ def bench_run_once(n_tasks: int, n_users: int) -> dict[str, float]:
             "submitted_first": submitted, "submitted_steady": again}
 
 
-def bench_ray(runs: int, tick_s: float, task_jail: str) -> dict[str, float]:
+PLAIN = "argus.jobs.sleep 0 --lines 1"
+RAY_PROGRAM = "argus.jobs.ray_gpus --gpus 0"
+
+
+def _pss_kib(pid: int) -> int:
+    try:
+        text = Path(f"/proc/{pid}/smaps_rollup").read_text()
+    except OSError:
+        return 0
+    return next((int(line.split()[1]) for line in text.splitlines() if line.startswith("Pss:")), 0)
+
+
+def private_ray_memory(stack) -> dict[str, float]:  # noqa: ANN001 - tests.e2e.stack.Stack
+    """PSS of one task's sandbox while its Ray program holds its private cluster: Ray's processes, and all."""
+    import psutil
+    from tests.e2e.stack import spec, submit, wait_status
+
+    c = stack.user("bench")
+    tid = submit(c, spec("python3 -m argus.jobs.ray_gpus --gpus 0 --hold 60"))
+    wait_status(c, tid, set(), timeout=180, until=lambda _t: "ray_gpus: holding" in c.get(
+        f"/api/v2/tasks/{tid}/logs").text)
+    time.sleep(3)  # let the daemons settle
+    launcher = next(p for p in psutil.process_iter(["cmdline"])
+                    if "argus.runtime.driver" in " ".join(p.info["cmdline"] or []) and tid in " ".join(p.info["cmdline"]))
+    ray_kib = all_kib = 0
+    for proc in launcher.children(recursive=True):
+        try:
+            cmd = " ".join(proc.cmdline())
+        except psutil.Error:
+            continue
+        kib = _pss_kib(proc.pid)
+        all_kib += kib
+        if not any(k in cmd for k in ("bwrap", "private_ray.py", "argus.jobs.ray_gpus")):
+            ray_kib += kib
+    c.post(f"/api/v2/tasks/{tid}/cancel")
+    wait_status(c, tid, "CANCELED", timeout=60)
+    return {"private_ray_mib": ray_kib / 1024, "sandbox_mib": all_kib / 1024, "launcher_mib": _pss_kib(launcher.pid) / 1024}
+
+
+def cancel_storm(stack, n: int = 50) -> dict[str, float]:  # noqa: ANN001 - tests.e2e.stack.Stack
+    """n tasks canceled while SUBMITTED: Ray stop requests and the time until all are CANCELED."""
+    from tests.e2e.stack import spec, submit, wait_status
+
+    c = stack.user("canceler")
+    loop = stack.scheduler.runner.cancel
+    before = loop.stops_sent
+    tids = [submit(c, spec("python3 -m argus.jobs.sleep 60 --lines 1")) for _ in range(n)]
+    for tid in tids:
+        wait_status(c, tid, {"SUBMITTED", "RUNNING"}, timeout=300)
+    t0 = time.monotonic()
+    for tid in tids:
+        c.post(f"/api/v2/tasks/{tid}/cancel")
+    for tid in tids:
+        wait_status(c, tid, "CANCELED", timeout=300)
+    return {"cancel_stops": stack.scheduler.runner.cancel.stops_sent - before, "cancel_s": time.monotonic() - t0,
+            "cancel_n": n, "same_loop": stack.scheduler.runner.cancel is loop}
+
+
+def bench_ray(runs: int, tick_s: float, task_jail: str) -> dict:
     from tests.e2e.stack import argus_vs_ray  # the e2e stack: LocalCluster + live server with real loops
 
-    return argus_vs_ray(runs, tick_s, task_jail)
+    return argus_vs_ray(runs, tick_s, task_jail, programs=(PLAIN, RAY_PROGRAM),
+                        extra=lambda stack: {**private_ray_memory(stack), **cancel_storm(stack)})
 
 
 def main() -> None:
@@ -88,15 +150,25 @@ def main() -> None:
     ap.add_argument("--tick", type=float, default=1.0, help="scheduler tick (s); 1.0 is the default setting")
     ap.add_argument("--skip-ray", action="store_true", help="only the run_once part (no Ray cluster)")
     ap.add_argument("--jail", choices=["auto", "bwrap", "off"], default="auto",
-                    help="task jail on both sides (auto: when bubblewrap is installed)")
+                    help="the task sandbox (auto: when bubblewrap is installed)")
     args = ap.parse_args()
     if not args.skip_ray:
-        r = bench_ray(args.runs, args.tick, args.jail)
-        print(f"task jail: {args.jail}")
-        print(f"submit→RUNNING   median: Ray {r['ray_running']:.2f} s, Argus {r['argus_running']:.2f} s, "
-              f"ratio {r['argus_running'] / r['ray_running']:.2f}")
-        print(f"submit→SUCCEEDED median: Ray {r['ray_done']:.2f} s, Argus {r['argus_done']:.2f} s, "
-              f"ratio {r['argus_done'] / r['ray_done']:.2f}   ({args.runs} runs each)")
+        res = bench_ray(args.runs, args.tick, args.jail)
+        print(f"task sandbox: {args.jail}")
+        for program in (PLAIN, RAY_PROGRAM):
+            r = res[program]
+            print(f"[{program}]")
+            print(f"  submit→RUNNING   median: Ray {r['ray_running']:.2f} s, Argus {r['argus_running']:.2f} s, "
+                  f"ratio {r['argus_running'] / r['ray_running']:.2f}")
+            print(f"  submit→SUCCEEDED median: Ray {r['ray_done']:.2f} s, Argus {r['argus_done']:.2f} s, "
+                  f"+{r['argus_done'] - r['ray_done']:.2f} s   ({args.runs} runs each)")
+            if r["private_ray_up"] is not None:
+                print(f"  the task's private Ray cluster started in {r['private_ray_up']:.2f} s (median)")
+        print(f"memory (PSS) while a Ray task holds its private cluster: its Ray processes "
+              f"{res['private_ray_mib']:.0f} MiB, the whole sandbox {res['sandbox_mib']:.0f} MiB, "
+              f"the launcher {res['launcher_mib']:.0f} MiB")
+        print(f"{res['cancel_n']} tasks canceled while SUBMITTED/RUNNING: {res['cancel_stops']} Ray stop requests, "
+              f"all CANCELED after {res['cancel_s']:.1f} s")
     b = bench_run_once(args.tasks, args.users)
     print(f"run_once with {args.tasks} QUEUED tasks from {args.users} users (16 nodes × 8 GPUs): "
           f"first pass {b['first_s'] * 1000:.0f} ms ({b['submitted_first']:.0f} submitted), "

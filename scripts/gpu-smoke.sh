@@ -3,7 +3,8 @@
 #
 #   scripts/gpu-smoke.sh [run] [--cpu] [--gpus N] [WHEELHOUSE]
 #       tiny offline model + data, `argus up --gpus N` (own state dir and ports), a user, uploads,
-#       the doctor job, a basic SFT task and (with vLLM or SGLang installed) a basic GRPO task for
+#       the doctor job, GPU isolation (a task with CUDA_VISIBLE_DEVICES unset sees only its own GPUs
+#       in torch and nvidia-smi; NCCL between its own processes when it has ≥ 2), a basic SFT task and (with vLLM or SGLang installed) a basic GRPO task for
 #       2 steps; checks status, CUDA_VISIBLE_DEVICES and every metrics step; a PASS/FAIL/SKIPPED
 #       table; exit 1 on any FAIL. WHEELHOUSE: install it first (as `install`).
 #       --cpu (automatic when nvidia-smi finds no GPU): logical GPUs (--gpus 1); the SFT/GRPO specs
@@ -187,6 +188,33 @@ else
   record FAIL "doctor job" "${doc:-rejected}: $(argus logs "$doc" 2>/dev/null | grep -E '^FAIL' | head -3 | tr '\n' ';')"
 fi
 [[ -n "$doc" ]] && save_task doctor "$doc"
+
+step "GPU isolation in the task sandbox"
+cat > "$OUT/specs/gpus.yaml" <<Y
+kind: advanced
+workload: job
+name: smoke gpu isolation
+nnodes: 1
+n_gpus_per_node: $gpus
+command: python3 -m argus.jobs.gpus --unset-visible --nccl
+Y
+iso=$(submit gpus "$OUT/specs/gpus.yaml")
+if [[ -n "$iso" ]] && check wait "$iso" 300; then
+  out=$(argus logs "$iso" 2>/dev/null)
+  seen_torch=$(sed -n 's/^gpus: torch sees \([0-9]*\).*/\1/p' <<<"$out")
+  seen_smi=$(sed -n 's/^gpus: nvidia-smi -L lists \([0-9]*\).*/\1/p' <<<"$out")
+  nccl=$(sed -n 's/^gpus: nccl \(.*\)/\1/p' <<<"$out")
+  if [[ -n "$cpu" ]]; then
+    record SKIPPED "GPU isolation" "no GPU on this machine ($iso SUCCEEDED)"
+  elif [[ "$seen_torch" == "$gpus" && ( -z "$seen_smi" || "$seen_smi" == "$gpus" ) && "$nccl" != *FAILED* ]]; then
+    record PASS "GPU isolation" "CUDA_VISIBLE_DEVICES unset: torch sees $seen_torch, nvidia-smi ${seen_smi:-n/a} of $(nvidia-smi -L | grep -c '^GPU ') GPUs; nccl $nccl"
+  else
+    record FAIL "GPU isolation" "torch sees ${seen_torch:-?}, nvidia-smi ${seen_smi:-?} (want $gpus); nccl ${nccl:-?}"
+  fi
+else
+  record FAIL "GPU isolation" "${iso:-rejected}: $(argus logs "$iso" 2>/dev/null | tail -3 | tr '\n' ';')"
+fi
+[[ -n "$iso" ]] && save_task gpus "$iso"
 
 for name in sft grpo; do
   step "basic $name: submit"

@@ -147,12 +147,18 @@ def argus_on(cluster: Any, settings: Settings) -> Iterator[Stack]:
                 c.close()
 
 
-def argus_vs_ray(runs: int, tick_s: float = 1.0, task_jail: str = "auto") -> dict[str, float]:
-    """The benchmark's real-Ray half: same trivial entry point, Argus vs JobSubmissionClient.
+def argus_vs_ray(runs: int, tick_s: float = 1.0, task_jail: str = "auto",
+                 programs: tuple[str, ...] = ("argus.jobs.sleep 0 --lines 1",),
+                 extra: Callable[[Stack], dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The benchmark's real-Ray half: the same entry points, Argus vs JobSubmissionClient.
 
     Cluster and server share one state dir, as ``argus up`` does. The Ray-direct jobs run the
-    entry point bare on the platform's Ray; Argus's run it in a sandbox (issue 21).
+    entry point bare on the platform's Ray (a Ray program there uses the platform's cluster);
+    Argus's run it in the task's sandbox, with a private Ray for a Ray program (issue 21).
+    Per program: medians of submit→RUNNING and submit→SUCCEEDED on both sides, and the
+    private Ray's start time from the task logs. ``extra(stack)`` adds figures of its own.
     """
+    import re
     import sys
     import tempfile
     from pathlib import Path
@@ -161,40 +167,51 @@ def argus_vs_ray(runs: int, tick_s: float = 1.0, task_jail: str = "auto") -> dic
 
     from tests.ray_fixtures import local_ray
 
+    med = statistics.median
+    out: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp, local_ray(Path(tmp), task_jail=task_jail) as cluster:
         settings = Settings(state_dir=Path(tmp), sftp_enabled=False, verl_validation="off",
                             scheduler_tick_s=tick_s, task_jail=task_jail)
         with argus_on(cluster, settings) as stack:
             ray = JobSubmissionClient(stack.dashboard_url, headers=cluster.auth_headers)
             c = stack.user("bench")
-            ray_times, argus_times = [], []
-            for i in range(runs):
-                t0 = time.monotonic()
-                sid = ray.submit_job(entrypoint=f"{sys.executable} -m argus.jobs.sleep 0 --lines 1",
-                                     submission_id=f"bench-ray-{i}-{int(t0)}",
-                                     entrypoint_resources={"worker_node": 1})
-                running = None
-                while True:
-                    st = ray.get_job_status(sid)
-                    if running is None and st in (JobStatus.RUNNING, JobStatus.SUCCEEDED):
-                        running = time.monotonic() - t0
-                    if st.is_terminal():
-                        assert st == JobStatus.SUCCEEDED, ray.get_job_logs(sid)[-2000:]
-                        break
-                    time.sleep(0.02)
-                ray_times.append((running, time.monotonic() - t0))
-                t0 = time.monotonic()
-                tid = submit(c, spec("python3 -m argus.jobs.sleep 0 --lines 1"))
-                running = None
-                while True:
-                    st = c.get(f"/api/v2/tasks/{tid}").json()["status"]
-                    if running is None and st in ("RUNNING", "SUCCEEDED"):
-                        running = time.monotonic() - t0
-                    if st in ("SUCCEEDED", "FAILED", "CANCELED"):
-                        assert st == "SUCCEEDED", c.get(f"/api/v2/tasks/{tid}").json()
-                        break
-                    time.sleep(0.02)
-                argus_times.append((running, time.monotonic() - t0))
-    med = statistics.median
-    return {"ray_running": med(r for r, _ in ray_times), "ray_done": med(d for _, d in ray_times),
-            "argus_running": med(r for r, _ in argus_times), "argus_done": med(d for _, d in argus_times)}
+            for program in programs:
+                ray_times, argus_times, ray_up = [], [], []
+                for i in range(runs):
+                    t0 = time.monotonic()
+                    sid = ray.submit_job(entrypoint=f"{sys.executable} -m {program}",
+                                         submission_id=f"bench-ray-{i}-{int(t0 * 1000)}",
+                                         entrypoint_resources={"worker_node": 1})
+                    running = None
+                    while True:
+                        st = ray.get_job_status(sid)
+                        if running is None and st in (JobStatus.RUNNING, JobStatus.SUCCEEDED):
+                            running = time.monotonic() - t0
+                        if st.is_terminal():
+                            assert st == JobStatus.SUCCEEDED, ray.get_job_logs(sid)[-2000:]
+                            break
+                        time.sleep(0.02)
+                    ray_times.append((running, time.monotonic() - t0))
+                    t0 = time.monotonic()
+                    tid = submit(c, spec(f"python3 -m {program}"))
+                    running = None
+                    while True:
+                        st = c.get(f"/api/v2/tasks/{tid}").json()["status"]
+                        if running is None and st in ("RUNNING", "SUCCEEDED"):
+                            running = time.monotonic() - t0
+                        if st in ("SUCCEEDED", "FAILED", "CANCELED"):
+                            assert st == "SUCCEEDED", c.get(f"/api/v2/tasks/{tid}").json()
+                            break
+                        time.sleep(0.02)
+                    argus_times.append((running, time.monotonic() - t0))
+                    m = re.search(r"private Ray cluster of this task: .* up in ([0-9.]+) s",
+                                  c.get(f"/api/v2/tasks/{tid}/logs").text)
+                    if m:
+                        ray_up.append(float(m.group(1)))
+                out[program] = {"ray_running": med(r for r, _ in ray_times), "ray_done": med(d for _, d in ray_times),
+                                "argus_running": med(r for r, _ in argus_times),
+                                "argus_done": med(d for _, d in argus_times),
+                                "private_ray_up": med(ray_up) if ray_up else None}
+            if extra is not None:
+                out.update(extra(stack))
+    return out
