@@ -94,7 +94,8 @@ def test_a_hostile_reward_in_the_tasks_own_ray_actors_is_confined(stack: Stack, 
     """The actors of the task's private Ray run in its sandbox too, whatever runtime_env they ask for."""
     cmd = ("python3 -m argus.jobs.ray_gpus --gpus 0 --reward $HOME/code/evil_reward.py "
            f"--actor-runtime-env '{json.dumps({'env_vars': {'X': '1'}})}'")
-    tid = submit(victims, spec(cmd))
+    body = json.dumps({"kind": "advanced", "workload": "job", "nnodes": 1, "n_gpus_per_node": 0, "command": cmd})
+    tid = submit(victims, body)  # JSON is YAML
     wait_status(victims, tid, "SUCCEEDED", timeout=180)
     log = _log(victims, tid)
     assert "[argus] private Ray cluster of this task" in log, log
