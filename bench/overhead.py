@@ -99,8 +99,9 @@ def private_ray_memory(stack) -> dict[str, float]:  # noqa: ANN001 - tests.e2e.s
     wait_status(c, tid, set(), timeout=180, until=lambda _t: "ray_gpus: holding" in c.get(
         f"/api/v2/tasks/{tid}/logs").text)
     time.sleep(3)  # let the daemons settle
-    launcher = next(p for p in psutil.process_iter(["cmdline"])
-                    if "argus.runtime.driver" in " ".join(p.info["cmdline"] or []) and tid in " ".join(p.info["cmdline"]))
+    launcher = next(p for p in psutil.process_iter(["cmdline"])  # the launcher's python, not Ray's /bin/sh -c
+                    if (p.info["cmdline"] or [""])[0].split("/")[-1].startswith("python")
+                    and "argus.runtime.driver" in p.info["cmdline"] and tid in " ".join(p.info["cmdline"]))
     ray_kib = all_kib = 0
     for proc in launcher.children(recursive=True):
         try:
@@ -120,16 +121,17 @@ def cancel_storm(stack, n: int = 50) -> dict[str, float]:  # noqa: ANN001 - test
     """n tasks canceled while SUBMITTED: Ray stop requests and the time until all are CANCELED."""
     from tests.e2e.stack import spec, submit, wait_status
 
-    c = stack.user("canceler")
+    users = [stack.user(f"canceler{i}") for i in range(5)]  # under the per-user limit of 16 running tasks
     loop = stack.scheduler.runner.cancel
     before = loop.stops_sent
-    tids = [submit(c, spec("python3 -m argus.jobs.sleep 60 --lines 1")) for _ in range(n)]
-    for tid in tids:
+    tids = [(c, submit(c, spec("python3 -m argus.jobs.sleep 600 --lines 1"))) for i in range(n)
+            for c in [users[i % len(users)]]]
+    for c, tid in tids:
         wait_status(c, tid, {"SUBMITTED", "RUNNING"}, timeout=300)
     t0 = time.monotonic()
-    for tid in tids:
+    for c, tid in tids:
         c.post(f"/api/v2/tasks/{tid}/cancel")
-    for tid in tids:
+    for c, tid in tids:
         wait_status(c, tid, "CANCELED", timeout=300)
     return {"cancel_stops": stack.scheduler.runner.cancel.stops_sent - before, "cancel_s": time.monotonic() - t0,
             "cancel_n": n, "same_loop": stack.scheduler.runner.cancel is loop}
