@@ -112,9 +112,10 @@ def private_ray_memory(stack) -> dict[str, float]:  # noqa: ANN001 - tests.e2e.s
         all_kib += kib
         if not any(k in cmd for k in ("bwrap", "private_ray.py", "argus.jobs.ray_gpus")):
             ray_kib += kib
+    launcher_kib = _pss_kib(launcher.pid)
     c.post(f"/api/v2/tasks/{tid}/cancel")
     wait_status(c, tid, "CANCELED", timeout=60)
-    return {"private_ray_mib": ray_kib / 1024, "sandbox_mib": all_kib / 1024, "launcher_mib": _pss_kib(launcher.pid) / 1024}
+    return {"private_ray_mib": ray_kib / 1024, "sandbox_mib": all_kib / 1024, "launcher_mib": launcher_kib / 1024}
 
 
 def cancel_storm(stack, n: int = 50) -> dict[str, float]:  # noqa: ANN001 - tests.e2e.stack.Stack
