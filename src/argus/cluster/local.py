@@ -53,6 +53,7 @@ import psutil
 from argus.cluster import leftover
 from argus.core.envvars import NODE_ENV_KEEP, env_kept
 from argus.runtime import jail
+from argus.runtime.task_sandbox import free_ports
 from argus.settings import RAY_PORT_FIELDS, RAY_WORKER_PORTS, Settings
 
 log = logging.getLogger(__name__)
@@ -97,20 +98,7 @@ def port_free(port: int, host: str = "") -> bool:
 
 def pick_free_ports(count: int) -> list[int]:
     """``count`` distinct free ports outside Ray's worker port range (the kernel's ephemeral range is)."""
-    lo, hi = RAY_WORKER_PORTS
-    held: list[socket.socket] = []
-    try:
-        while len(held) < count:
-            sock = socket.socket()
-            sock.bind(("", 0))
-            if lo <= sock.getsockname()[1] <= hi:
-                sock.close()
-                continue
-            held.append(sock)
-        return [sock.getsockname()[1] for sock in held]
-    finally:
-        for sock in held:
-            sock.close()
+    return free_ports(count, RAY_WORKER_PORTS)
 
 
 def ray_temp_dir(state_dir: Path) -> Path:

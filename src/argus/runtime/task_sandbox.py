@@ -24,14 +24,19 @@ OBJECT_STORE_SHARE = 0.7
 BASE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
-def free_ports(count: int) -> list[int]:
-    """Ports nobody listens on now, for the private Ray's GCS and client server (the network is the node's)."""
+RAY_WORKER_PORTS = (10002, 19999)  # Ray's default --min-worker-port/--max-worker-port
+
+
+def free_ports(count: int, avoid: tuple[int, int] = RAY_WORKER_PORTS) -> list[int]:
+    """``count`` distinct ports nobody listens on now, outside ``avoid`` (Ray's worker port range, which
+    the kernel's ephemeral range overlaps). Used for the platform's and the tasks' private Ray heads."""
+    lo, hi = avoid
     held: list[socket.socket] = []
     try:
         while len(held) < count:
             sock = socket.socket()
             sock.bind(("", 0))
-            if 10002 <= sock.getsockname()[1] <= 19999:  # Ray's worker port range
+            if lo <= sock.getsockname()[1] <= hi:
                 sock.close()
                 continue
             held.append(sock)
