@@ -51,3 +51,16 @@ def test_short_state_dir_is_used_as_is() -> None:
     assert ray_temp_dir(state) == state / "ray"
     (state / "ray").rmdir()
     state.rmdir()
+
+
+def test_a_platform_node_starts_with_the_node_allowlist_only_and_no_drain(monkeypatch) -> None:
+    """Issue 21: nothing of the server's environment reaches a node (and so a launcher or a task)."""
+    from argus.cluster.local import node_process_env
+
+    monkeypatch.setenv("ARGUS_ADMIN_TOKEN", "secret-admin")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "secret-aws")
+    monkeypatch.setenv("NCCL_SOCKET_IFNAME", "eth0")
+    env = node_process_env({"RAY_AUTH_MODE": "token"})
+    assert "ARGUS_ADMIN_TOKEN" not in env and "AWS_SECRET_ACCESS_KEY" not in env
+    assert env["NCCL_SOCKET_IFNAME"] == "eth0" and env["RAY_AUTH_MODE"] == "token"
+    assert env["RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S"] == "0"  # a node with a task stops at once
