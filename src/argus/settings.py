@@ -119,6 +119,9 @@ class Settings(BaseSettings):
     # Jail for every process of a task on the nodes (driver, trainer, Ray workers): see runtime/jail.py.
     # auto: on when bubblewrap is installed here; bwrap: required; off: tasks run unconfined.
     task_jail: Literal["auto", "bwrap", "off"] = "auto"
+    # Each Ray task's private cluster runs its own Ray dashboard, proxied to its owner behind Argus's auth
+    # (GET /api/v2/tasks/{id}/ray-dashboard/): ~200 MB more per running Ray task (issue 21), hence opt-in.
+    task_ray_dashboard: bool = False
 
     # Runtime on workers: the interpreter that `python3` means inside a task
     train_python: str = Field(default_factory=lambda: sys.executable)

@@ -27,6 +27,7 @@ from argus.api.routers import (
     metrics,
     nodes,
     prometheus,
+    ray_dashboard,
     retention,
     session,
     tasks,
@@ -72,7 +73,7 @@ def create_app(ctx: AppContext, extra_routers: tuple = ()) -> FastAPI:
     app.state.ctx = ctx
     install_docs(app)
     for r in (health.router, session.router, tasks.router, users.router, metrics.router, files.router, logs.router, nodes.router,
-              audit.router, usage.router, checkpoints.router,
+              audit.router, usage.router, checkpoints.router, ray_dashboard.router,
               prometheus.router, retention.router, *extra_routers):
         app.include_router(r)
     _install_error_handlers(app)

@@ -86,6 +86,7 @@ def parse_args(args: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--user", help="the task's owner: its sandbox shows this home")
     p.add_argument("--sandbox", action="store_true", help="run the command in the owner's sandbox (refuse without)")
     p.add_argument("--private-ray", action="store_true", help="start the task's own Ray cluster in the sandbox")
+    p.add_argument("--ray-dashboard", action="store_true", help="with --private-ray: with its dashboard (for its owner)")
     p.add_argument("--cpus", type=float, default=1, help="the task's CPUs on this node (its private Ray's)")
     p.add_argument("--gpus", type=int, default=0, help="the task's GPUs on this node")
     p.add_argument("--nnodes", type=int, default=1, help="the task's nodes (a Ray program spans them all)")
@@ -263,6 +264,8 @@ def run(ns: argparse.Namespace) -> int:
         gang = Gang(ns, job_dir)
         sandbox.node_ip = gang.head_ip()
     command, command_env = sandbox.wrap(sandbox.inner(python, argv), env)
+    if sandbox.dashboard_port:  # where the server's proxy finds the owner's dashboard, and its token
+        status.save(ray_dashboard={"port": sandbox.dashboard_port, "token": sandbox.ray_token})
     if sandbox.note:
         notes.append(sandbox.note)
     first = (f"[argus] attempt {ns.attempt} on {status.data['hostname']} (ray node {status.data['node_id'] or '?'}), "

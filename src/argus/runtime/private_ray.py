@@ -14,7 +14,8 @@ environment's Ray:
 * its session, sockets and worker logs live in the sandbox's private ``/tmp``;
 * it uses token auth with a token made for this task alone (``RAY_AUTH_TOKEN``, set by the
   launcher), so another task on the same network cannot join or drive it;
-* no dashboard, no autoscaler monitor: ~390 MB instead of ~590 MB (bench/overhead.py);
+* no autoscaler monitor, and no dashboard unless the platform offers one to owners
+  (``task_ray_dashboard``; ``--dashboard-port``): ~370 MB instead of ~590 MB (bench/overhead.py);
 * the command gets ``RAY_ADDRESS`` pointing at it, so verl's ``ray.init(address="auto")`` and
   a plain ``ray.init()`` both attach to it, never to the platform's.
 
@@ -51,6 +52,7 @@ def parse_args(args: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--memory", type=int, default=0, help="bytes of memory Ray may hand out (0: Ray's default)")
     p.add_argument("--object-store", type=int, default=0, help="object store bytes (0: Ray's default)")
     p.add_argument("--node-ip", default="127.0.0.1", help="the address this node of the task is reached at")
+    p.add_argument("--dashboard-port", type=int, default=0, help="head: run Ray's dashboard on this port (0: none)")
     p.add_argument("--wait-nodes", type=int, default=1, help="head: start the command once this many nodes joined")
     p.add_argument("argv", nargs=argparse.REMAINDER, help="-- then the command to run")
     ns = p.parse_args(args)
@@ -70,7 +72,8 @@ def ray_start_argv(ns: argparse.Namespace) -> list[str]:
     if ns.join:
         return [*ray, f"--address={ns.join}", "--block", *common]
     return [*ray, "--head", f"--port={ns.head}", f"--ray-client-server-port={ns.client_port}",
-            "--include-dashboard=false", "--no-monitor", *common]
+            *(["--include-dashboard=true", "--dashboard-host=0.0.0.0", f"--dashboard-port={ns.dashboard_port}"]
+              if ns.dashboard_port else ["--include-dashboard=false"]), "--no-monitor", *common]
 
 
 def start_head(ns: argparse.Namespace) -> str | None:

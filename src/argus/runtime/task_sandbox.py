@@ -53,6 +53,7 @@ class Sandbox:
         self.ns = ns
         self.node_ip = "127.0.0.1"  # where the task's private Ray head listens (routable for a gang)
         self.gcs_port = 0
+        self.dashboard_port = 0
         self.cfg: jail.JailConfig | None = None
         self.scratch: Path | None = None
         self.active = False  # wrap() put the command in a sandbox
@@ -100,11 +101,13 @@ class Sandbox:
         ns = self.ns
         if not ns.private_ray:
             return argv
-        self.gcs_port, client = free_ports(2)
+        self.gcs_port, client, dashboard = free_ports(3)
+        self.dashboard_port = dashboard if getattr(ns, "ray_dashboard", False) else 0
         store = int(self.shm_bytes() * OBJECT_STORE_SHARE)
         return [python, "-I", PRIVATE_RAY, "--head", str(self.gcs_port), "--client-port", str(client),
                 "--cpus", str(ns.cpus), "--gpus", str(ns.gpus), *(["--memory", str(ns.memory)] if ns.memory else []),
-                "--object-store", str(store), "--node-ip", self.node_ip, "--wait-nodes", str(max(ns.nnodes, 1)),
+                "--object-store", str(store), "--node-ip", self.node_ip,
+                *(["--dashboard-port", str(self.dashboard_port)] if self.dashboard_port else []), "--wait-nodes", str(max(ns.nnodes, 1)),
                 "--", *argv]
 
     def wrap(self, argv: list[str], env: dict[str, str]) -> tuple[list[str], dict[str, str]]:

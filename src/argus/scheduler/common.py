@@ -148,6 +148,7 @@ def driver_argv(ctx: LoopContext, user: str, task: TaskModel, attempt: int) -> l
         "--user", user,
         *(["--sandbox"] if ctx.sandbox else []),
         *(["--private-ray"] if uses_ray(list(task.argv)) else []),
+        *(["--ray-dashboard"] if ctx.settings.task_ray_dashboard and uses_ray(list(task.argv)) else []),
         "--cpus", f"{cpus:g}", "--gpus", str(task.n_gpus_per_node), "--nnodes", str(task.nnodes),
         *(["--memory", str(memory)] if memory else []),
         *(f"--setenv={name}={value}" for name, value in task_env(ctx, user).items()),

@@ -110,7 +110,8 @@ def task_page(task_id: str, request: Request, ctx: AppContext = Depends(get_ctx)
             get_task(session, principal, task_id)
     except NotFound:
         return not_found(request, principal)
-    return render(request, "task.html", title_key="task.title", principal=principal, task_id=task_id)
+    return render(request, "task.html", title_key="task.title", principal=principal, task_id=task_id,
+                  ray_dashboard=ctx.settings.task_ray_dashboard)
 
 
 @router.get("/jobs/{task_id}/")

@@ -30,6 +30,8 @@ function renderSummary(tk) {
   setText("s-message", tk.status_message || tk.pending_reason || "");
   document.getElementById("s-warnings").replaceChildren(...(tk.warnings || []).map((w) => el("li", {}, w)));
   document.getElementById("cancel").hidden = TERMINAL.has(tk.status) || tk.status === "CANCELING";
+  const dashboard = document.getElementById("ray-dashboard");  // rendered when the server runs task dashboards
+  if (dashboard) dashboard.hidden = tk.status !== "RUNNING";  // the API answers 409 otherwise
   renderAttempts(tk);
 }
 
