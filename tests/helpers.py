@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import signal
 import socket
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -86,3 +88,13 @@ def live_server(settings: Settings, configure=None) -> Iterator[LiveServer]:
         server.should_exit = True
         thread.join(10)
         ctx.db.dispose()
+
+
+def terminate(proc: subprocess.Popen, timeout: float) -> None:
+    """SIGTERM a child that still runs and wait up to ``timeout`` s (what is left: the caller's tracker kills it)."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            pass

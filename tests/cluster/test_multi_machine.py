@@ -36,7 +36,7 @@ from argus.cluster.inventory import RayInventory
 from argus.cluster.local import LocalCluster
 from argus.cluster.types import ClusterUnavailable, WorkerNode
 from argus.settings import Settings
-from tests.helpers import free_port
+from tests.helpers import free_port, terminate
 
 pytestmark = pytest.mark.e2e
 WORKER_NAME = f"argus-test-worker-{os.getpid()}"
@@ -279,10 +279,5 @@ def test_argus_head_command(tmp_path: Path) -> None:
         stopped = read_discovery(discovery_path(data_root))
         assert stopped.state == STOPPED and stopped.generation == info.generation
     finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                pass
+        terminate(proc, 30)
         tracker.kill_all()

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import re
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -24,6 +23,7 @@ from argus.cluster.inventory import RayInventory
 from argus.settings import Settings
 from tests.cluster.test_multi_machine import Tracker, start_head, wait_for
 from tests.e2e.stack import argus_on, spec, submit, wait_status
+from tests.helpers import terminate
 
 pytestmark = [pytest.mark.e2e, pytest.mark.hostile]
 
@@ -63,11 +63,6 @@ def test_a_two_node_task_spans_sandboxes_on_two_argus_workers(tmp_path: Path) ->
         assert "[argus] joined the task's private Ray" in node_log.read_text(), node_log.read_text()
     finally:
         for w in workers:
-            if w.poll() is None:
-                w.send_signal(signal.SIGTERM)
-                try:
-                    w.wait(40)
-                except subprocess.TimeoutExpired:
-                    pass
+            terminate(w, 40)
         head.stop()
         tracker.kill_all()

@@ -351,21 +351,23 @@ def signal_tree(pid: int, sig: int) -> None:
             pass
 
 
-def task_main(pid: int, sandboxed: bool) -> list[psutil.Process]:
-    """The processes a polite stop goes to: the child, or in a sandbox the process bwrap started in it.
+def polite(pid: int, sig: int, sandboxed: bool) -> None:
+    """A stop signal the task can act on: to the child's process group, or in a sandbox to its main process.
 
     bwrap with ``--unshare-pid`` is two processes, the one we started and the PID namespace's
-    init below it; the task's main process (``private_ray.py`` or the command) is the init's
-    child. A SIGTERM to bwrap itself would end the sandbox at once, with no time to stop.
+    init below it; the task's main process (``private_ray.py`` or the command, which passes the
+    signal to its own group) is the init's child. A SIGTERM to bwrap itself would end the
+    sandbox at once, with no time to stop.
     """
     try:
-        procs = [psutil.Process(pid)]
-        if sandboxed:
-            for _ in range(2):
-                procs = [c for p in procs for c in p.children()]
-    except psutil.Error:
-        return []
-    return procs
+        if not sandboxed:
+            os.killpg(pid, sig)
+            return
+        for init in psutil.Process(pid).children():
+            for main in init.children():
+                main.send_signal(sig)
+    except (OSError, psutil.Error):
+        pass
 
 
 def _supervise(child: subprocess.Popen[bytes], log: TaskLog, status: StatusFile, *, sandboxed: bool = False) -> int:
@@ -381,11 +383,7 @@ def _supervise(child: subprocess.Popen[bytes], log: TaskLog, status: StatusFile,
         signal_tree(child.pid, sig)
 
     def stop(sig: int) -> None:
-        for proc in task_main(child.pid, sandboxed):
-            try:
-                os.killpg(proc.pid, sig) if not sandboxed else proc.send_signal(sig)
-            except (OSError, psutil.Error):
-                pass
+        polite(child.pid, sig, sandboxed)
         timer = threading.Timer(KILL_GRACE_S, kill_group, args=(signal.SIGKILL,))
         timer.daemon = True
         timer.start()

@@ -44,6 +44,7 @@ class NodeSandbox:
     """Runs one extra node's sandbox until it ends; a Ray actor on the platform's cluster."""
 
     def run(self, ns: argparse.Namespace, job_dir: str, index: int, head: str, token: str) -> int:
+        from argus.runtime.driver import _die_with_parent
         from argus.runtime.task_sandbox import Sandbox
 
         sandbox = Sandbox(ns, Path(job_dir), scratch_suffix=f"node-{index}")
@@ -62,19 +63,12 @@ class NodeSandbox:
             sandbox.cleanup()
 
 
-def _die_with_parent() -> None:
-    from argus.runtime.driver import _die_with_parent as die
-
-    die()
-
-
 class Gang:
     """The placement group and the node actors of one attempt (created by :meth:`start`)."""
 
     def __init__(self, ns: argparse.Namespace, job_dir: Path) -> None:
         self.ns = ns
         self.job_dir = job_dir
-        self.refs: list[Any] = []
         self.actors: list[Any] = []
         self.pg: Any = None
 
@@ -109,7 +103,7 @@ class Gang:
             a = actor.options(num_cpus=0, num_gpus=ns.gpus, scheduling_strategy=PlacementGroupSchedulingStrategy(
                                   placement_group=self.pg, placement_group_bundle_index=i)).remote()
             self.actors.append(a)
-            self.refs.append(a.run.remote(ns, str(self.job_dir), i + 2, head, token))
+            a.run.remote(ns, str(self.job_dir), i + 2, head, token)  # runs until the actor is killed
         return None
 
     def stop(self) -> None:

@@ -22,8 +22,6 @@ SHM_MIN = 1 << 30  # a sandbox's /dev/shm: at least 1 GiB (NCCL, torch DataLoade
 SHM_SHARE = 0.5  # … or half the task's memory, of which the private Ray's object store gets most
 OBJECT_STORE_SHARE = 0.7
 BASE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-
-
 RAY_WORKER_PORTS = (10002, 19999)  # Ray's default --min-worker-port/--max-worker-port
 
 
@@ -74,6 +72,7 @@ class Sandbox:
         self.devices = jail.gpu_device_files(ids) if self.cfg is not None else []
         self.mask = jail.other_gpu_proc_dirs(ids) if self.devices else []
         # the GPUs as the task sees them: renumbered 0..n-1 when only its device files exist
+        self.gpu_files = len(ids) if self.devices else 0
         self.cuda_visible = ",".join(str(i) for i in range(len(ids))) if self.devices else visible
         self.ray_token = secrets.token_hex(24)
 
@@ -102,13 +101,12 @@ class Sandbox:
         if not ns.private_ray:
             return argv
         self.gcs_port, client, dashboard = free_ports(3)
-        self.dashboard_port = dashboard if getattr(ns, "ray_dashboard", False) else 0
+        self.dashboard_port = dashboard if ns.ray_dashboard else 0
         store = int(self.shm_bytes() * OBJECT_STORE_SHARE)
         return [python, "-I", PRIVATE_RAY, "--head", str(self.gcs_port), "--client-port", str(client),
                 "--cpus", str(ns.cpus), "--gpus", str(ns.gpus), *(["--memory", str(ns.memory)] if ns.memory else []),
-                "--object-store", str(store), "--node-ip", self.node_ip,
-                *(["--dashboard-port", str(self.dashboard_port)] if self.dashboard_port else []), "--wait-nodes", str(max(ns.nnodes, 1)),
-                "--", *argv]
+                "--object-store", str(store), "--node-ip", self.node_ip, "--wait-nodes", str(max(ns.nnodes, 1)),
+                *(["--dashboard-port", str(self.dashboard_port)] if self.dashboard_port else []), "--", *argv]
 
     def wrap(self, argv: list[str], env: dict[str, str]) -> tuple[list[str], dict[str, str]]:
         """(argv, environment) that start ``argv`` with ``env`` inside the sandbox (as they are without one)."""
@@ -122,7 +120,7 @@ class Sandbox:
                                    mask=self.mask, shm_bytes=self.shm_bytes())
         self.note = (f"sandbox: {self.ns.user}'s home read-write, shared datasets/hf read-only, no other home; own "
                      f"PID/IPC/UTS{'/user' if self.cfg.user_ns else ''} namespaces, no capabilities, "
-                     f"{len([d for d in self.devices if d[len('/dev/nvidia'):].isdigit()])} GPU device file(s), "
+                     f"{self.gpu_files} GPU device file(s), "
                      f"/dev/shm {self.shm_bytes() >> 20} MiB, cleared environment")
         return [*prefix, *argv], {"PATH": BASE_PATH}
 

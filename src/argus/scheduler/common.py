@@ -10,7 +10,6 @@ inventing a new one). ``gpus`` records the placement the scheduler planned
 
 from __future__ import annotations
 
-import json
 import logging
 import shlex
 from collections.abc import Callable
@@ -26,12 +25,12 @@ from argus.cluster.types import JobsBackend, NodeInventory
 from argus.core import accounting
 from argus.core.gpu_binding import uses_ray
 from argus.core.paths import DataLayout
-from argus.core.resources import RESOURCES_KEY, default_cpus
+from argus.core.resources import RESOURCES_KEY, NodeNeed, default_cpus
 from argus.core.states import LIVE_ATTEMPT, TERMINAL, TaskStatus
 from argus.db.models import TaskAttemptModel, TaskModel, utcnow
 from argus.db.session import Database
 from argus.runtime import jail
-from argus.services.home_files import read_plain
+from argus.services.home_files import read_attempt_status
 from argus.services.tasks import user_name_of
 from argus.settings import Settings
 
@@ -42,7 +41,6 @@ UNCONFIRMED = TaskStatus.QUEUED.value
 ATTEMPT_LIVE = LIVE_ATTEMPT
 TERMINAL_VALUES = tuple(s.value for s in TERMINAL)
 DRIVER_MODULE = "argus.runtime.driver"
-STATUS_MAX_BYTES = 1 << 20  # the driver's status.json is a few hundred bytes
 USER_PATH_DIR = str(Path(jail.__file__).with_name("userpath"))
 
 
@@ -112,19 +110,20 @@ def log_path(ctx: LoopContext, user: str, task_id: str, attempt: int) -> Path:
 
 
 def read_driver_status(ctx: LoopContext, user: str, task_id: str, attempt: int) -> dict[str, Any]:
-    """The driver's ``status.json`` for this attempt, or ``{}`` (absent, torn, or another attempt's).
+    """The launcher's ``status.json`` for this attempt, or ``{}`` (services.home_files.read_attempt_status)."""
+    return read_attempt_status(ctx.layout_home(user), job_dir(ctx, user, task_id), attempt)
 
-    It lives on the shared filesystem, so it is there even when Ray lost the node that wrote it.
-    The task can change it, so it is read without following links, bounded, and as data only.
-    """
-    raw = read_plain(ctx.layout_home(user), job_dir(ctx, user, task_id) / "status.json", STATUS_MAX_BYTES)
-    try:
-        data = json.loads(raw or b"")
-    except ValueError:
-        return {}
-    if isinstance(data, dict) and data.get("attempt") == attempt:
-        return data
-    return {}
+
+def node_need(entry: str | None, nnodes: int, gpus: int, cpus: float | None, memory: float | None) -> tuple[float, int]:
+    """(CPUs, memory bytes) per node; a task stored before issue 15 gets core.resources' default."""
+    return (float(cpus) if cpus is not None else default_cpus(entry, nnodes, gpus)), int(memory or 0)
+
+
+def task_node_need(task: TaskModel) -> NodeNeed:
+    resources = (task.spec_resolved or {}).get(RESOURCES_KEY) or {}
+    cpus, memory = node_need(task.entry_module, task.nnodes, task.n_gpus_per_node, resources.get("cpus"),
+                             resources.get("memory"))
+    return NodeNeed(cpus, memory)
 
 
 def driver_argv(ctx: LoopContext, user: str, task: TaskModel, attempt: int) -> list[str]:
@@ -135,10 +134,7 @@ def driver_argv(ctx: LoopContext, user: str, task: TaskModel, attempt: int) -> l
     Basic templates ask the launcher to pick the attention kernel the worker really has.
     The task's share of a node (``--cpus/--gpus/--memory``) sizes its private Ray cluster.
     """
-    resources = (task.spec_resolved or {}).get(RESOURCES_KEY) or {}
-    cpus = resources.get("cpus")
-    cpus = float(cpus) if cpus is not None else default_cpus(task.entry_module, task.nnodes, task.n_gpus_per_node)
-    memory = int(resources.get("memory") or 0)
+    need, ray = task_node_need(task), uses_ray(list(task.argv))
     return [
         ctx.settings.train_python, "-I", "-m", DRIVER_MODULE,
         "--job-dir", str(job_dir(ctx, user, task.id)),
@@ -147,10 +143,10 @@ def driver_argv(ctx: LoopContext, user: str, task: TaskModel, attempt: int) -> l
         *(["--attention", "auto"] if task.kind == "basic" else []),
         "--user", user,
         *(["--sandbox"] if ctx.sandbox else []),
-        *(["--private-ray"] if uses_ray(list(task.argv)) else []),
-        *(["--ray-dashboard"] if ctx.settings.task_ray_dashboard and uses_ray(list(task.argv)) else []),
-        "--cpus", f"{cpus:g}", "--gpus", str(task.n_gpus_per_node), "--nnodes", str(task.nnodes),
-        *(["--memory", str(memory)] if memory else []),
+        *(["--private-ray"] if ray else []),
+        *(["--ray-dashboard"] if ray and ctx.settings.task_ray_dashboard else []),
+        "--cpus", f"{need.cpus:g}", "--gpus", str(task.n_gpus_per_node), "--nnodes", str(task.nnodes),
+        *(["--memory", str(need.memory)] if need.memory else []),
         *(f"--setenv={name}={value}" for name, value in task_env(ctx, user).items()),
         "--",
         *task.argv,

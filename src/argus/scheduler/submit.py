@@ -19,7 +19,7 @@ from sqlalchemy import bindparam, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from argus.cluster.types import ClusterUnavailable, JobAlreadyExists, JobInfo, WorkerNode
-from argus.core.resources import RESOURCES_KEY, NodeNeed, default_cpus
+from argus.core.resources import RESOURCES_KEY, NodeNeed
 from argus.core.states import ACTIVE, TaskStatus, TerminationReason
 from argus.db.models import TaskAttemptModel, TaskModel, UserModel, utcnow
 from argus.errors import Conflict
@@ -35,8 +35,10 @@ from argus.scheduler.common import (
     driver_argv,
     entrypoint,
     log,
+    node_need,
     runtime_env,
     submission_id,
+    task_node_need,
     user_of,
 )
 from argus.scheduler.fairshare import HELD_CHARGE_S, Usage, rate
@@ -94,11 +96,6 @@ def load_queue(s: Session) -> tuple[list[policy.QueuedTask], dict[str, str | Non
 # A task's CPUs and memory per node (issue 15), read from its resolved spec without loading the whole JSON.
 NEED_COLUMNS = (TaskModel.entry_module, TaskModel.spec_resolved[(RESOURCES_KEY, "cpus")].as_float(),
                 TaskModel.spec_resolved[(RESOURCES_KEY, "memory")].as_float())
-
-
-def node_need(entry: str | None, nnodes: int, gpus: int, cpus: float | None, memory: float | None) -> tuple[float, int]:
-    """(CPUs, memory bytes) per node; a task stored before issue 15 gets core.resources' default."""
-    return (float(cpus) if cpus is not None else default_cpus(entry, nnodes, gpus)), int(memory or 0)
 
 
 def load_held(s: Session) -> tuple[list[policy.HeldTask], dict[str, policy.UserLimits]]:
@@ -298,13 +295,6 @@ class SubmitQueuedTasks:
                                        reason=TerminationReason.SUBMIT_ERROR, message=message)
                 except Conflict:
                     pass
-
-
-def task_node_need(task: TaskModel) -> NodeNeed:
-    resources = (task.spec_resolved or {}).get(RESOURCES_KEY) or {}
-    cpus, memory = node_need(task.entry_module, task.nnodes, task.n_gpus_per_node, resources.get("cpus"),
-                             resources.get("memory"))
-    return NodeNeed(cpus, memory)
 
 
 def ray_submit(ctx: LoopContext, sid: str, task_id: str, user: str, attempt: int, argv: list[str],

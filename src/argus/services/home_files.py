@@ -10,10 +10,11 @@ reads as absent. ``O_NONBLOCK`` keeps a FIFO from blocking the open.
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
@@ -62,6 +63,23 @@ def read_plain(home: Path, path: Path, limit: int) -> bytes | None:
         return None
     with f:
         return f.read(limit)
+
+
+STATUS_MAX_BYTES = 1 << 20  # the launcher's status.json is a few hundred bytes
+
+
+def read_attempt_status(home: Path, job_dir: Path, attempt: int) -> dict[str, Any]:
+    """The launcher's ``status.json`` in ``job_dir`` for ``attempt``, or ``{}`` (absent, torn, or another attempt's).
+
+    It lives on the shared filesystem, so it is there even when Ray lost the node that wrote it.
+    The task can change it, so it is read without following links, bounded, and as data only.
+    """
+    raw = read_plain(home, job_dir / "status.json", STATUS_MAX_BYTES)
+    try:
+        data = json.loads(raw or b"")
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) and data.get("attempt") == attempt else {}
 
 
 def append_in_home(home: Path, rel: tuple[str, ...], data: bytes) -> None:

@@ -11,7 +11,6 @@ from that node, and another task's dashboard refuses this task's token.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,11 +24,10 @@ from argus.core.paths import DataLayout
 from argus.core.states import TaskStatus
 from argus.db.models import TaskAttemptModel
 from argus.errors import Conflict, NotFound
-from argus.services.home_files import read_plain
+from argus.services.home_files import read_attempt_status
 from argus.services.principal import Principal
 from argus.services.tasks import get_task, user_name_of
 
-STATUS_MAX_BYTES = 1 << 20
 _TOKEN = re.compile(r"[0-9a-f]{16,128}")
 
 
@@ -49,14 +47,9 @@ def dashboard_target(session: Session, principal: Principal, task_id: str, root:
                                                         TaskAttemptModel.attempt == task.attempts))
     layout = DataLayout.at(root)
     owner = user_name_of(session, task)
-    raw = read_plain(Path(str(layout.home(owner))), Path(str(layout.job_dir(owner, task.id))) / "status.json",
-                     STATUS_MAX_BYTES)
-    try:
-        status = json.loads(raw or b"")
-    except ValueError:
-        status = {}
-    dash = status.get("ray_dashboard") if isinstance(status, dict) and att is not None \
-        and status.get("attempt") == att.attempt else None
+    status = read_attempt_status(Path(str(layout.home(owner))), Path(str(layout.job_dir(owner, task.id))),
+                                 att.attempt) if att is not None else {}
+    dash = status.get("ray_dashboard")
     if not isinstance(dash, dict):
         raise NotFound(f"task {task_id} has no Ray dashboard (a Ray program, with task_ray_dashboard on, has one)",
                        code="no_ray_dashboard")
