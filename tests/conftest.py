@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from argus.settings import Settings
+from tests.envs_fixtures import verl041_python, verl091_cpu_python  # noqa: F401 - built training environments
 from tests.ray_fixtures import ray_cluster  # noqa: F401 - the session's one Ray cluster (see ray_fixtures)
 
 

@@ -122,14 +122,23 @@ def _bind_problem(host: str, port: int) -> str | None:
     return None
 
 
+def env_registry(settings: Settings):  # noqa: ANN201 - argus.envs.registry.Registry
+    """The training environments on the data root, with Argus's own interpreter as ``argus``."""
+    from argus.envs.registry import Registry
+
+    return Registry(settings.root, settings.train_python, settings.default_env)
+
+
 def _wire_verl(ctx: AppContext) -> None:
     """verl's own validation as an admission check; the validator process starts with the components."""
-    from argus.verl.component import make_verl_check
-    from argus.verl.entry import EntryModuleCheck
+    from argus.envs.check import EnvCheck
+    from argus.verl.component import make_verl_checks
 
-    check, validator = make_verl_check(ctx.settings)
-    ctx.checks = (*ctx.checks, EntryModuleCheck(ctx.settings, validator), check)
-    ctx.extras["verl_validator"] = validator
+    registry = env_registry(ctx.settings)
+    checks, pool = make_verl_checks(ctx.settings, registry)
+    ctx.checks = (*ctx.checks, EnvCheck(registry), *checks)
+    ctx.extras["env_registry"] = registry
+    ctx.extras["verl_validator"] = pool
 
 
 async def serve(ctx: AppContext, components: list[Component], *, announce: Callable[[str], None] = print,
@@ -317,8 +326,8 @@ def _verl_components(ctx: AppContext) -> list[Component]:
     """Start the warm verl validator with the server (import verl takes seconds), stop it with it."""
     from argus.verl.component import VerlValidatorComponent
 
-    validator = ctx.extras.get("verl_validator")
-    return [VerlValidatorComponent(validator)] if validator is not None else []
+    pool = ctx.extras.get("verl_validator")
+    return [VerlValidatorComponent(pool, ctx.extras["env_registry"])] if pool is not None else []
 
 
 def _scheduler_components(ctx: AppContext) -> list[Component]:

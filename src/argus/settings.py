@@ -123,8 +123,16 @@ class Settings(BaseSettings):
     # (GET /api/v2/tasks/{id}/ray-dashboard/): ~200 MB more per running Ray task (issue 21), hence opt-in.
     task_ray_dashboard: bool = False
 
-    # Runtime on workers: the interpreter that `python3` means inside a task
+    # Runtime on workers. Argus's own interpreter there (the launcher: platform code, never the task's), the
+    # same path on every node; and the built-in training environment "argus" (train_python: what `python3`
+    # means inside a task that names no other environment).
+    launcher_python: str = Field(default_factory=lambda: sys.executable)
     train_python: str = Field(default_factory=lambda: sys.executable)
+    # Training environments (issue 22, argus/envs): the one a task runs in when its spec names none ("argus":
+    # the built-in one above), and how many environments' validators stay warm at once (each costs its
+    # verl's import, ~0.5 GB; the least recently used one is stopped beyond this).
+    default_env: str = "argus"
+    env_validators_warm: int = Field(default=3, ge=1, le=32)
 
     # Files
     quota_bytes: int | None = None

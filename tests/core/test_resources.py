@@ -88,9 +88,10 @@ def test_resolved_spec_carries_the_need_the_scheduler_fits() -> None:
                                       "data.train_files=$HOME/t.parquet data.val_files=$HOME/v.parquet "
                                       "trainer.nnodes=2 trainer.n_gpus_per_node=8 "
                                       "transfer_queue.backend.SimpleStorage.num_data_storage_units=4"})
-    verdict = admit(spec, "alice", AdmissionPolicy(layout=layout, entry_allowlist=tuple(DEFAULT_ENTRY_ALLOWLIST)))
+    policy = AdmissionPolicy(layout=layout, entry_allowlist=tuple(DEFAULT_ENTRY_ALLOWLIST))
+    verdict = admit(spec, "alice", policy)
     assert isinstance(verdict, Admitted), verdict
-    view = resolved_view(verdict, "alice", layout)
+    view = resolved_view(verdict, "alice", policy)
     assert view["resources_per_node"] == {"gpus": 8, "cpus": 3 * 8 + 1 + 2 + 1, "memory": 100 * 2**30}
     assert format_memory(view["resources_per_node"]["memory"]) == "100 GiB"
 
@@ -104,15 +105,16 @@ def test_basic_rl_templates_pin_transferqueue_to_workers_and_count_its_units() -
     assert "+transfer_queue.backend.SimpleStorage.required_node_resource=worker_node" in ov
     assert "transfer_queue.backend.SimpleStorage.num_data_storage_units=2" in ov
     layout = DataLayout.at("/private")
-    verdict = admit(spec, "alice", AdmissionPolicy(layout=layout, entry_allowlist=tuple(DEFAULT_ENTRY_ALLOWLIST)))
+    policy = AdmissionPolicy(layout=layout, entry_allowlist=tuple(DEFAULT_ENTRY_ALLOWLIST))
+    verdict = admit(spec, "alice", policy)
     assert isinstance(verdict, Admitted)
     # 3 (the GPU bundle) + 1 (controller) + 2 (the template's storage units) + 1 (actor headroom)
-    assert resolved_view(verdict, "alice", layout)["resources_per_node"]["cpus"] == 7
+    assert resolved_view(verdict, "alice", policy)["resources_per_node"]["cpus"] == 7
     tuned = parse_taskspec({**spec.model_dump(exclude_none=True),
                             "overrides": ["transfer_queue.backend.SimpleStorage.num_data_storage_units=6"]})
     verdict = admit(tuned, "alice", AdmissionPolicy(layout=layout, entry_allowlist=tuple(DEFAULT_ENTRY_ALLOWLIST)))
     assert isinstance(verdict, Admitted)
-    assert resolved_view(verdict, "alice", layout)["resources_per_node"]["cpus"] == 3 + 1 + 6 + 1
+    assert resolved_view(verdict, "alice", policy)["resources_per_node"]["cpus"] == 3 + 1 + 6 + 1
     sft = parse_taskspec({"workload": "sft", "model_id": "m/x", "train_file": "$HOME/t.parquet", "nnodes": 1,
                           "n_gpus_per_node": 4})
     assert not any("transfer_queue" in o for o in basic_overrides(sft, PathView.as_written("t"), "t"))

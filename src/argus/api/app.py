@@ -21,6 +21,7 @@ from argus.api.docs import install_docs
 from argus.api.routers import (
     audit,
     checkpoints,
+    envs,
     files,
     health,
     logs,
@@ -73,7 +74,7 @@ def create_app(ctx: AppContext, extra_routers: tuple = ()) -> FastAPI:
     app.state.ctx = ctx
     install_docs(app)
     for r in (health.router, session.router, tasks.router, users.router, metrics.router, files.router, logs.router, nodes.router,
-              audit.router, usage.router, checkpoints.router, ray_dashboard.router,
+              audit.router, usage.router, checkpoints.router, ray_dashboard.router, envs.router,
               prometheus.router, retention.router, *extra_routers):
         app.include_router(r)
     _install_error_handlers(app)

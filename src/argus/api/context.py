@@ -36,4 +36,5 @@ class AppContext:
             env_allowlist=tuple(s.env_allowlist),
             max_nnodes=s.max_nnodes,
             max_gpus_per_node=s.max_gpus_per_node,
+            default_env=s.default_env,
         )

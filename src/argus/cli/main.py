@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from argus.cli import admin, checkpoints, cluster, files, logs, metrics, ops, tasks, usage
+from argus.cli import admin, checkpoints, cluster, envs, files, logs, metrics, ops, tasks, usage
 from argus.cli.startup import settings_or_exit
 
 app = typer.Typer(help="Argus: run verl post-training tasks on a shared Ray cluster.", no_args_is_help=True,
@@ -20,6 +20,7 @@ cluster.register(app)
 usage.register(app)
 ops.register(app)
 checkpoints.register(app)
+envs.register(app)
 
 
 PORT = {"min": 1, "max": 65535}

@@ -59,6 +59,7 @@ class AdmissionPolicy:
     env_allowlist: tuple[str, ...] = DEFAULT_ENV_ALLOWLIST
     max_nnodes: int = 1024
     max_gpus_per_node: int = 64
+    default_env: str = "argus"  # the training environment of a spec that names none (settings.default_env)
 
 
 # Entry points that need no GPU: Argus's CPU jobs and verl's checkpoint merger (`argus export`).
@@ -486,8 +487,9 @@ def _has_error(errors: list[FieldError], fld: str) -> bool:
     return any(e.field == fld for e in errors)
 
 
-def resolved_view(admitted: Admitted, user: str, layout: DataLayout) -> dict[str, Any]:
+def resolved_view(admitted: Admitted, user: str, policy: AdmissionPolicy) -> dict[str, Any]:
     """The spec with defaults filled and macros expanded, as shown by GET /tasks/{id}/spec."""
+    layout = policy.layout
     data = admitted.spec.model_dump()
     if isinstance(admitted.spec, BasicTaskSpec):
         for key in ("model_id", "train_file", "val_file", "reward_path"):
@@ -497,6 +499,7 @@ def resolved_view(admitted: Admitted, user: str, layout: DataLayout) -> dict[str
     else:
         data["command"] = admitted.command_expanded
     data["entry_module"] = admitted.entry_module
+    data["env"] = admitted.spec.env or policy.default_env  # where it runs; checked by argus.envs.check
     spec = admitted.spec
     overrides = admitted.overrides
     if isinstance(spec, BasicTaskSpec) and spec.workload != "sft":  # the template's TransferQueue settings

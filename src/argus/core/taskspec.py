@@ -35,6 +35,9 @@ class _Spec(BaseModel):
     # What one node needs beside GPUs (issue 15); unset: core.resources' documented defaults.
     cpus_per_node: float | None = None
     memory_per_node: int | None = None  # bytes; written as "64Gi", "512Mi", "16G" or a number of bytes
+    # The training environment the task runs in and is validated with (issue 22): a cluster environment's
+    # name (`argus env list`), "~/envs/<name>" for one of the user's own; unset: the cluster's default_env.
+    env: str | None = Field(default=None, min_length=1, max_length=256)
 
     @field_validator("cpus_per_node", mode="before")
     @classmethod

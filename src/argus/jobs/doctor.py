@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import importlib.metadata
+import json
 import os
 import platform
 import shutil
@@ -37,6 +38,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 from argus.verl.imports import ENTRY_MODULES, is_installed, walk
+
+LEGACY_ENTRY_MODULES = ("verl.trainer.fsdp_sft_trainer",)  # verl < 0.9's SFT trainer
+CALIBRATED_VERL = "0.9."  # argus.verl.imports' table of optional imports was made for this verl
+MANIFEST = "argus-env.json"  # argus.envs.registry.MANIFEST (this job imports no server module)
+PROBE = Path(__file__).resolve().parents[1] / "envs" / "probe.py"
+PROBE_TIMEOUT_S = 300
 
 # (import name, distribution name) of what a basic task may pick; shown with its version or "absent"
 ROLLOUT_ENGINES = (("vllm", "vllm"), ("sglang", "sglang"), ("tensorrt_llm", "tensorrt_llm"))
@@ -91,11 +98,20 @@ def _version(import_name: str, dist: str) -> str | None:
         return "?"
 
 
-def check_trainers(r: Report, entries: tuple[str, ...] = ENTRY_MODULES) -> None:
-    """Import the trainers Argus templates, then walk everything their code may import later."""
+def present_entries() -> tuple[str, ...]:
+    """The trainers this environment's verl has: 0.9's (main_ppo, sft_trainer) or an older verl's
+    (main_ppo, fsdp_sft_trainer) — found, not imported."""
+    return tuple(m for m in (*ENTRY_MODULES, *LEGACY_ENTRY_MODULES) if is_installed(m))
+
+
+def check_trainers(r: Report, entries: tuple[str, ...] | None = None) -> None:
+    """Import the trainers this environment's verl has, then walk everything their code may import later."""
     if not is_installed("verl"):
         r.fail("verl is not installed: no trainer can start")
         return
+    entries = entries if entries is not None else present_entries()
+    if "verl.trainer.main_ppo" not in entries:
+        r.fail("verl.trainer.main_ppo is not in this verl: no PPO/GRPO task can start")
     for module in entries:
         t0 = time.monotonic()
         try:
@@ -113,8 +129,13 @@ def check_trainers(r: Report, entries: tuple[str, ...] = ENTRY_MODULES) -> None:
     r.info(f"verl's trainers reach {len(rep.modules)} verl modules importing {len(rep.packages)} "
            f"third-party packages: {len(required)} required, {len(rep.packages) - len(required)} optional")
     missing = rep.missing(required=True)
+    verl = importlib.metadata.version("verl")
+    calibrated = verl.startswith(CALIBRATED_VERL)
+    if missing and not calibrated:
+        r.warn(f"which of verl's imports are optional is known for verl {CALIBRATED_VERL}x; this is verl {verl}: "
+               "the packages below are reported, not failed (a task fails only if its config reaches one)")
     for pkg in missing:
-        r.fail(f"required package '{pkg.name}' is not installed (imported at {pkg.where}); "
+        (r.fail if calibrated else r.info)(f"required package '{pkg.name}' is not installed (imported at {pkg.where}); "
                "a task fails when it gets there (install verl's verl-core extra)")
     if not missing:
         r.ok(f"all {len(required)} required packages are installed")
@@ -202,6 +223,37 @@ def check_home(r: Report, home: Path) -> None:
         r.fail(f"home {home} is not readable and writable: {e!r}")
 
 
+def check_environments(r: Report, root: Path, home: Path) -> None:
+    """Every training environment this node can see (the cluster's and the user's own), each probed by its
+    own interpreter with real imports (argus.envs.probe): the doctor of each environment on this node."""
+    manifests = sorted((root / "envs").glob(f"*/{MANIFEST}")) + sorted((home / "envs").glob(f"*/{MANIFEST}"))
+    if not manifests:
+        r.info(f"no training environment under {root / 'envs'} (tasks run in Argus's own, 'argus')")
+    for manifest in manifests:
+        try:
+            python = json.loads(manifest.read_text())["python"]
+        except (OSError, ValueError, KeyError) as exc:
+            r.fail(f"environment {manifest.parent.name}: unreadable manifest {manifest}: {exc!r}")
+            continue
+        name = manifest.parent.name if manifest.is_relative_to(root / "envs") else f"~/envs/{manifest.parent.name}"
+        try:
+            done = subprocess.run([python, "-I", str(PROBE), "--imports"], capture_output=True, text=True,
+                                  timeout=PROBE_TIMEOUT_S)
+            report = json.loads(done.stdout.strip().splitlines()[-1])
+        except (OSError, subprocess.TimeoutExpired, ValueError, IndexError) as exc:
+            r.fail(f"environment {name}: its interpreter {python} cannot run here: {exc!r}")
+            continue
+        v = report.get("versions") or {}
+        line = (f"environment {name}: verl {v.get('verl')}, torch {v.get('torch')} (CUDA "
+                f"{report.get('torch_cuda') or '-'}, driver {report.get('driver_cuda') or '-'}), ray {v.get('ray')}, "
+                f"rollout {','.join(report.get('rollout_engines') or []) or '-'}, "
+                f"kernels {','.join(report.get('kernels') or []) or '-'}")
+        if report.get("problems"):
+            r.fail(f"{line}: " + "; ".join(report["problems"]))
+        else:
+            r.ok(line)
+
+
 def check_shared(r: Report, folder: Path) -> None:
     if not folder.exists():
         r.warn(f"shared folder {folder} does not exist")
@@ -241,6 +293,7 @@ def main(argv: list[str] | None = None) -> int:
     for title, check in (
         ("versions", lambda: check_versions(r)),
         ("trainers", lambda: check_trainers(r)),
+        ("training environments", lambda: check_environments(r, home.parent.parent, home)),
         ("engines and kernels", lambda: check_engines(r)),
         ("GPUs", lambda: check_gpus(r)),
         ("environment", lambda: check_env(r)),

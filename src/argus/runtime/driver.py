@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import json
 import os
 import shlex
 import signal
@@ -64,7 +65,7 @@ import psutil
 
 from argus.core import log_write
 from argus.runtime import kernels
-from argus.runtime.task_sandbox import Sandbox
+from argus.runtime.task_sandbox import Sandbox, module_argv
 from argus.runtime.tasklog import StatusFile, TaskLog
 
 CHUNK = 64 * 1024
@@ -75,6 +76,8 @@ REWARD_BANNER_TIMEOUT_S = 120
 HEARTBEAT_S = 15.0  # status.json's alive_at is refreshed this often while the task runs
 POLL_S = 1.0  # how often the main thread looks up from waiting (heartbeat, a failed log)
 PR_SET_PDEATHSIG = 1
+ENV_PROBE = str(Path(__file__).resolve().parents[1] / "envs" / "probe.py")
+ENV_PROBE_TIMEOUT_S = 60
 
 
 def parse_args(args: list[str] | None = None) -> argparse.Namespace:
@@ -82,6 +85,7 @@ def parse_args(args: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--job-dir", required=True, type=Path, help="<root>/users/<user>/jobs/<task_id> (created)")
     p.add_argument("--attempt", required=True, type=int, help="attempt number: logs/attempt-<n>.log")
     p.add_argument("--python", help="the training interpreter that `python3` means inside the task")
+    p.add_argument("--env", default="", help="the name of that training environment (for messages)")
     p.add_argument("--attention", choices=["auto"], help="choose verl's attention kernel from what this worker has")
     p.add_argument("--user", help="the task's owner: its sandbox shows this home")
     p.add_argument("--sandbox", action="store_true", help="run the command in the owner's sandbox (refuse without)")
@@ -185,7 +189,7 @@ def reward_banner(ns: argparse.Namespace, sandbox: Sandbox, env: dict[str, str],
     """
     if not any("custom_reward_function.path=" in a for a in ns.argv):
         return b""
-    cmd, cmd_env = sandbox.wrap([ns.python or sys.executable, "-I", "-m", "argus.verl.reward_banner", *ns.argv], env)
+    cmd, cmd_env = sandbox.wrap(module_argv(ns.python or sys.executable, "argus.verl.reward_banner", ns.argv), env)
     try:
         done = subprocess.run(cmd, cwd=job_dir, env=cmd_env, stdin=subprocess.DEVNULL, capture_output=True,
                               timeout=REWARD_BANNER_TIMEOUT_S)
@@ -194,15 +198,46 @@ def reward_banner(ns: argparse.Namespace, sandbox: Sandbox, env: dict[str, str],
     return done.stdout + (done.stderr[-2000:] if done.returncode else b"")
 
 
-def preflight(ns: argparse.Namespace) -> tuple[list[str], list[str], str | None]:
-    """(argv to run, lines for the log, a reason not to start) — checks that need only this worker."""
+def environment_problem(ns: argparse.Namespace) -> str | None:
+    """Why the task's training environment cannot run here (its interpreter is not on this node)."""
+    if ns.python is None:
+        return None
+    name = f"environment {ns.env!r}" if ns.env else "the training environment"
+    if not ns.python:
+        return f"{name} no longer exists (removed after this task was accepted?): see `argus env list`"
+    if not os.access(ns.python, os.X_OK):
+        return (f"{name}'s interpreter {ns.python} is not on this node: is the shared filesystem mounted here, "
+                f"or was the environment removed? (argus env list; argus doctor on this node)")
+    return None
+
+
+def environment_report(ns: argparse.Namespace, sandbox: Sandbox, env: dict[str, str], job_dir: Path
+                       ) -> tuple[dict[str, Any], str | None]:
+    """What the environment has (rollout engines, flash-attn), asked of its own interpreter inside the sandbox:
+    a user's environment is their code, never run outside it. (report, why it cannot run)."""
+    python = ns.python or sys.executable
+    finds = [f"--find={m}" for m in (*kernels.ROLLOUT_PACKAGES.values(), "flash_attn")]
+    cmd, cmd_env = sandbox.wrap([python, "-I", ENV_PROBE, *finds], env)
+    try:
+        done = subprocess.run(cmd, cwd=job_dir, env=cmd_env, stdin=subprocess.DEVNULL, capture_output=True,
+                              timeout=ENV_PROBE_TIMEOUT_S)
+        report = json.loads(done.stdout.decode().strip().splitlines()[-1])
+    except (OSError, subprocess.TimeoutExpired, ValueError, IndexError) as exc:
+        return {}, f"cannot run the training environment's interpreter {python}: {exc}"
+    return report, None
+
+
+def preflight(ns: argparse.Namespace, report: dict[str, Any]) -> tuple[list[str], list[str], str | None]:
+    """(argv to run, lines for the log, a reason not to start): what the environment has on this worker."""
     notes: list[str] = []
-    missing = kernels.missing_rollout_engine(ns.argv)
+    missing = kernels.missing_rollout_engine(ns.argv, report.get("found") or {})
     if missing:
         return ns.argv, notes, missing
     argv = ns.argv
     if ns.attention == "auto":
-        extra, note = kernels.attention_overrides(argv, kernels.flash_attn_version())
+        flash = (report.get("versions") or {}).get("flash-attn") or \
+            ("installed" if (report.get("found") or {}).get("flash_attn") else None)
+        extra, note = kernels.attention_overrides(argv, flash)
         argv = kernels.insert_overrides(argv, extra)
         if note:
             notes.append(note + (f" — added {' '.join(extra)}" if extra else ""))
@@ -215,9 +250,9 @@ def run(ns: argparse.Namespace) -> int:
     sys.stdout.flush()
     echo = open(sys.stdout.fileno(), "wb", buffering=0, closefd=False)  # noqa: SIM115 - fd 1 stays open
     log = TaskLog(job_dir / "logs" / f"attempt-{ns.attempt}.log", job_dir, echo)
-    argv, notes, refusal = preflight(ns)
+    argv, notes = ns.argv, []
     sandbox = Sandbox(ns, job_dir)
-    refusal = refusal or sandbox.problem
+    refusal = sandbox.problem or environment_problem(ns)
     status = StatusFile(job_dir / "status.json", {
         "attempt": ns.attempt,
         "hostname": socket.gethostname(),
@@ -226,6 +261,7 @@ def run(ns: argparse.Namespace) -> int:
         "driver_pid": os.getpid(),
         "argv": ns.argv,
         "python": ns.python,
+        "env": ns.env or None,
         "started_at": _now(),
         "finished_at": None,
         "exit_code": None,
@@ -254,9 +290,15 @@ def run(ns: argparse.Namespace) -> int:
             log.fail(exc, job_dir)
             return _log_failed(log, status, None)
         prefix = os.pathsep.join([bin_dir, os.path.dirname(ns.python)])
-        argv = keep_path_in_login_shell(argv, prefix)
     env = sandbox.env(dict(os.environ), prefix)
     python = ns.python or sys.executable
+    if not refusal:
+        report, refusal = environment_report(ns, sandbox, env, job_dir)
+        if not refusal:
+            argv, notes, refusal = preflight(ns, report)
+        status.save(notes=notes, error=refusal)
+    if prefix:
+        argv = keep_path_in_login_shell(argv, prefix)
     gang = None
     if ns.nnodes > 1 and ns.private_ray and not refusal:
         from argus.runtime.gang import Gang
@@ -270,7 +312,7 @@ def run(ns: argparse.Namespace) -> int:
         notes.append(sandbox.note)
     first = (f"[argus] attempt {ns.attempt} on {status.data['hostname']} (ray node {status.data['node_id'] or '?'}), "
              f"CUDA_VISIBLE_DEVICES={_gpus_shown(status.data['cuda_visible_devices'])}, "
-             f"python3={ns.python or 'from PATH'}, cwd={job_dir}\n").encode()
+             f"python3={ns.python or 'from PATH'}{f' (environment {ns.env})' if ns.env else ''}, cwd={job_dir}\n").encode()
     first += "".join(f"[argus] {n}\n" for n in notes).encode()
     log.write(first)
     code: int | None = None

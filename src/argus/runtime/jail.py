@@ -257,6 +257,26 @@ def _under(path: Path, folder: Path) -> bool:
     return path == folder or folder in path.parents
 
 
+def safe_binds(paths: Iterable[str], *, hidden: Iterable[Path], root: Path, open_under: Iterable[Path]) -> list[str]:
+    """The ``paths`` a sandbox may show read-only on top of what it hides: a training environment's
+    prefix comes from a manifest, and a user's own manifest (or a symbolic link in their venv) could
+    name the node's state directory or another home. A path passes when neither it nor where it leads
+    is under a hidden tree, nor under the data root outside ``open_under`` (the cluster's
+    environments, the owner's home)."""
+    hidden = [Path(os.path.realpath(h)) for h in hidden]
+    root = Path(os.path.realpath(root))
+    opened = [Path(os.path.realpath(o)) for o in open_under]
+    out = []
+    for path in paths:
+        ok = True
+        for q in {Path(os.path.abspath(path)), Path(os.path.realpath(path))}:
+            if any(_under(q, h) for h in hidden) or (_under(q, root) and not any(_under(q, o) for o in opened)):
+                ok = False
+        if ok:
+            out.append(path)
+    return out
+
+
 def inside_ids(cfg: JailConfig) -> tuple[int, int]:
     """(uid, gid) of the task's processes: the launcher's own, except root becomes ``SANDBOX_UID`` when it can."""
     uid, gid = os.getuid(), os.getgid()
@@ -266,8 +286,11 @@ def inside_ids(cfg: JailConfig) -> tuple[int, int]:
 
 
 def sandbox_argv(cfg: JailConfig, *, user: str, scratch: Path, env: Mapping[str, str], devices: list[str],
-                 mask: Iterable[str] = (), shm_bytes: int) -> list[str]:
+                 mask: Iterable[str] = (), shm_bytes: int, bind_ro: Iterable[str] = ()) -> list[str]:
     """``bwrap … --`` for a process tree of ``user``'s task; ``env`` is its whole environment.
+
+    ``bind_ro``: shown read-only on top of the node's own list — the task's training environment
+    (its prefix and base installation), which may live under the hidden data root (``<root>/envs``).
 
     Order matters: bubblewrap applies mounts in sequence, so the hidden trees are covered
     first and the parts a task needs are bound back on top. The host name stays the node's
@@ -300,11 +323,12 @@ def sandbox_argv(cfg: JailConfig, *, user: str, scratch: Path, env: Mapping[str,
     if Path("/run/systemd/resolve").is_dir():  # DNS on hosts whose resolv.conf points there
         args += ["--ro-bind", "/run/systemd/resolve", "/run/systemd/resolve"]
     args += ["--tmpfs", str(root)]
-    for path in cfg.bind_ro:
+    shown = safe_binds(bind_ro, hidden=[Path(h) for h in cfg.hide], root=root, open_under=[root / "envs", home])
+    for path in [*cfg.bind_ro, *shown]:
         if Path(path).exists():
             args += ["--ro-bind", path, path]
     args += ["--bind", str(home), str(home)]
-    for shared in ("datasets", "hf"):
+    for shared in ("datasets", "hf", "envs"):  # envs: the cluster's training environments (argus env list)
         if (root / shared).is_dir():
             args += ["--ro-bind", str(root / shared), str(root / shared)]
     args += ["--size", str(int(shm_bytes)), "--tmpfs", "/dev/shm",

@@ -95,8 +95,12 @@ def rollout_engine(argv: list[str]) -> str | None:
     return names[-1].strip("'\"") if names else None
 
 
-def missing_rollout_engine(argv: list[str]) -> str | None:
-    """Why this worker cannot run the task's rollout, or None."""
+def missing_rollout_engine(argv: list[str], found: dict[str, bool] | None = None) -> str | None:
+    """Why this worker cannot run the task's rollout, or None.
+
+    ``found``: which packages the task's training environment has (``argus.envs.probe --find``,
+    run by that environment's interpreter); without it, this process is asked.
+    """
     engine = rollout_engine(argv)
     if engine is None:
         return None
@@ -104,7 +108,8 @@ def missing_rollout_engine(argv: list[str]) -> str | None:
     if package is None:
         return (f"rollout engine {engine!r} is not one verl supports here "
                 f"(actor_rollout_ref.rollout.name: {', '.join(ROLLOUT_PACKAGES)})")
-    if importlib.util.find_spec(package) is None:
+    present = found.get(package) if found is not None and package in found else importlib.util.find_spec(package)
+    if not present:
         return (f"rollout engine {engine!r} is not installed on this worker (no Python package {package!r} in the "
                 f"training environment): install it there, or choose another rollout engine "
                 f"({', '.join(ROLLOUT_PACKAGES)})")

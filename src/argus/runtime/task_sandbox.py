@@ -23,6 +23,24 @@ SHM_SHARE = 0.5  # … or half the task's memory, of which the private Ray's obj
 OBJECT_STORE_SHARE = 0.7
 BASE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 RAY_WORKER_PORTS = (10002, 19999)  # Ray's default --min-worker-port/--max-worker-port
+ARGUS_SRC = str(Path(__file__).resolve().parents[2])
+# Runs an Argus module (stdlib only) in a training environment that has no Argus: the source goes last on
+# the path, so the environment's own packages win; -I keeps the job folder and PYTHONPATH out.
+_RUN_MODULE = ("import runpy, sys; sys.path.append(sys.argv.pop(1)); "
+               "runpy.run_module(sys.argv.pop(1), run_name='__main__', alter_sys=True)")
+
+
+def module_argv(python: str, module: str, args: list[str]) -> list[str]:
+    """``python -I -m module args`` for an environment that need not have Argus installed."""
+    return [python, "-I", "-c", _RUN_MODULE, ARGUS_SRC, module, *args]
+
+
+def environment_paths(python: str | None) -> list[str]:
+    """What a training environment's interpreter needs to run: its prefix and its base installation."""
+    if not python:
+        return []
+    py = Path(python)
+    return sorted({str(py.parent.parent), str(py.resolve().parent.parent)})
 
 
 def free_ports(count: int, avoid: tuple[int, int] = RAY_WORKER_PORTS) -> list[int]:
@@ -75,6 +93,7 @@ class Sandbox:
         self.gpu_files = len(ids) if self.devices else 0
         self.cuda_visible = ",".join(str(i) for i in range(len(ids))) if self.devices else visible
         self.ray_token = secrets.token_hex(24)
+        self.env_paths = environment_paths(ns.python)
 
     def shm_bytes(self) -> int:
         return max(SHM_MIN, int(self.ns.memory * SHM_SHARE))
@@ -117,7 +136,7 @@ class Sandbox:
         self.scratch.chmod(0o700)
         self.active = True
         prefix = jail.sandbox_argv(self.cfg, user=self.ns.user, scratch=self.scratch, env=env, devices=self.devices,
-                                   mask=self.mask, shm_bytes=self.shm_bytes())
+                                   mask=self.mask, shm_bytes=self.shm_bytes(), bind_ro=self.env_paths)
         self.note = (f"sandbox: {self.ns.user}'s home read-write, shared datasets/hf read-only, no other home; own "
                      f"PID/IPC/UTS{'/user' if self.cfg.user_ns else ''} namespaces, no capabilities, "
                      f"{self.gpu_files} GPU device file(s), "

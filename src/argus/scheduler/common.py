@@ -10,6 +10,7 @@ inventing a new one). ``gpus`` records the placement the scheduler planned
 
 from __future__ import annotations
 
+import functools
 import logging
 import shlex
 from collections.abc import Callable
@@ -29,6 +30,7 @@ from argus.core.resources import RESOURCES_KEY, NodeNeed, default_cpus
 from argus.core.states import LIVE_ATTEMPT, TERMINAL, TaskStatus
 from argus.db.models import TaskAttemptModel, TaskModel, utcnow
 from argus.db.session import Database
+from argus.envs.registry import BUILTIN, Registry
 from argus.runtime import jail
 from argus.services.home_files import read_attempt_status
 from argus.services.tasks import user_name_of
@@ -42,6 +44,7 @@ ATTEMPT_LIVE = LIVE_ATTEMPT
 TERMINAL_VALUES = tuple(s.value for s in TERMINAL)
 DRIVER_MODULE = "argus.runtime.driver"
 USER_PATH_DIR = str(Path(jail.__file__).with_name("userpath"))
+ARGUS_SRC = str(Path(jail.__file__).resolve().parents[2])  # the folder holding the argus package
 
 
 @dataclass
@@ -60,6 +63,12 @@ class LoopContext:
     @property
     def layout(self) -> DataLayout:
         return DataLayout.at(self.settings.root)
+
+    @functools.cached_property
+    def envs(self) -> Registry:
+        """The training environments on the shared filesystem (argus.envs.registry)."""
+        s = self.settings
+        return Registry(s.root, s.train_python, s.default_env)
 
     def layout_home(self, user: str) -> Path:
         return Path(str(self.layout.home(user)))
@@ -126,8 +135,22 @@ def task_node_need(task: TaskModel) -> NodeNeed:
     return NodeNeed(cpus, memory)
 
 
+def task_python(ctx: LoopContext, user: str, task: TaskModel) -> tuple[str, str]:
+    """(environment name, its interpreter) for the task's ``env`` (checked at admission).
+
+    A task from before environments runs in the built-in one. An environment removed since
+    admission has no interpreter ("": the launcher refuses to start it, naming the environment).
+    """
+    name = str((task.spec_resolved or {}).get("env") or BUILTIN)
+    env = ctx.envs.get(name, user)
+    return name, env.python if env is not None else ""
+
+
 def driver_argv(ctx: LoopContext, user: str, task: TaskModel, attempt: int) -> list[str]:
-    """``<train_python> -I -m argus.runtime.driver …`` with the task's argv after ``--``.
+    """``<launcher_python> -I -m argus.runtime.driver …`` with the task's argv after ``--``.
+
+    The launcher is platform code and runs in Argus's own interpreter; the task's processes run in
+    its training environment (``--python``, ``--env``), whose prefix the sandbox shows read-only.
 
     ``-I`` (isolated mode) ignores PYTHONPATH, so nothing in the user's ``code/`` folder can
     shadow the launcher; the user's code is on the path of the task's processes only.
@@ -135,11 +158,12 @@ def driver_argv(ctx: LoopContext, user: str, task: TaskModel, attempt: int) -> l
     The task's share of a node (``--cpus/--gpus/--memory``) sizes its private Ray cluster.
     """
     need, ray = task_node_need(task), uses_ray(list(task.argv))
+    env, python = task_python(ctx, user, task)
     return [
-        ctx.settings.train_python, "-I", "-m", DRIVER_MODULE,
+        ctx.settings.launcher_python, "-I", "-m", DRIVER_MODULE,
         "--job-dir", str(job_dir(ctx, user, task.id)),
         "--attempt", str(attempt),
-        "--python", ctx.settings.train_python,
+        "--python", python, "--env", env,
         *(["--attention", "auto"] if task.kind == "basic" else []),
         "--user", user,
         *(["--sandbox"] if ctx.sandbox else []),
@@ -169,6 +193,7 @@ def task_env(ctx: LoopContext, user: str) -> dict[str, str]:
     return {
         "PYTHONPATH": USER_PATH_DIR,
         "ARGUS_USER_CODE": str(ctx.layout.code_dir(user)),
+        "ARGUS_SRC": ARGUS_SRC,
         "RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO": "1",
         "HOME": str(ctx.layout.home(user)),
         "HF_HOME": str(ctx.layout.hf_dir),

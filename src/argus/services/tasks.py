@@ -174,7 +174,7 @@ def queue_task(session: Session, principal: Principal, checked: Checked, *, poli
         "nnodes": spec.nnodes,
         "n_gpus_per_node": spec.n_gpus_per_node,
         "spec_raw": checked.body,
-        "spec_resolved": resolved_view(verdict, principal.name, policy.layout),
+        "spec_resolved": resolved_view(verdict, principal.name, policy),
         "command_raw": command_raw,
         "command_expanded": display_command(argv),
         "argv": argv,
@@ -209,7 +209,7 @@ def preview(checked: Checked, principal: Principal, policy: AdmissionPolicy) -> 
     else:
         argv = build_basic_argv(spec, PathView.real(policy.layout, principal.name, DRY_RUN_TASK_ID), DRY_RUN_TASK_ID)
     return DryRun(warnings=checked.warnings, info=checked.info,
-                  resolved=resolved_view(verdict, principal.name, policy.layout),
+                  resolved=resolved_view(verdict, principal.name, policy),
                   command_expanded=display_command(argv))
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import difflib
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,8 +43,12 @@ from argus.verl.resolve import RESOLVED_KEYS
 from argus.verl.rewards import check_reward
 from argus.verl.validator import ValidatorTimeout, ValidatorUnavailable, VerlValidator
 
+# Which validator judges a task: (its environment's validator, whether to check at all).
+ValidatorSource = Callable[[Admitted, str], tuple[VerlValidator | None, bool]]
+
 # Which of verl's start-up validations an entry module runs, and the config its @hydra.main names.
-KIND_FOR_ENTRY = {"verl.trainer.main_ppo": "ppo", "verl.trainer.sft_trainer": "sft"}
+KIND_FOR_ENTRY = {"verl.trainer.main_ppo": "ppo", "verl.trainer.sft_trainer": "sft",
+                  "verl.trainer.fsdp_sft_trainer": "sft"}  # verl < 0.9's SFT trainer (its environment says)
 DEFAULT_CONFIG = {"ppo": "ppo_trainer", "sft": "sft_trainer_engine"}
 # Which basic-spec field a template key comes from, so errors point at what the user wrote.
 _BASIC_FIELD = {
@@ -83,29 +88,42 @@ def _unquote(value: str) -> str:
 
 
 class VerlCheck:
-    """Callable SpecCheck bound to one validator process."""
+    """Callable SpecCheck: each task is judged by its training environment's validator (``ValidatorPool``),
+    or by one fixed validator (``validator``, no environments: unit tests, tools)."""
 
-    def __init__(self, settings: Settings, validator: VerlValidator | None) -> None:
+    def __init__(self, settings: Settings, validator: VerlValidator | None, *,
+                 validators: ValidatorSource | None = None) -> None:
         self.settings = settings
         self.validator = validator
+        self.validators = validators
+
+    def _validator(self, admitted: Admitted, user: str) -> tuple[VerlValidator | None, bool]:
+        """(the validator for this task's environment, whether to check at all: an unknown environment
+        is refused by argus.envs.check, with no second message from here)."""
+        if self.validators is None:
+            return self.validator, True
+        return self.validators(admitted, user)
 
     def __call__(self, admitted: Admitted, user: str, template: list[str]) -> CheckOutcome:
         out = CheckOutcome()
         kind = KIND_FOR_ENTRY.get(admitted.entry_module or "")
         if self.settings.verl_validation == "off" or kind is None:
             return out
+        validator, wanted = self._validator(admitted, user)
+        if not wanted:
+            return out
         spec = admitted.spec
-        plan = self._plan(admitted, template, user, out)
+        plan = self._plan(validator, admitted, template, user, out)
         resp = None
         if plan is not None:
             started = time.monotonic()
-            resp = self._ask(plan, out)
+            resp = self._ask(validator, plan, out)
             out.info["verl_validation_s"] = round(time.monotonic() - started, 3)
         if resp is None or "paths" not in resp:
             if resp is not None:  # a validator from an older Argus: nothing resolved, nothing lifted
                 out.warnings.append("the verl validator did not return resolved paths; restart the server")
             # Argus's own checks never depend on verl's: judge the values as written.
-            self._check_files(self._literal(admitted, template), spec, user, out)
+            self._check_files(validator, self._literal(admitted, template), spec, user, out)
             return out
         for e in resp["errors"]:
             out.errors.append(FieldError(self._field(spec, e["key"], plan.overrides), e["value"], e["message"]))
@@ -113,10 +131,12 @@ class VerlCheck:
         out.paths_resolved = True
         if self._check_paths(resp["paths"], spec, user, plan.overrides, out):
             return out  # never open a file (parquet, tokenizer, reward) at a refused path
-        self._check_files(_Resolved(resp.get("resolved", {}), resp["paths"], plan.overrides), spec, user, out)
+        self._check_files(validator, _Resolved(resp.get("resolved", {}), resp["paths"], plan.overrides), spec, user,
+                          out)
         return out
 
-    def _check_files(self, values: _Resolved, spec: Any, user: str, out: CheckOutcome) -> None:
+    def _check_files(self, validator: VerlValidator | None, values: _Resolved, spec: Any, user: str,
+                     out: CheckOutcome) -> None:
         """Models, datasets, prompt lengths and the reward function, at the values verl will use."""
         layout = DataLayout.at(self.settings.root)
         for p in values.paths:  # first where symbolic links lead: nothing is opened through a refused one
@@ -127,10 +147,10 @@ class VerlCheck:
             return
         self._check_models(values.paths, spec, user, values.overrides, out)
         self._check_datasets(spec.workload, values.resolved, spec, user, values.overrides, out)
-        if not out.errors and spec.workload != "sft" and self.validator is not None:
-            self._check_prompt_lengths(values.resolved, spec, user, values.overrides, out)
+        if not out.errors and spec.workload != "sft" and validator is not None:
+            self._check_prompt_lengths(validator, values.resolved, spec, user, values.overrides, out)
         if not out.errors:
-            self._check_reward(values.resolved, spec, out)
+            self._check_reward(validator, values.resolved, spec, out)
 
     @staticmethod
     def _literal(admitted: Admitted, template: list[str]) -> _Resolved:
@@ -167,7 +187,8 @@ class VerlCheck:
 
     # ------------------------------------------------------------ overrides
 
-    def _plan(self, admitted: Admitted, template: list[str], user: str, out: CheckOutcome) -> _Plan | None:
+    def _plan(self, validator: VerlValidator | None, admitted: Admitted, template: list[str], user: str,
+              out: CheckOutcome) -> _Plan | None:
         """What to ask the validator: the config to compose, where it comes from, and every override."""
         spec = admitted.spec
         kind = KIND_FOR_ENTRY[admitted.entry_module or ""]
@@ -179,7 +200,7 @@ class VerlCheck:
             return _Plan(DEFAULT_CONFIG[kind], kind, list(template))
         assert isinstance(spec, AdvancedTaskSpec) and admitted.command_expanded is not None
         command = admitted.command_expanded
-        info = self._info(out)
+        info = self._info(validator, out)
         if info is None:
             return None
         if info.get("reward_moved") and has_legacy_reward(command):
@@ -190,7 +211,9 @@ class VerlCheck:
         assert isinstance(parsed, ParsedCommand)  # admission already parsed this command
         flags = split_hydra_flags(parsed.args)
         assert isinstance(flags, HydraFlags)  # admission refused any other flag
-        plan = _Plan(flags.name or DEFAULT_CONFIG[kind], kind, [])
+        # the config the entry's @hydra.main names in this environment's verl (worker info "entries")
+        entry_config = (info.get("entries") or {}).get(admitted.entry_module or "") or DEFAULT_CONFIG[kind]
+        plan = _Plan(flags.name or entry_config, kind, [])
         if not self._config_source(flags, plan, info, user, out):
             return None
         # hydra.* overrides go too: hydra.run.dir/sweep.dir are resolved and checked like any path
@@ -240,26 +263,26 @@ class VerlCheck:
         plan.shown_folder = shown
         return True
 
-    def _info(self, out: CheckOutcome) -> dict[str, Any] | None:
-        if self.validator is None:
+    def _info(self, validator: VerlValidator | None, out: CheckOutcome) -> dict[str, Any] | None:
+        if validator is None:
             self._unavailable("no verl validator is configured", out)
             return None
-        if self.validator.info is None:
+        if validator.info is None:
             try:
-                self.validator.request({"op": "info"})
+                validator.request({"op": "info"})
             except (ValidatorUnavailable, ValidatorTimeout) as exc:
                 self._unavailable(str(exc), out)
                 return None
-        return self.validator.info
+        return validator.info
 
-    def _ask(self, plan: _Plan, out: CheckOutcome) -> dict[str, Any] | None:
-        if self._info(out) is None:
+    def _ask(self, validator: VerlValidator | None, plan: _Plan, out: CheckOutcome) -> dict[str, Any] | None:
+        if validator is None or self._info(validator, out) is None:
             return None
         req: dict[str, Any] = {"op": "validate", "config": plan.config, "kind": plan.kind, "overrides": plan.overrides}
         if plan.config_files is not None:
             req.update(config_files=plan.config_files, config_folder=plan.shown_folder)
         try:
-            return self.validator.request(req, self.settings.verl_timeout_s)  # type: ignore[union-attr]
+            return validator.request(req, self.settings.verl_timeout_s)
         except ValidatorTimeout as exc:
             self._unavailable(f"{exc}; the validator was restarted", out)
         except ValidatorUnavailable as exc:
@@ -317,8 +340,8 @@ class VerlCheck:
             if files:
                 out.info[f"{label}_rows"] = total
 
-    def _check_prompt_lengths(self, resolved: dict[str, Any], spec: Any, user: str, overrides: list[str],
-                              out: CheckOutcome) -> None:
+    def _check_prompt_lengths(self, validator: VerlValidator, resolved: dict[str, Any], spec: Any, user: str,
+                              overrides: list[str], out: CheckOutcome) -> None:
         """Sampled prompt lengths against data.max_prompt_length, only when the tokenizer is local."""
         model, limit = resolved.get("actor_rollout_ref.model.path"), resolved.get("data.max_prompt_length")
         train = resolved.get("data.train_files")
@@ -328,7 +351,7 @@ class VerlCheck:
         if not any((Path(model) / f).is_file() for f in ("tokenizer.json", "tokenizer_config.json")):
             return  # a hub id or a model without a local tokenizer: skipped, never downloaded
         try:
-            resp = self.validator.request({"op": "prompt_lengths", "model": model, "file": str(files[0]),  # type: ignore[union-attr]
+            resp = validator.request({"op": "prompt_lengths", "model": model, "file": str(files[0]),  # type: ignore[union-attr]
                                            "prompt_key": resolved.get("data.prompt_key") or "prompt",
                                            "rows": self.settings.reward_check_rows * 4},
                                           self.settings.verl_timeout_s)
@@ -349,16 +372,20 @@ class VerlCheck:
             else:
                 out.warnings.append(msg)
 
-    def _check_reward(self, resolved: dict[str, Any], spec: Any, out: CheckOutcome) -> None:
-        path = resolved.get("reward.custom_reward_function.path")
+    def _check_reward(self, validator: VerlValidator | None, resolved: dict[str, Any], spec: Any,
+                      out: CheckOutcome) -> None:
+        # verl ≥ 0.9 reads reward.custom_reward_function.*; older verl the top-level key (its environment's worker
+        # resolves both; the one that verl reads is set)
+        prefix = "reward." if resolved.get("reward.custom_reward_function.path") else ""
+        path = resolved.get(f"{prefix}custom_reward_function.path")
         if not path:
             return
-        name = resolved.get("reward.custom_reward_function.name") or None
+        name = resolved.get(f"{prefix}custom_reward_function.name") or None
         train = resolved.get("data.train_files")
         files = train if isinstance(train, list) else split_list_value(str(train)) if train else []
         data = next((f for f in files if str(f).startswith("/")), None)
-        result = check_reward(self.settings, str(path), name, data)
-        fld = self._field(spec, "reward.custom_reward_function.path", [])
+        result = check_reward(self.settings, str(path), name, data, python=validator.python if validator else None)
+        fld = self._field(spec, f"{prefix}custom_reward_function.path", [])
         if result.error:
             out.errors.append(FieldError(fld, str(path), result.error))
         out.warnings.extend(result.warnings)

@@ -14,27 +14,33 @@ from argus.core.admission import Admitted, CheckOutcome
 from argus.core.taskspec import AdvancedTaskSpec
 from argus.errors import FieldError
 from argus.settings import Settings
+from argus.verl.check import ValidatorSource
 from argus.verl.validator import ValidatorTimeout, ValidatorUnavailable, VerlValidator
 
 
 class EntryModuleCheck:
     """Callable SpecCheck: refuse an advanced command whose module the training environment lacks."""
 
-    def __init__(self, settings: Settings, validator: VerlValidator | None) -> None:
+    def __init__(self, settings: Settings, validator: VerlValidator | None, *,
+                 validators: ValidatorSource | None = None) -> None:
         self.settings = settings
         self.validator = validator
+        self.validators = validators  # the task's environment's validator (argus.verl.check.ValidatorSource)
 
     def __call__(self, admitted: Admitted, user: str, template: list[str]) -> CheckOutcome:
         out = CheckOutcome()
         module = admitted.entry_module
         if self.settings.verl_validation == "off" or module is None or not isinstance(admitted.spec, AdvancedTaskSpec):
             return out  # basic templates name modules Argus knows exist
-        if self.validator is None:
+        validator, wanted = (self.validator, True) if self.validators is None else self.validators(admitted, user)
+        if not wanted:
+            return out  # an unknown environment: argus.envs.check says so
+        if validator is None:
             out.warnings.append(f"could not check that module {module} exists in the training environment "
                                 "(no verl validator is configured)")
             return out
         try:
-            resp = self.validator.request({"op": "find_module", "module": module}, self.settings.verl_timeout_s)
+            resp = validator.request({"op": "find_module", "module": module}, self.settings.verl_timeout_s)
         except (ValidatorUnavailable, ValidatorTimeout) as exc:
             out.warnings.append(f"could not check that module {module} exists in the training environment ({exc})")
             return out

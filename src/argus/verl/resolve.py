@@ -34,6 +34,7 @@ RESOLVED_KEYS = (
     "data.train_files", "data.val_files", "data.prompt_key", "data.max_prompt_length", "data.messages_key",
     "data.max_length", "data.train_batch_size", "actor_rollout_ref.model.path", "model.path",
     "reward.custom_reward_function.path", "reward.custom_reward_function.name", "algorithm.adv_estimator",
+    "custom_reward_function.path", "custom_reward_function.name",  # where verl < 0.9 reads the reward
     "trainer.nnodes", "trainer.n_gpus_per_node", "data.truncation",
 )
 

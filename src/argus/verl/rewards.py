@@ -32,8 +32,11 @@ class RewardCheckResult:
     summary: dict[str, Any] = field(default_factory=dict)
 
 
-def check_reward(settings: Settings, path: str, name: str | None, data: str | None) -> RewardCheckResult:
-    argv = [settings.verl_python, "-m", "argus.jobs.reward_check", "--reward", path, "--rows",
+def check_reward(settings: Settings, path: str, name: str | None, data: str | None, *,
+                 python: str | None = None) -> RewardCheckResult:
+    """Dry-run the reward under ``python`` (the task's environment's interpreter; default ``verl_python``)."""
+    python = python or settings.verl_python
+    argv = [python, "-m", "argus.jobs.reward_check", "--reward", path, "--rows",
             str(settings.reward_check_rows), "--json"]
     if name:
         argv += ["--name", name]
@@ -43,7 +46,7 @@ def check_reward(settings: Settings, path: str, name: str | None, data: str | No
     env["PYTHONPATH"] = os.pathsep.join((str(Path(path).parent), _SRC_ROOT))
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     # Jailed: the reward sees its own folder and the data file, not the server's state or other homes.
-    jail = sandbox_prefix(settings, readable=[Path(path).parent, *([data] if data else [])])
+    jail = sandbox_prefix(settings, readable=[Path(path).parent, *([data] if data else [])], python=python)
     proc = subprocess.Popen(  # noqa: S603 - fixed argv; the interpreter comes from settings
         [*jail, *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
         cwd=str(Path(path).parent) if Path(path).parent.is_dir() else None, start_new_session=True,

@@ -20,6 +20,7 @@ import shutil
 from collections.abc import Iterable
 from pathlib import Path
 
+from argus.runtime.jail import safe_binds
 from argus.settings import Settings
 
 _SERVER_SECRETS = (".config", ".ray", ".ssh", ".argus", ".netrc", ".cache/huggingface/token")
@@ -29,10 +30,11 @@ class SandboxUnavailable(RuntimeError):
     """settings.sandbox = "bwrap" but bubblewrap is not installed."""
 
 
-def sandbox_prefix(settings: Settings, *, readable: Iterable[str | Path] = (), die_with_parent: bool = True
-                   ) -> list[str]:
+def sandbox_prefix(settings: Settings, *, readable: Iterable[str | Path] = (), die_with_parent: bool = True,
+                   python: str | None = None) -> list[str]:
     """The argv prefix that runs a command inside the jail ([] when sandboxing is off).
 
+    ``python``: the interpreter the jail runs (a training environment's; default ``verl_python``).
     ``die_with_parent`` ties the jail to the spawning *thread* (PR_SET_PDEATHSIG is per thread):
     right for a child waited on in place, wrong for a long-lived one spawned from a helper thread.
     """
@@ -51,14 +53,19 @@ def sandbox_prefix(settings: Settings, *, readable: Iterable[str | Path] = (), d
         if path.exists():
             args += ["--tmpfs", str(path)] if path.is_dir() else ["--ro-bind", "/dev/null", str(path)]
     # Bound after the tmpfs mounts, so they show through them (a checkout or venv may live under /tmp).
-    for path in [*_runtime_paths(settings), *readable]:
+    readable = [Path(p) for p in readable]
+    # an environment's prefix comes from its manifest: never a path into what is hidden above (safe_binds)
+    env_paths = safe_binds(_runtime_paths(python or settings.verl_python),
+                           hidden=[settings.state_dir, *hidden[2:]], root=settings.root,
+                           open_under=[settings.root / "envs", *readable])
+    for path in [*env_paths, Path(__file__).resolve().parents[2], *readable]:
         p = Path(path)
         if p.exists():
             args += ["--ro-bind", str(p), str(p)]
     return [*args, "--"]
 
 
-def _runtime_paths(settings: Settings) -> list[Path]:
-    """What the jailed interpreter needs: its venv, its base installation, and Argus's own source."""
-    python = Path(settings.verl_python)
-    return [python.parent.parent, python.resolve().parent.parent, Path(__file__).resolve().parents[2]]
+def _runtime_paths(interpreter: str) -> list[str]:
+    """What the jailed interpreter needs: its venv and its base installation."""
+    python = Path(interpreter)
+    return [str(python.parent.parent), str(python.resolve().parent.parent)]

@@ -9,9 +9,15 @@ siblings ``argus.verl.messages`` (the error wording) and ``argus.verl.resolve``
 Importing verl costs seconds, composing and validating a config well under one,
 hence a warm process.
 
+A training environment may hold an older verl than the server's (0.4.1 as well as
+0.9.1 are exercised by the tests). What differs between them (where the PPO checks
+live, which SFT trainer exists, how estimators are registered) is decided by what the
+installed verl has — a module, an attribute — never by its version string.
+
 Protocol: one JSON object per line in, one per line out, same ``id``.
-  {"op": "info"}                       -> {"verl_version", "reward_moved", "estimators"}
-  {"op": "validate", "config": "ppo_trainer" | "sft_trainer_engine",
+  {"op": "info"}                       -> {"verl_version", "configs", "reward_moved", "estimators",
+                                           "entries": {entry module: config it composes}}
+  {"op": "validate", "config": "ppo_trainer" | "sft_trainer_engine" | "sft_trainer" | ...,
    "overrides": ["key=value", "+key=value", ...]}
                                        -> {"errors": [{"key", "value", "message"}], "resolved": {...},
                                            "paths": [{"key", "value"}]}  (see argus.verl.resolve)
@@ -24,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import difflib
 import functools
+import importlib
 import io
 import json
 import os
@@ -32,7 +39,9 @@ import sys
 import tempfile
 import time
 import traceback
+import types
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 from argus.verl.messages import (
@@ -73,10 +82,15 @@ class Validator:
     # What a first task of each entry would otherwise pay on top of its own validation: verl's checks
     # import ~800 modules lazily (its worker configs pull in transformers, accelerate, datasets: ~2 s) and a
     # config's first compose reads its defaults tree (megatron: ~0.4 s). Paid here, before "ready".
-    WARM = (("ppo_trainer", "ppo"), ("ppo_megatron_trainer", "ppo"), ("sft_trainer_engine", "sft"))
+    # Each verl ships some of these configs (sft_trainer before 0.9, sft_trainer_engine from then on).
+    WARM = (("ppo_trainer", "ppo"), ("ppo_megatron_trainer", "ppo"), ("sft_trainer_engine", "sft"),
+            ("sft_trainer", "sft"))
 
     def _warm(self) -> None:
+        packaged = set(packaged_configs())
         for name, kind in self.WARM:
+            if name not in packaged:
+                continue
             try:
                 self.validate(name, ["trainer.nnodes=1", "trainer.n_gpus_per_node=8"], kind)
             except Exception:  # noqa: BLE001, S112 - a config this verl lacks: its first request reports it
@@ -94,9 +108,7 @@ class Validator:
         return self._schemas[name]
 
     def estimators(self) -> list[str]:
-        from verl.trainer.ppo.core_algos import ADV_ESTIMATOR_REGISTRY
-
-        return sorted(ADV_ESTIMATOR_REGISTRY)
+        return advantage_estimators()
 
     def info(self) -> dict[str, Any]:
         import verl
@@ -108,6 +120,7 @@ class Validator:
             # verl reads reward.custom_reward_function.* when the schema has it (0.9+), the top level before.
             "reward_moved": s.has("reward.custom_reward_function.path"),
             "estimators": self.estimators(),
+            "entries": entries(),
         }
 
     # ------------------------------------------------------------ validate
@@ -116,7 +129,7 @@ class Validator:
                  files: dict[str, str] | None = None, folder: str = "") -> dict[str, Any]:
         """Compose ``name`` (verl's packaged config, or the user's from ``files``) with the overrides,
         resolve it, and run the start-up validation of the entry ``kind`` ("ppo" / "sft")."""
-        kind = kind or {"ppo_trainer": "ppo", "sft_trainer_engine": "sft"}.get(name)
+        kind = kind or {config: k for _, config, k in ENTRIES}.get(name)
         if files is None:
             return self._validate(name, overrides, kind, self.schema(name))
         bad = _searchpath_errors(files.get(f"{name}.yaml", ""), f"{folder}/{name}.yaml")
@@ -195,12 +208,20 @@ class Validator:
                 errors.append(err("algorithm.adv_estimator", est,
                                   f"unknown advantage estimator{hint} (verl {len(known)} registered: "
                                   f"{', '.join(known)})"))
-            found, warned = _run_verl(lambda: _validate_ppo(cfg), schema, cfg)
+            found, warned = _run_verl(lambda: _ppo_check()(cfg), schema, cfg)
             return errors + found, warned
         if kind == "sft":
-            return _run_verl(lambda: _validate_sft(cfg), schema, cfg)
+            return _run_verl(lambda: _sft_check(cfg)(cfg), schema, cfg)
         return errors, []
 
+
+# The entry modules Argus validates: the config each one's @hydra.main composes, and which start-up
+# checks it runs. A verl has some of them (verl.trainer.sft_trainer replaced fsdp_sft_trainer in 0.9).
+ENTRIES = (
+    ("verl.trainer.main_ppo", "ppo_trainer", "ppo"),
+    ("verl.trainer.sft_trainer", "sft_trainer_engine", "sft"),
+    ("verl.trainer.fsdp_sft_trainer", "sft_trainer", "sft"),
+)
 
 # Entry modules verl removed, and what replaced them (shown in the error).
 REPLACED_MODULES = {
@@ -208,7 +229,26 @@ REPLACED_MODULES = {
 }
 
 
+def entries() -> dict[str, str]:
+    """Which of ``ENTRIES`` this verl has, and the config each composes: the server picks the config (and
+    the checks) per entry from this, as training environments hold different verls."""
+    packaged = set(packaged_configs())
+    return {module: config for module, config, _ in ENTRIES if config in packaged and _module_exists(module)}
+
+
 def find_module(module: str) -> dict[str, Any]:
+    """Whether ``python3 -m module`` would find it here, and what replaced it when it is missing.
+
+    A replacement is named only when the module is missing *in this environment* and the
+    replacement is present in it: an older verl still has ``fsdp_sft_trainer``.
+    """
+    if _module_exists(module):
+        return {"found": True, "replacement": None}
+    replacement = REPLACED_MODULES.get(module)
+    return {"found": False, "replacement": replacement if replacement and _module_exists(replacement) else None}
+
+
+def _module_exists(module: str) -> bool:
     """Whether ``python3 -m module`` would find it here, *without importing it* (nor its parents).
 
     Each level is looked up with the path finder in its parent's search path, as the import
@@ -219,7 +259,7 @@ def find_module(module: str) -> dict[str, Any]:
 
     parts = module.split(".")
     if not all(p.isidentifier() for p in parts):
-        return {"found": False, "replacement": None}
+        return False
     spec = importlib.util.find_spec(parts[0])  # a top-level name: looked up, not imported
     for i in range(1, len(parts)):
         search = spec.submodule_search_locations if spec is not None else None
@@ -229,7 +269,7 @@ def find_module(module: str) -> dict[str, Any]:
         spec = importlib.machinery.PathFinder.find_spec(".".join(parts[: i + 1]), list(search))
     if spec is not None and spec.submodule_search_locations is not None:  # a package runs its __main__
         spec = importlib.machinery.PathFinder.find_spec(module + ".__main__", list(spec.submodule_search_locations))
-    return {"found": spec is not None, "replacement": REPLACED_MODULES.get(module)}
+    return spec is not None
 
 
 def packaged_configs() -> list[str]:
@@ -377,6 +417,66 @@ def _parse_interpolations_once() -> None:
     base.parse = cached  # type: ignore[attr-defined]
 
 
+def advantage_estimators() -> list[str]:
+    """The names ``algorithm.adv_estimator`` may take in this verl.
+
+    verl registers its estimators in ``core_algos.ADV_ESTIMATOR_REGISTRY`` (what 0.9's trainer looks
+    them up in); a verl without the registry compares with the ``AdvantageEstimator`` enum its
+    ``ray_trainer`` imports, so those are the names it accepts.
+    """
+    from verl.trainer.ppo import core_algos
+
+    registry = getattr(core_algos, "ADV_ESTIMATOR_REGISTRY", None)
+    if registry is not None:
+        return sorted(registry)
+    from verl.trainer.ppo.ray_trainer import AdvantageEstimator
+
+    return sorted(str(e.value) for e in AdvantageEstimator)
+
+
+def _has(module: str, attr: str) -> bool:
+    """Whether this verl's ``module`` defines ``attr`` (the module is imported: verl's own, cached once warm)."""
+    try:
+        return hasattr(importlib.import_module(module), attr)
+    except ImportError:
+        return False
+
+
+class _NoCheck(Exception):  # noqa: N818 - a verdict, not a failure
+    """This verl has none of the start-up checks the worker knows how to call: a warning, not an error."""
+
+
+def _ppo_check() -> Callable[[Any], None]:
+    """verl's PPO start-up checks as this verl has them: ``verl.utils.config.validate_config`` (0.9), or
+    the trainer's own ``RayPPOTrainer._validate_config`` before they were split out of it (0.4)."""
+    if _has("verl.utils.config", "validate_config"):
+        return _validate_ppo
+    from verl.trainer.ppo.ray_trainer import RayPPOTrainer  # an ImportError here: the environment decides
+
+    if hasattr(RayPPOTrainer, "_validate_config"):
+        return _validate_ppo_legacy
+    raise _NoCheck("this verl has neither verl.utils.config.validate_config nor RayPPOTrainer._validate_config")
+
+
+def _validate_ppo_legacy(cfg: Any) -> None:
+    """``RayPPOTrainer._validate_config`` as the trainer runs it, on a stand-in trainer.
+
+    That method reads only ``self.config``, ``self.use_critic`` and ``self.use_reference_policy``,
+    so no trainer (Ray, workers, datasets) is built. The two flags are derived as main_ppo and the
+    trainer derive them: a critic for GAE, a reference policy for a KL reward or a KL loss. It loads
+    no model, so the critic needs no stand-in model here.
+    """
+    from verl.trainer.ppo.ray_trainer import RayPPOTrainer
+
+    shim = types.SimpleNamespace(
+        config=cfg,
+        use_critic=str(_select(cfg, "algorithm.adv_estimator")) == "gae",
+        use_reference_policy=bool(_select(cfg, "algorithm.use_kl_in_reward")
+                                  or _select(cfg, "actor_rollout_ref.actor.use_kl_loss")),
+    )
+    RayPPOTrainer._validate_config(shim)  # type: ignore[arg-type]
+
+
 def _validate_ppo(cfg: Any) -> None:
     """verl's own start-up validation, exactly as main_ppo calls it.
 
@@ -423,6 +523,46 @@ def _stub_model_dir() -> str:
     return d
 
 
+def _sft_check(cfg: Any) -> Callable[[Any], None]:
+    """The SFT trainer that will read this config: verl's engine trainer (``verl.trainer.sft_trainer``,
+    whose config has an ``engine`` section) or the FSDP one it replaced (``verl.trainer.fsdp_sft_trainer``).
+    A verl with both is told apart by the config itself."""
+    engine, fsdp = _module_exists("verl.trainer.sft_trainer"), _module_exists("verl.trainer.fsdp_sft_trainer")
+    if engine and (not fsdp or "engine" in cfg):
+        return _validate_sft
+    if fsdp:
+        return _validate_sft_legacy
+    raise _NoCheck("this verl has neither verl.trainer.sft_trainer nor verl.trainer.fsdp_sft_trainer")
+
+
+def _validate_sft_legacy(cfg: Any) -> None:
+    """The batch-size rules ``verl.trainer.fsdp_sft_trainer`` enforces once its process group is up, in our
+    words: importing that module costs more than the check (and needs flash-attn beside a GPU).
+
+    It lays the GPUs out as data-parallel × ``ulysses_sequence_parallel_size``, splits
+    ``data.train_batch_size`` over the data-parallel ranks and each rank's share into micro batches.
+    """
+    if _select(cfg, "data.chat_template") is not None:
+        raise _ArgusRule("data.chat_template must be null: verl's FSDP SFT trainer refuses a chat template "
+                         "from the config (the model's tokenizer supplies it)", key="data.chat_template")
+    nnodes, per_node = _select(cfg, "trainer.nnodes"), _select(cfg, "trainer.n_gpus_per_node")
+    world = int(nnodes) * int(per_node)
+    sp = int(_select(cfg, "ulysses_sequence_parallel_size") or 1)
+    if sp < 1 or world % sp:
+        raise _ArgusRule(f"ulysses_sequence_parallel_size ({sp}) must divide the number of GPUs ({world} = "
+                         f"trainer.nnodes × trainer.n_gpus_per_node): verl lays them out as data-parallel × "
+                         f"sequence-parallel", key="ulysses_sequence_parallel_size")
+    dp, tbs = world // sp, int(_select(cfg, "data.train_batch_size"))
+    if tbs % dp:
+        raise _ArgusRule(f"data.train_batch_size ({tbs}) must be a multiple of the data-parallel size ({dp} = "
+                         f"{world} GPUs / ulysses_sequence_parallel_size {sp}): verl splits it evenly across them")
+    micro = _select(cfg, "data.micro_batch_size_per_gpu")
+    if not isinstance(micro, int) or micro < 1 or (tbs // dp) % micro:
+        raise _ArgusRule(f"data.micro_batch_size_per_gpu ({micro}) must be a whole number ≥ 1 dividing the per-rank "
+                         f"batch ({tbs // dp} = data.train_batch_size / {dp} data-parallel ranks)",
+                         key="data.micro_batch_size_per_gpu")
+
+
 def _validate_sft(cfg: Any) -> None:
     """What verl's SFT trainer builds before training (the model config is skipped: it loads the tokenizer)."""
     from verl.utils.config import omega_conf_to_dataclass
@@ -448,9 +588,11 @@ def _run_verl(fn: Any, schema: Schema, cfg: Any) -> tuple[list[dict[str, Any]], 
             warnings.simplefilter("ignore")
             fn()
     except _ArgusRule as exc:
-        return [err(key_in(str(exc), schema), None, str(exc))], []
+        return [err(exc.key or key_in(str(exc), schema), None, str(exc))], []
+    except _NoCheck as exc:
+        return [], [f"could not check the config against verl's start-up validation: {exc}"]
     except Exception as exc:  # noqa: BLE001 - verl raises AssertionError/ValueError/TypeError/omegaconf errors
-        text = str(exc).strip() or type(exc).__name__
+        text = str(exc).strip() or _failed_assertion(exc, cfg) or type(exc).__name__
         missing = environment_dependent(exc, text)
         if missing:
             return [], [f"could not check the config against verl's start-up validation: the validator's "
@@ -461,7 +603,26 @@ def _run_verl(fn: Any, schema: Schema, cfg: Any) -> tuple[list[dict[str, Any]], 
 
 
 class _ArgusRule(ValueError):
-    """A rule verl enforces only once training starts, checked here in our words."""
+    """A rule verl enforces only once training starts, checked here in our words; ``key`` names the key to
+    change where the message's first key is not it."""
+
+    def __init__(self, message: str, key: str | None = None) -> None:
+        super().__init__(message)
+        self.key = key
+
+
+def _failed_assertion(exc: BaseException, cfg: Any) -> str:
+    """verl's bare ``assert a >= b`` (older verl has many) as its condition and the values in it:
+    the exception itself says nothing. ``config.`` is dropped so the condition names the keys."""
+    if not isinstance(exc, AssertionError) or exc.__traceback__ is None:
+        return ""
+    line = (traceback.extract_tb(exc.__traceback__)[-1].line or "").strip()
+    if not line.startswith("assert "):
+        return ""
+    cond = re.sub(r"\b(?:self\.)?config\.", "", line[len("assert "):]).strip()
+    keys = dict.fromkeys(re.findall(r"[A-Za-z_]\w*(?:\.\w+)+", cond))
+    values = [f"{k}={v}" for k in keys if isinstance(v := _select(cfg, k), str | int | float | bool)]
+    return f"assertion failed: {cond}" + (f" ({', '.join(values)})" if values else "")
 
 
 def _without_hydra(full: Any) -> Any:

@@ -1,4 +1,5 @@
-"""Page routes: sign-in, tasks, New Task, one task, Data, Account, Nodes, Admin; a 404 page otherwise.
+"""Page routes: sign-in, tasks, New Task, one task, Data, Account, Nodes, Environments, Admin; a 404 page
+otherwise.
 
 Signed-out page requests get a 303 to ``/login?next=…``. A task page is rendered only when the
 task exists *for this user* (the same ``get_task`` the API uses, so another user's task is the
@@ -150,6 +151,12 @@ def account_page(request: Request, ctx: AppContext = Depends(get_ctx),
 @router.get("/nodes")
 def nodes_page(request: Request, principal: Principal = Depends(signed_in)) -> Response:
     return render(request, "nodes.html", title_key="nodes.title", principal=principal)
+
+
+@router.get("/envs")
+def envs_page(request: Request, principal: Principal = Depends(signed_in)) -> Response:
+    """The training environments tasks can name in ``env:`` (GET /api/v2/envs); managing them is the CLI's."""
+    return render(request, "envs.html", title_key="envs.title", principal=principal)
 
 
 @router.get("/admin")

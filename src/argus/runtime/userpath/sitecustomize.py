@@ -12,3 +12,8 @@ import sys
 _code = os.environ.get("ARGUS_USER_CODE")
 if _code and _code not in sys.path:
     sys.path.append(_code)
+# Argus's own stdlib-only modules (argus.jobs.*: the doctor, the GPU probes) for a training environment that
+# has no Argus installed; last, so an environment's own packages always win.
+_src = os.environ.get("ARGUS_SRC")
+if _src and _src not in sys.path:
+    sys.path.append(_src)

@@ -1,11 +1,13 @@
 // New Task: a YAML editor prefilled from a template or an earlier task's raw spec; Check (and a
 // debounced check while typing) calls the dry-run admission POST /api/v2/tasks?dry_run=true and
 // shows every error at its line; Submit posts the same text and opens the new task's page.
+// The Environment select (GET /api/v2/envs) writes or removes the spec's top-level `env:` line and
+// follows it when the text changes; the server's dry-run says whether the spec may use it.
 import { createEditor } from "/static/vendor/editor.js";
 import { ApiError, api, el, page, t } from "./common.js";
 
 const DEBOUNCE_MS = 900;
-const editor = createEditor(document.getElementById("editor"), "", () => scheduleCheck());
+const editor = createEditor(document.getElementById("editor"), "", () => { syncEnv(); scheduleCheck(); });
 const state = document.getElementById("check-state");
 let timer = null;
 let inflight = null;
@@ -18,6 +20,97 @@ function load(text) {
   loading = false;
   clearResult();
   scheduleCheck();
+}
+
+// ---- Environment: the `env:` line of the spec, chosen from GET /api/v2/envs ----
+const envSelect = document.getElementById("env-select");
+const envHint = document.getElementById("env-hint");
+let envs = null; // {default, environments} once loaded
+let envShown = null; // what the select was last built for
+
+/** The spec's top-level `key: value` lines with their offsets (indented lines belong to a block). */
+function topLines(text) {
+  const out = [];
+  let pos = 0;
+  for (const line of text.split("\n")) {
+    const m = /^([A-Za-z_][\w-]*)[ \t]*:(.*)$/.exec(line);
+    if (m) out.push({ key: m[1], value: m[2], from: pos, to: pos + line.length });
+    pos += line.length + 1;
+  }
+  return out;
+}
+
+function scalar(value) {
+  const v = value.replace(/(^|\s)#.*$/, "").trim();
+  const q = /^(["'])(.*)\1$/.exec(v);
+  return q ? q[2] : v;
+}
+
+function specEnv(lines) {
+  const line = lines.find((l) => l.key === "env");
+  return line ? scalar(line.value) || null : null;
+}
+
+function isAdvanced(lines) {
+  const kind = lines.find((l) => l.key === "kind");
+  return Boolean(kind) && scalar(kind.value) === "advanced";
+}
+
+/** Write `env: <name>` into the spec (replacing its env line), or remove that line for the default. */
+function setEnv(name) {
+  const text = editor.get();
+  const lines = topLines(text);
+  const line = lines.find((l) => l.key === "env");
+  const written = /^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(name) ? name : JSON.stringify(name);
+  let change;
+  if (!name) {
+    if (!line) return;
+    change = { from: line.from, to: Math.min(line.to + 1, text.length), insert: "" };
+  } else if (line) {
+    change = { from: line.from, to: line.to, insert: `env: ${written}` };
+  } else {
+    const anchor = ["name", "workload", "kind"].map((k) => lines.find((l) => l.key === k)).find(Boolean);
+    change = anchor ? { from: anchor.to, insert: `\nenv: ${written}` } : { from: 0, insert: `env: ${written}\n` };
+  }
+  editor.view.dispatch({ changes: change }); // one undoable edit; the editor's listener checks again
+}
+
+function envLabel(e) {
+  const parts = [e.name, e.verl ? `verl ${e.verl}` : null, e.rollout_engines.length ? e.rollout_engines.join("/") : null];
+  return parts.filter(Boolean).join(" · ") + (e.ok ? "" : ` (${t("new.env_failed")})`);
+}
+
+/** Rebuild the select for the spec in the editor: basic specs are offered the template environments only. */
+function syncEnv() {
+  const lines = topLines(editor.get());
+  const advanced = isAdvanced(lines);
+  const current = specEnv(lines);
+  const key = `${envs ? "1" : "0"}|${advanced}|${current}`;
+  if (key === envShown) return;
+  envShown = key;
+  const dflt = envs ? envs.default : null;
+  const offered = envs ? envs.environments.filter((e) => advanced || e.templates) : [];
+  const options = [el("option", { value: "" }, envs ? t("new.env_default", { name: dflt }) : t("new.env_default_unknown")),
+    ...offered.map((e) => el("option", { value: e.name, disabled: !e.ok }, envLabel(e)))];
+  if (current && !offered.some((e) => e.name === current)) { // typed or cloned: shown as written, judged by the server
+    options.push(el("option", { value: current }, envs ? t("new.env_not_offered", { name: current }) : current));
+  }
+  envSelect.replaceChildren(...options);
+  envSelect.value = current || "";
+  const chosen = envs && envs.environments.find((e) => e.name === (current || dflt));
+  if (envs) envHint.textContent = chosen ? (chosen.notes || []).join(" ") : "";
+}
+
+envSelect.addEventListener("change", () => setEnv(envSelect.value));
+
+async function loadEnvs() {
+  try {
+    envs = await api("/api/v2/envs");
+  } catch (e) {
+    envHint.textContent = t("new.env_unavailable", { error: e.message || String(e) });
+  }
+  envShown = null;
+  syncEnv();
 }
 
 for (const b of document.querySelectorAll("[data-template]")) {
@@ -142,6 +235,7 @@ document.getElementById("submit").addEventListener("click", async () => {
   }
 });
 
+loadEnvs();
 if (page.clone) {
   document.getElementById("clone-id").value = page.clone;
   loadFromTask(page.clone);

@@ -1,0 +1,77 @@
+"""The admission check of a task's ``env:``: it exists, this user may use it, it passed its last check,
+and it can run what the spec asks for.
+
+* an unknown name is refused with the environments the user can name (``argus env list``);
+* a user's own environment (``~/envs/<name>``) is theirs alone: another user's is "unknown";
+* basic specs are verl 0.9 configs (``argus.core.builders``): an environment whose verl the
+  templates are not written for is refused with the fix (an advanced spec, or a 0.9 environment);
+* a PPO/GRPO task in an environment with no rollout engine is refused here, not after an hour
+  in the queue; the engine named by the spec must be the environment's (``rollout_name``,
+  ``actor_rollout_ref.rollout.name``).
+"""
+
+from __future__ import annotations
+
+from argus.core.admission import Admitted, CheckOutcome
+from argus.core.command import parse_command
+from argus.core.taskspec import BasicTaskSpec
+from argus.envs.registry import EnvError, Environment, Registry
+from argus.errors import FieldError
+
+PPO_ENTRY = "verl.trainer.main_ppo"
+
+
+def rollout_name(admitted: Admitted) -> str | None:
+    """The rollout engine a PPO/GRPO task asks for (basic: ``rollout_name``; advanced: the last override)."""
+    spec = admitted.spec
+    if isinstance(spec, BasicTaskSpec):
+        if spec.workload == "sft":
+            return None
+        named = [o.split("=", 1)[1] for o in spec.overrides if o.lstrip("+").startswith("actor_rollout_ref.rollout.name=")]
+        return (named[-1] if named else spec.rollout_name).strip("'\"")
+    if admitted.entry_module != PPO_ENTRY or admitted.command_expanded is None:
+        return None
+    parsed = parse_command(admitted.command_expanded)
+    if isinstance(parsed, list):
+        return None
+    named = [a.split("=", 1)[1] for a in parsed.args if a.lstrip("+").startswith("actor_rollout_ref.rollout.name=")]
+    return named[-1].strip("'\"") if named else "vllm"  # verl's default rollout
+
+
+class EnvCheck:
+    """Callable SpecCheck; runs before verl's checks, which use the same environment's validator."""
+
+    def __init__(self, registry: Registry) -> None:
+        self.registry = registry
+
+    def __call__(self, admitted: Admitted, user: str, template: list[str]) -> CheckOutcome:
+        out = CheckOutcome()
+        spec = admitted.spec
+        try:
+            env = self.registry.resolve(spec.env, user)
+        except EnvError as exc:
+            out.errors.append(FieldError("env", spec.env or self.registry.default, str(exc)))
+            return out
+        out.info["env"] = {"name": env.name, "verl": env.verl}
+        if isinstance(spec, BasicTaskSpec) and not env.templates:
+            out.errors.append(FieldError("env", env.name, f"the basic {spec.workload} template is a verl 0.9 config "
+                                         f"and environment {env.name!r} has verl {env.verl}: submit an advanced spec "
+                                         "(kind: advanced, the verl command as you would run it) to this environment, "
+                                         "or name one of the template environments (argus env list)"))
+        self._check_rollout(admitted, env, out)
+        return out
+
+    @staticmethod
+    def _check_rollout(admitted: Admitted, env: Environment, out: CheckOutcome) -> None:
+        wanted = rollout_name(admitted)
+        engines = list(env.probe.get("rollout_engines") or [])
+        if wanted is None or wanted in engines:
+            return
+        fld = "rollout_name" if isinstance(admitted.spec, BasicTaskSpec) else "command: actor_rollout_ref.rollout.name"
+        have = f"it has {', '.join(engines)}" if engines else "it has no rollout engine (a CPU or SFT environment)"
+        message = (f"{admitted.spec.workload} needs the {wanted} rollout engine and environment {env.name!r} does not "
+                   f"have it ({have}): name an environment with {wanted} in env: (argus env list)")
+        if not engines:  # a CPU environment validates and runs everything up to the rollout, where the launcher stops
+            out.warnings.append(message)
+        else:
+            out.errors.append(FieldError(fld, wanted, message))

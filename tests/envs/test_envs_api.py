@@ -1,0 +1,132 @@
+"""Admission per training environment, and /api/v2/envs, on a live server with verl validation required.
+
+The same spec is refused by verl 0.9.1 and accepted by verl 0.4.1: each task is validated by
+the verl of the environment it names (one warm validator per environment, argus.verl.pool).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from argus.settings import Settings
+from tests.envs_fixtures import install_env
+from tests.helpers import LiveServer, live_server, post_spec
+
+# keys of verl 0.4-era launch scripts that verl 0.9 moved (tests/verl/test_worker_legacy_verl.py has more)
+OLD_STYLE = ("python3 -m verl.trainer.main_ppo algorithm.adv_estimator=grpo data.train_batch_size=8 "
+             "actor_rollout_ref.rollout.n=4 actor_rollout_ref.actor.ppo_mini_batch_size=8 "
+             "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=1 actor_rollout_ref.model.path=$HOME/models/tiny "
+             "actor_rollout_ref.actor.use_kl_loss=True actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=1 "
+             "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=1 ray_init.num_cpus=null "
+             "critic.model.fsdp_config.param_offload=False trainer.n_gpus_per_node=1 trainer.nnodes=1")
+
+
+def advanced(command: str, env: str | None, workload: str = "grpo") -> str:
+    return (f"kind: advanced\nworkload: {workload}\nnnodes: 1\nn_gpus_per_node: 1\n"
+            + (f"env: {env}\n" if env else "") + f"command: {command}\n")
+
+
+@pytest.fixture(scope="module")
+def srv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    settings = Settings(state_dir=tmp_path_factory.mktemp("envs"), sftp_enabled=False, verl_validation="required",
+                        model_check="off")
+    for name in ("verl-0.4.1-cpu", "verl-0.9.1-cpu"):
+        install_env(settings.root, name)
+    with live_server(settings) as s:
+        yield s
+
+
+@pytest.fixture(scope="module")
+def alice(srv: LiveServer) -> Iterator[httpx.Client]:
+    with srv.new_user("alice") as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def admin(srv: LiveServer) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=srv.url, headers={"Authorization": f"Bearer {srv.admin_token}"}, timeout=120) as c:
+        yield c
+
+
+def _errors(r: httpx.Response) -> list[dict]:
+    return r.json()["detail"]["errors"]
+
+
+def test_users_list_the_environments_they_can_name(alice: httpx.Client) -> None:
+    out = alice.get("/api/v2/envs").json()
+    assert out["default"] == "argus"
+    by_name = {e["name"]: e for e in out["environments"]}
+    assert set(by_name) == {"argus", "verl-0.4.1-cpu", "verl-0.9.1-cpu"}
+    old = by_name["verl-0.4.1-cpu"]
+    assert (old["verl"], old["torch"], old["templates"], old["ok"]) == ("0.4.1", "2.13.0+cpu", False, True)
+    assert old["rollout_engines"] == [] and old["lock_sha256"]
+    assert by_name["verl-0.9.1-cpu"]["templates"] is True
+
+
+def test_the_same_spec_is_refused_by_verl_091_and_accepted_by_verl_041(srv: LiveServer, alice: httpx.Client) -> None:
+    new = post_spec(alice, advanced(OLD_STYLE, "verl-0.9.1-cpu"))
+    assert new.status_code == 400, new.text
+    refused = {e["field"] for e in _errors(new)}
+    assert {"command: ray_init.num_cpus", "command: critic.model.fsdp_config.param_offload"} <= refused, new.text
+    old = post_spec(alice, advanced(OLD_STYLE, "verl-0.4.1-cpu"))
+    assert old.status_code == 201, old.text
+    tid = old.json()["task_id"]
+    assert alice.get(f"/api/v2/tasks/{tid}/spec").json()["resolved"]["env"] == "verl-0.4.1-cpu"
+    # one warm validator per environment: 0.9.1's and 0.4.1's processes answered
+    warm = srv.ctx.extras["verl_validator"].warm()
+    pythons = {w["python"] for w in warm}
+    assert any("verl-0.4.1-cpu" in p for p in pythons) and any("verl-0.9.1-cpu" in p for p in pythons), warm
+
+
+def test_a_verl_041_rule_is_checked_by_verl_041(alice: httpx.Client) -> None:
+    bad = OLD_STYLE.replace("data.train_batch_size=8", "data.train_batch_size=3")  # 3 × 4 rollouts < mini batch 8
+    r = post_spec(alice, advanced(bad, "verl-0.4.1-cpu"))
+    assert r.status_code == 400, r.text
+    assert any("ppo_mini_batch_size" in e["message"] or "train_batch_size" in e["message"] for e in _errors(r)), r.text
+
+
+def test_unknown_environments_and_templates_for_another_verl_are_refused_on_env(alice: httpx.Client) -> None:
+    r = post_spec(alice, advanced(OLD_STYLE, "verl-0.4.2-cpu"))
+    assert r.status_code == 400
+    (e,) = [e for e in _errors(r) if e["field"] == "env"]
+    assert e["value"] == "verl-0.4.2-cpu" and "available: argus, verl-0.4.1-cpu, verl-0.9.1-cpu" in e["message"]
+    basic = ("workload: grpo\nenv: verl-0.4.1-cpu\nmodel_id: Qwen/Qwen2.5-0.5B-Instruct\n"
+             "train_file: $HOME/datasets/t.parquet\nval_file: $HOME/datasets/v.parquet\nnnodes: 1\nn_gpus_per_node: 1\n")
+    r = post_spec(alice, basic)
+    assert r.status_code == 400
+    (e,) = [e for e in _errors(r) if e["field"] == "env"]
+    assert "verl 0.9 config" in e["message"] and "kind: advanced" in e["message"]
+    assert "line" in e  # points at the env: line of the YAML
+
+
+def test_an_admin_registers_an_environment_after_it_is_checked(srv: LiveServer, alice: httpx.Client,
+                                                                admin: httpx.Client) -> None:
+    assert alice.post("/api/v2/envs", json={"name": "x", "python": sys.executable}).status_code == 403
+    bare = str(Path(sys.base_prefix) / "bin" / "python3")
+    r = admin.post("/api/v2/envs", json={"name": "bare", "python": bare})
+    assert r.status_code == 400 and _errors(r)[0]["field"] == "python"
+    assert "verl is not installed" in _errors(r)[0]["message"]
+    r = admin.post("/api/v2/envs", json={"name": "relative", "python": "venv/bin/python"})
+    assert r.status_code == 400 and "absolute" in r.text
+    prefix = str(Path(install_env(srv.ctx.settings.root, "verl-0.4.1-cpu").python).parent.parent)
+    r = admin.post("/api/v2/envs", json={"name": "old-scripts", "prefix": prefix, "description": "0.4 scripts"})
+    assert r.status_code == 201, r.text
+    assert r.json()["verl"] == "0.4.1" and r.json()["source"] == "registered"
+    assert admin.post("/api/v2/envs", json={"name": "old-scripts", "prefix": prefix}).status_code == 400
+
+
+def test_removing_an_environment_waits_for_its_tasks(alice: httpx.Client, admin: httpx.Client) -> None:
+    tid = post_spec(alice, advanced(OLD_STYLE, "old-scripts")).json()["task_id"]
+    assert alice.delete("/api/v2/envs/old-scripts").status_code == 403
+    r = admin.delete("/api/v2/envs/old-scripts")
+    assert r.status_code == 409 and tid in r.text and r.json()["detail"]["code"] == "env_in_use"
+    assert alice.post(f"/api/v2/tasks/{tid}/cancel").status_code == 200
+    assert admin.delete("/api/v2/envs/old-scripts").status_code == 200
+    assert "old-scripts" not in {e["name"] for e in alice.get("/api/v2/envs").json()["environments"]}
+    assert admin.delete("/api/v2/envs/argus").status_code == 409  # the built-in one stays
+    assert admin.delete("/api/v2/envs/nope").status_code == 404

@@ -1,0 +1,107 @@
+"""The registry of training environments (argus.envs.registry) and the probe each environment's interpreter runs."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from argus.envs.registry import BUILTIN, EnvError, Registry, run_probe
+from argus.runtime.jail import safe_binds
+from tests.envs_fixtures import built, install_env
+
+
+def test_builtin_is_always_there_and_is_the_default(tmp_path: Path) -> None:
+    reg = Registry(tmp_path, sys.executable)
+    env = reg.resolve(None, "alice")
+    assert env.name == BUILTIN and env.source == "builtin" and env.python == sys.executable
+    assert env.verl and env.ok, env.probe
+
+
+def test_unknown_names_are_refused_with_what_exists(tmp_path: Path) -> None:
+    install_env(tmp_path, "verl-0.4.1-cpu")
+    reg = Registry(tmp_path, sys.executable)
+    with pytest.raises(EnvError, match=r"no environment 'verl-0.4.2-cpu'; available: argus, verl-0.4.1-cpu"):
+        reg.resolve("verl-0.4.2-cpu", "alice")
+    with pytest.raises(EnvError, match="lower-case letters"):
+        reg.resolve("../../etc", "alice")
+    broken = Registry(tmp_path, sys.executable, default="gone")
+    with pytest.raises(EnvError, match="default environment 'gone' does not exist"):
+        broken.resolve(None, "alice")
+
+
+def test_a_users_own_environment_is_theirs_alone(tmp_path: Path) -> None:
+    env = install_env(tmp_path, "verl-0.4.1-cpu")
+    env.owner, env.name = "alice", "mine"
+    env.dump(tmp_path / "users" / "alice" / "envs" / "mine")
+    reg = Registry(tmp_path, sys.executable)
+    assert reg.resolve("~/envs/mine", "alice").owner == "alice"
+    assert "~/envs/mine" in [e.name for e in reg.visible("alice")]
+    with pytest.raises(EnvError, match="no environment '~/envs/mine'"):
+        reg.resolve("~/envs/mine", "bob")
+    assert "~/envs/mine" not in [e.name for e in reg.visible("bob")]
+    # a manifest in bob's home that claims to be alice's is nobody's
+    env.owner = "alice"
+    env.dump(tmp_path / "users" / "bob" / "envs" / "forged")
+    with pytest.raises(EnvError):
+        reg.resolve("~/envs/forged", "bob")
+
+
+def test_a_broken_environment_is_refused_with_its_problems(tmp_path: Path) -> None:
+    env = install_env(tmp_path, "verl-0.4.1-cpu", as_name="old")
+    env.probe = {**env.probe, "problems": ["import verl fails: ImportError: libfoo.so"]}
+    env.dump(tmp_path / "envs" / "old")
+    with pytest.raises(EnvError, match="failed its last check: import verl fails"):
+        Registry(tmp_path, sys.executable).resolve("old", "alice")
+
+
+def test_register_checks_the_interpreter_first(tmp_path: Path) -> None:
+    reg = Registry(tmp_path, sys.executable)
+    no_verl = Path(sys.base_prefix) / "bin" / "python3"  # the base installation: no verl, no torch
+    with pytest.raises(EnvError, match="verl is not installed"):
+        reg.register("bare", str(no_verl))
+    with pytest.raises(EnvError, match="does not exist"):
+        reg.register("gone", str(tmp_path / "nope" / "bin" / "python"))
+    with pytest.raises(EnvError, match="not 'argus'"):
+        reg.register(BUILTIN, sys.executable)
+    env = reg.register("old", built("verl-0.4.1-cpu").python, description="0.4 scripts")
+    assert env.verl == "0.4.1" and env.templates is False and env.probe["import_s"]["verl"] > 0
+    assert reg.get("old").python == env.python  # the manifest on the shared filesystem
+    trash = reg.remove("old")
+    assert reg.get("old") is None and trash.exists()
+
+
+def test_probe_reports_versions_engines_and_what_a_module_lookup_finds() -> None:
+    python = built("verl-0.4.1-cpu").python
+    report = run_probe(python, imports=False, find=("verl.trainer.fsdp_sft_trainer", "vllm", "os;rm"))
+    assert report["versions"]["verl"] == "0.4.1" and report["versions"]["tensordict"] == "0.6.2"
+    assert report["rollout_engines"] == [] and "no rollout engine" in report["notes"][0]
+    assert report["found"] == {"verl.trainer.fsdp_sft_trainer": True, "vllm": False, "os;rm": False}
+    assert report["ok"] is True and report["prefix"] == str(Path(python).parent.parent)
+
+
+def test_probe_runs_isolated_from_the_callers_folder(tmp_path: Path) -> None:
+    """-I: a ``verl.py`` in the working folder (a user's job dir) is not what the probe reports."""
+    (tmp_path / "importlib").mkdir()
+    (tmp_path / "importlib" / "__init__.py").write_text("raise SystemExit('shadowed')\n")
+    from argus.envs.registry import PROBE
+
+    done = subprocess.run([built("verl-0.4.1-cpu").python, "-I", PROBE], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=60)
+    assert json.loads(done.stdout)["versions"]["verl"] == "0.4.1"
+
+
+def test_safe_binds_never_show_hidden_trees_or_other_homes(tmp_path: Path) -> None:
+    root, state = tmp_path / "root", tmp_path / "state"
+    for d in (root / "envs" / "a" / "venv", root / "users" / "bob" / "envs" / "x", root / "users" / "alice",
+              state / "db", tmp_path / "opt" / "venv"):
+        d.mkdir(parents=True)
+    (root / "users" / "alice" / "link").symlink_to(state / "db")  # a venv symlink into the state dir
+    kw = {"hidden": [state], "root": root, "open_under": [root / "envs", root / "users" / "alice"]}
+    assert safe_binds([str(root / "envs" / "a" / "venv"), str(tmp_path / "opt" / "venv")], **kw) == [
+        str(root / "envs" / "a" / "venv"), str(tmp_path / "opt" / "venv")]
+    assert safe_binds([str(state / "db"), str(root / "users" / "bob" / "envs" / "x"), str(root),
+                       str(root / "users" / "alice" / "link")], **kw) == []

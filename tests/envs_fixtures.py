@@ -1,0 +1,60 @@
+"""Training environments built from Argus's own catalog locks, once per lock, for every test session.
+
+A build takes seconds from uv's cache and a few minutes the first time on a machine (it
+downloads verl, Ray and their dependencies from the index; CPU torch is the local wheel). So
+each environment is built into ``$ARGUS_TEST_ENV_CACHE`` (default ``~/.cache/argus/test-envs``),
+one folder per catalog entry and lock hash: a changed lock builds afresh, an unchanged one is
+reused by the next session and the next CI run on the machine. Builds are atomic (a rename),
+so an interrupted session leaves nothing half-built to reuse.
+
+``install_env(root, name)`` registers a built environment under a test's data root by writing
+its manifest (the probe's report kept from the build): no second multi-second check per test.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from argus.envs import build, catalog
+from argus.envs.registry import MANIFEST, Environment, Registry
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("ARGUS_TEST_ENV_CACHE", Path.home() / ".cache" / "argus" / "test-envs"))
+
+
+def built(name: str) -> Environment:
+    """The catalog environment ``name``, built once per lock into the cache; its manifest."""
+    entry = catalog.entry(name)
+    assert entry is not None, name
+    sha = (entry.lock_sha256() or "nolock")[:12]
+    root = cache_dir() / f"{name}-{sha}"
+    manifest = root / "envs" / name / MANIFEST
+    if not manifest.is_file():
+        shutil.rmtree(root / "envs", ignore_errors=True)
+        build.build(entry, Registry(root, "/nonexistent"), echo=None)
+    return Environment.load(manifest)
+
+
+def install_env(data_root: Path, name: str, *, as_name: str | None = None) -> Environment:
+    """Register the cached build of ``name`` under ``data_root`` (as ``as_name``) without re-probing it."""
+    env = built(name)
+    env.name = as_name or name
+    env.dump(data_root / "envs" / env.name)
+    return env
+
+
+@pytest.fixture(scope="session")
+def verl041_python() -> str:
+    """The interpreter of the verl 0.4.1 CPU environment (catalog entry verl-0.4.1-cpu)."""
+    return built("verl-0.4.1-cpu").python
+
+
+@pytest.fixture(scope="session")
+def verl091_cpu_python() -> str:
+    """The interpreter of the verl 0.9.1 CPU environment (catalog entry verl-0.9.1-cpu)."""
+    return built("verl-0.9.1-cpu").python
