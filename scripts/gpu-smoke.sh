@@ -17,6 +17,10 @@
 #       pip install --no-index --no-deps DIR/*.whl into $PY's own environment (not --target:
 #       Argus sets PYTHONPATH for tasks, so packages must live in site-packages).
 #
+# Training environment (issue 22): TRAIN_ENV=<catalog entry> (e.g. verl-0.9.1-vllm) builds it from its lock
+# with `argus env build` (from the index, or offline from ENV_WHEELHOUSE made by `argus env wheelhouse`) and
+# makes it the default environment, so the SFT/GRPO tasks run in it; TRAIN_PYTHON=<interpreter> (a venv built
+# elsewhere) becomes the built-in environment's interpreter instead (ARGUS_TRAIN_PYTHON, ARGUS_VERL_PYTHON). Unset: tasks run in Argus's own interpreter ($PY), as before.
 # Knobs: OUT (logs, results; default /tmp/argus-gpu-smoke), PY (interpreter; default .venv/bin/python
 # when present, else python3), PORT (API, default 18480), RAY_PORT (+1, +2; default 26380),
 # SFT_TIMEOUT / GRPO_TIMEOUT (seconds, default 600 / 900).
@@ -96,8 +100,23 @@ else
 fi
 command -v bwrap >/dev/null && echo "bubblewrap: $(command -v bwrap) (tasks run jailed)" \
   || echo "bubblewrap: absent (TASK_JAIL=auto runs tasks unconfined)"
-engine=$("$PY" -c 'import importlib.util as u; print(next((e for e in ("vllm", "sglang") if u.find_spec(e)), ""))')
-echo "rollout engine: ${engine:-none}"
+TPY=$PY  # the interpreter tasks run in: Argus's own unless a training environment is built or registered
+if [[ -n "${TRAIN_ENV:-}" ]]; then
+  step "training environment $TRAIN_ENV (argus env build)"
+  if argus env build "$TRAIN_ENV" --state-dir "$state" ${ENV_WHEELHOUSE:+--wheelhouse "$ENV_WHEELHOUSE"} \
+      > "$logs/env-build.log" 2>&1; then
+    TPY="$state/private/envs/$TRAIN_ENV/venv/bin/python"
+    export ARGUS_DEFAULT_ENV=$TRAIN_ENV
+    record PASS "env build $TRAIN_ENV" "$(tail -2 "$logs/env-build.log" | tr '\n' ' ')"
+  else
+    tail -20 "$logs/env-build.log"; record FAIL "env build $TRAIN_ENV" "see logs/env-build.log"
+  fi
+elif [[ -n "${TRAIN_PYTHON:-}" ]]; then
+  TPY=$TRAIN_PYTHON
+  export ARGUS_TRAIN_PYTHON=$TRAIN_PYTHON ARGUS_VERL_PYTHON=$TRAIN_PYTHON
+fi
+engine=$("$TPY" -c 'import importlib.util as u; print(next((e for e in ("vllm", "sglang") if u.find_spec(e)), ""))')
+echo "rollout engine: ${engine:-none} (in $TPY)"
 
 step "tiny model and datasets (offline)"
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false

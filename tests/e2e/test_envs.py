@@ -66,3 +66,36 @@ def test_a_removed_environment_fails_the_task_naming_it(stack: Stack, envs: dict
     log = alice.get(f"/api/v2/tasks/{tid}/logs").text
     assert t["status"] == "FAILED"
     assert "environment 'short-lived' no longer exists" in log
+
+
+def _put(client, path: str, data: bytes) -> None:
+    client.post("/api/v2/files/mkdir", json={"path": path.rsplit("/", 1)[0], "parents": True})
+    r = client.put("/api/v2/files/content", params={"path": path}, content=data)
+    assert r.status_code in (200, 201), r.text
+
+
+def test_a_user_builds_an_environment_of_their_own_that_only_they_can_name(stack: Stack,
+                                                                          envs: dict[str, str]) -> None:
+    """In their sandbox, from a requirements file in their home (here: Argus's verl 0.4.1 lock)."""
+    from argus.envs import catalog
+
+    alice, bob = stack.user("alice"), stack.user("bob")
+    _put(alice, "/code/requirements.txt", catalog.entry("verl-0.4.1-cpu").lock.read_bytes())
+    tid = submit(alice, spec("python3 -m argus.jobs.build_env --name mine --requirements "
+                             "$HOME/code/requirements.txt"))
+    t = wait_status(alice, tid, {"SUCCEEDED", "FAILED"}, timeout=900)
+    log = alice.get(f"/api/v2/tasks/{tid}/logs").text
+    assert t["status"] == "SUCCEEDED", log[-3000:]
+    assert "build_env: ~/envs/mine ready" in log and "verl 0.4.1" in log
+    mine = {e["name"]: e for e in alice.get("/api/v2/envs").json()["environments"]}["~/envs/mine"]
+    assert mine["owner"] == "alice" and mine["verl"] == "0.4.1" and mine["ok"] and mine["source"] == "requirements"
+    assert "~/envs/mine" not in {e["name"] for e in bob.get("/api/v2/envs").json()["environments"]}
+    tid = submit(alice, _in_env("~/envs/mine", "python3 -m argus.jobs.doctor"))
+    t = wait_status(alice, tid, {"SUCCEEDED", "FAILED"}, timeout=240)
+    log = alice.get(f"/api/v2/tasks/{tid}/logs").text
+    assert t["status"] == "SUCCEEDED", log[-3000:]
+    assert "(environment ~/envs/mine)" in log and "OK    verl 0.4.1" in log
+    refused = bob.post("/api/v2/tasks", content=_in_env("~/envs/mine", "python3 -m argus.jobs.doctor").encode(),
+                       headers={"Content-Type": "application/yaml"})
+    assert refused.status_code == 400
+    assert [e["field"] for e in refused.json()["detail"]["errors"]] == ["env"]

@@ -36,6 +36,7 @@ def test_unknown_names_are_refused_with_what_exists(tmp_path: Path) -> None:
 def test_a_users_own_environment_is_theirs_alone(tmp_path: Path) -> None:
     env = install_env(tmp_path, "verl-0.4.1-cpu")
     env.owner, env.name = "alice", "mine"
+    env.python = str(tmp_path / "users" / "alice" / "envs" / "mine" / "venv" / "bin" / "python")
     env.dump(tmp_path / "users" / "alice" / "envs" / "mine")
     reg = Registry(tmp_path, sys.executable)
     assert reg.resolve("~/envs/mine", "alice").owner == "alice"
@@ -94,6 +95,7 @@ def test_probe_runs_isolated_from_the_callers_folder(tmp_path: Path) -> None:
     assert json.loads(done.stdout)["versions"]["verl"] == "0.4.1"
 
 
+@pytest.mark.hostile
 def test_safe_binds_never_show_hidden_trees_or_other_homes(tmp_path: Path) -> None:
     root, state = tmp_path / "root", tmp_path / "state"
     for d in (root / "envs" / "a" / "venv", root / "users" / "bob" / "envs" / "x", root / "users" / "alice",
@@ -105,3 +107,20 @@ def test_safe_binds_never_show_hidden_trees_or_other_homes(tmp_path: Path) -> No
         str(root / "envs" / "a" / "venv"), str(tmp_path / "opt" / "venv")]
     assert safe_binds([str(state / "db"), str(root / "users" / "bob" / "envs" / "x"), str(root),
                        str(root / "users" / "alice" / "link")], **kw) == []
+
+
+@pytest.mark.hostile
+def test_a_users_manifest_cannot_name_an_interpreter_outside_their_environment(tmp_path: Path) -> None:
+    """bob's own manifest pointing at alice's environment (or the state dir) is broken, never used."""
+    env = install_env(tmp_path, "verl-0.4.1-cpu")
+    env.owner = "alice"
+    env.python = str(tmp_path / "users" / "alice" / "envs" / "mine" / "venv" / "bin" / "python")
+    env.dump(tmp_path / "users" / "alice" / "envs" / "mine")
+    reg = Registry(tmp_path, sys.executable)
+    assert reg.resolve("~/envs/mine", "alice").python == env.python
+    for target in (env.python, str(tmp_path / "state" / "bin" / "python"),
+                   str(tmp_path / "users" / "bob" / "envs" / "evil" / ".." / ".." / ".." / "alice" / "x")):
+        env.owner, env.python = "bob", target
+        env.dump(tmp_path / "users" / "bob" / "envs" / "evil")
+        with pytest.raises(EnvError, match="is not inside"):
+            reg.resolve("~/envs/evil", "bob")

@@ -89,6 +89,10 @@ NODE_ENV_KEEP = (
     "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy",
     "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
     "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE",
+    # the site's package index and wheel folders: a user's own environment (argus.jobs.build_env) installs
+    # from where the cluster does (put no credentials in these URLs: tasks can read them)
+    "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_FIND_LINKS", "UV_INDEX_URL", "UV_EXTRA_INDEX_URL",
+    "UV_FIND_LINKS", "UV_DEFAULT_INDEX", "UV_INDEX",
 )
 
 

@@ -68,9 +68,9 @@ class EnvCheck:
         if wanted is None or wanted in engines:
             return
         fld = "rollout_name" if isinstance(admitted.spec, BasicTaskSpec) else "command: actor_rollout_ref.rollout.name"
-        have = f"it has {', '.join(engines)}" if engines else "it has no rollout engine (a CPU or SFT environment)"
+        have = f"it has {', '.join(engines)}" if engines else "it has no rollout engine: a CPU or SFT-only environment"
         message = (f"{admitted.spec.workload} needs the {wanted} rollout engine and environment {env.name!r} does not "
-                   f"have it ({have}): name an environment with {wanted} in env: (argus env list)")
+                   f"have it ({have}); name an environment with {wanted} in env: (argus env list)")
         if not engines:  # a CPU environment validates and runs everything up to the rollout, where the launcher stops
             out.warnings.append(message)
         else:

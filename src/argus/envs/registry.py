@@ -173,6 +173,7 @@ class Registry:
             env = self._read(folder / MANIFEST)
             if env is not None and env.owner == user:
                 env.name = USER_PREFIX + folder.name
+                self._own_interpreter(env, folder)
                 out.append(env)
         return out
 
@@ -182,6 +183,15 @@ class Registry:
             return Environment.load(path)
         except (OSError, ValueError, TypeError):
             return None
+
+    @staticmethod
+    def _own_interpreter(env: Environment, folder: Path) -> None:
+        """A user's manifest is theirs to write: its interpreter must be inside that environment's folder
+        (what it links to may be elsewhere, and the sandbox decides what of that it shows: jail.safe_binds)."""
+        python = Path(os.path.normpath(env.python))
+        if not python.is_absolute() or folder not in python.parents:
+            env.probe = {**env.probe, "problems": [f"its interpreter {env.python} is not inside {folder}: a "
+                                                   "user's environment lives in their home (argus.jobs.build_env)"]}
 
     def visible(self, user: str | None) -> list[Environment]:
         """What ``user`` may name in a spec (every cluster environment, and their own)."""
@@ -198,6 +208,7 @@ class Registry:
             if env is None or env.owner != user:
                 return None
             env.name = name
+            self._own_interpreter(env, self.user_dir(user) / rest)
             return env
         if not NAME_RE.match(name):
             return None

@@ -36,6 +36,7 @@ import os
 import secrets
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -169,7 +170,9 @@ def node_config(*, data_root: Path, state_dirs: Iterable[Path], python: str, scr
     hide = [str(p) for p in state_dirs] + [str(home / name) for name in USER_SECRETS]
     py = Path(python)
     source = Path(__file__).resolve().parents[2]
-    bind_ro = [str(py.parent.parent), str(py.resolve().parent.parent), str(source)]
+    node = Path(sys.executable)  # this node's Argus (its uv builds a user's own environment: argus.jobs.build_env)
+    bind_ro = sorted({str(py.parent.parent), str(py.resolve().parent.parent), str(node.parent.parent),
+                      str(node.resolve().parent.parent), str(source)})
     return JailConfig(bwrap=bwrap, data_root=str(data_root), scratch_dir=str(scratch_dir), hide=hide,
                       bind_ro=bind_ro, user_ns=user_ns_works(bwrap))
 

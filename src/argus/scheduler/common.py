@@ -30,6 +30,7 @@ from argus.core.resources import RESOURCES_KEY, NodeNeed, default_cpus
 from argus.core.states import LIVE_ATTEMPT, TERMINAL, TaskStatus
 from argus.db.models import TaskAttemptModel, TaskModel, utcnow
 from argus.db.session import Database
+from argus.envs.catalog import uv_bin
 from argus.envs.registry import BUILTIN, Registry
 from argus.runtime import jail
 from argus.services.home_files import read_attempt_status
@@ -135,6 +136,15 @@ def task_node_need(task: TaskModel) -> NodeNeed:
     return NodeNeed(cpus, memory)
 
 
+@functools.cache
+def uv_path() -> str:
+    """The ``uv`` that comes with Argus (the same path on every node, like the launcher), or "" without one."""
+    try:
+        return uv_bin()
+    except FileNotFoundError:
+        return ""
+
+
 def task_python(ctx: LoopContext, user: str, task: TaskModel) -> tuple[str, str]:
     """(environment name, its interpreter) for the task's ``env`` (checked at admission).
 
@@ -194,6 +204,7 @@ def task_env(ctx: LoopContext, user: str) -> dict[str, str]:
         "PYTHONPATH": USER_PATH_DIR,
         "ARGUS_USER_CODE": str(ctx.layout.code_dir(user)),
         "ARGUS_SRC": ARGUS_SRC,
+        "ARGUS_UV": uv_path(),  # argus.jobs.build_env: a user's own environment
         "RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO": "1",
         "HOME": str(ctx.layout.home(user)),
         "HF_HOME": str(ctx.layout.hf_dir),
