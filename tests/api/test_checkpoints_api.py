@@ -49,7 +49,7 @@ def test_list_resume_export(live) -> None:
     r = alice.post(f"/api/v2/tasks/{tid}/resume", json={})
     assert r.status_code == 201, r.text
     new = r.json()["task_id"]
-    assert r.json()["info"] == {"resumed_from": tid, "step": 4}
+    assert r.json()["info"] == {"resumed_from": tid, "step": 4, "env": "argus (verl 0.9.1)"}
     t_new = alice.get(f"/api/v2/tasks/{new}").json()
     assert t_new["resumed_from"] == tid and t_new["status"] == "QUEUED"
     assert alice.get(f"/api/v2/tasks/{tid}").json()["resumed_by"] == [new]

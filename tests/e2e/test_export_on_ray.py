@@ -34,7 +34,8 @@ def test_export_real_fsdp_checkpoint_and_load_it(stack: Stack, tmp_path: Path) -
     assert {x["name"]: x["kind"] for x in ck["steps"][0]["components"]} == {"actor": "actor", "data.pt": "dataloader"}
 
     exp = c.export(tid, to="tiny-exported")
-    assert exp["info"] == {"source_task": tid, "step": 2, "target": "$HOME/models/tiny-exported", "backend": "fsdp"}
+    assert exp["info"] == {"source_task": tid, "step": 2, "target": "$HOME/models/tiny-exported", "backend": "fsdp",
+                           "env": "argus (verl 0.9.1)"}
     t = c.wait(exp["task_id"], timeout=300, poll_s=0.5)
     log = "\n".join(c.logs(exp["task_id"], follow=False))
     assert t["status"] == "SUCCEEDED", (t, log[-2000:])

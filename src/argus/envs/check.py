@@ -52,7 +52,7 @@ class EnvCheck:
         except EnvError as exc:
             out.errors.append(FieldError("env", spec.env or self.registry.default, str(exc)))
             return out
-        out.info["env"] = {"name": env.name, "verl": env.verl}
+        out.info["env"] = f"{env.name} (verl {env.verl})"  # shown with the accepted task
         if isinstance(spec, BasicTaskSpec) and not env.templates:
             out.errors.append(FieldError("env", env.name, f"the basic {spec.workload} template is a verl 0.9 config "
                                          f"and environment {env.name!r} has verl {env.verl}: submit an advanced spec "

@@ -36,7 +36,12 @@ PROBE_TIMEOUT_S = 300.0
 
 
 class EnvError(ValueError):
-    """An environment cannot be used, registered or found: the message says why and what to do."""
+    """An environment cannot be used, registered or found: the message says why and what to do;
+    ``field`` names what was wrong when it was one of the caller's inputs ("name", "python")."""
+
+    def __init__(self, message: str, field: str = "") -> None:
+        super().__init__(message)
+        self.field = field
 
 
 @dataclass
@@ -121,7 +126,8 @@ def python_of(prefix: Path) -> Path:
     for name in ("python3", "python"):
         if (prefix / "bin" / name).exists():
             return prefix / "bin" / name
-    raise EnvError(f"{prefix} has no bin/python3: give a venv or an unpacked image's prefix (or --python)")
+    raise EnvError(f"{prefix} has no bin/python3: give a venv or an unpacked image's prefix (or --python)",
+                   field="python")
 
 
 class Registry:
@@ -236,10 +242,10 @@ class Registry:
                  folder: Path | None = None, owner: str | None = None) -> Environment:
         """Check the interpreter (real imports) and write its manifest; EnvError lists what is wrong."""
         if name == BUILTIN or not NAME_RE.match(name):
-            raise EnvError(f"environment name {name!r}: {NAME_RULE}, and not {BUILTIN!r}")
+            raise EnvError(f"environment name {name!r}: {NAME_RULE}, and not {BUILTIN!r}", field="name")
         report = run_probe(python, imports=True)
         if report.get("problems"):
-            raise EnvError(f"{python} cannot run verl tasks: " + "; ".join(report["problems"]))
+            raise EnvError(f"{python} cannot run verl tasks: " + "; ".join(report["problems"]), field="python")
         verl = (report.get("versions") or {}).get("verl", "")
         env = Environment(
             name=name, python=str(python), prefix=str(report.get("prefix") or Path(python).parent.parent),

@@ -63,13 +63,13 @@ async def register_env(body: RegisterBody, _admin: Principal = Depends(require_a
     try:
         python = body.python or str(python_of(Path(body.prefix or "")))
         if not Path(python).is_absolute():
-            raise EnvError(f"{python}: give an absolute path, the same on every node")
+            raise EnvError(f"{python}: give an absolute path, the same on every node", field="python")
         reg = registry(ctx)
         if reg.get(body.name) is not None:
-            raise EnvError(f"environment {body.name!r} exists: remove it first")
+            raise EnvError(f"environment {body.name!r} exists: remove it first", field="name")
         env = await run_in_threadpool(reg.register, body.name, python, description=body.description)
     except EnvError as exc:
-        fld = "name" if "name" in str(exc).split(":")[0] else ("python" if body.python else "prefix")
+        fld = "name" if exc.field == "name" else ("python" if body.python else "prefix")
         raise ClientError(str(exc), code="env_refused",
                           errors=[FieldError(fld, body.name if fld == "name" else (body.python or body.prefix),
                                              str(exc))]) from None
