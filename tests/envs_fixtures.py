@@ -23,8 +23,13 @@ from argus.envs import build, catalog
 from argus.envs.registry import MANIFEST, Environment, Registry
 
 
+# Resolved once, at import: tests that point HOME at a temp dir must not rebuild (or re-download) anything.
+CACHE = Path(os.environ.get("ARGUS_TEST_ENV_CACHE", Path.home() / ".cache" / "argus" / "test-envs"))
+UV_CACHE = os.environ.get("UV_CACHE_DIR", str(Path.home() / ".cache" / "uv"))
+
+
 def cache_dir() -> Path:
-    return Path(os.environ.get("ARGUS_TEST_ENV_CACHE", Path.home() / ".cache" / "argus" / "test-envs"))
+    return CACHE
 
 
 def built(name: str) -> Environment:
@@ -36,6 +41,7 @@ def built(name: str) -> Environment:
     manifest = root / "envs" / name / MANIFEST
     if not manifest.is_file():
         shutil.rmtree(root / "envs", ignore_errors=True)
+        os.environ["UV_CACHE_DIR"] = UV_CACHE
         build.build(entry, Registry(root, "/nonexistent"), echo=None)
     return Environment.load(manifest)
 
