@@ -22,7 +22,6 @@ import pytest
 from argus.envs import build, catalog
 from argus.envs.registry import MANIFEST, Environment, Registry
 
-
 # Resolved once, at import: tests that point HOME at a temp dir must not rebuild (or re-download) anything.
 CACHE = Path(os.environ.get("ARGUS_TEST_ENV_CACHE", Path.home() / ".cache" / "argus" / "test-envs"))
 UV_CACHE = os.environ.get("UV_CACHE_DIR", str(Path.home() / ".cache" / "uv"))
