@@ -38,6 +38,12 @@ from argus.settings import Settings
 log = logging.getLogger("argus")
 
 
+def say(line: str) -> None:
+    """A line for whoever started Argus (the API's URL, the admin token), flushed at once: with stdout
+    redirected to a file or a pipe (automation, systemd) a buffered token would not be there to read."""
+    print(line, flush=True)
+
+
 class StartError(Exception):
     """The server cannot start for a reason the user fixes; the message is the one line printed."""
 
@@ -50,7 +56,7 @@ class Component(Protocol):
     async def stop(self) -> None: ...
 
 
-def build_context(settings: Settings, *, announce: Callable[[str], None] = print, admin: bool = True) -> AppContext:
+def build_context(settings: Settings, *, announce: Callable[[str], None] = say, admin: bool = True) -> AppContext:
     """Open and migrate the database; with ``admin``, make sure the admin exists and print its token once
     (``run_server`` passes ``admin=False`` and does that once the API answers, see ``announce_admin``)."""
     settings.state_dir.mkdir(parents=True, exist_ok=True)
@@ -66,7 +72,7 @@ def build_context(settings: Settings, *, announce: Callable[[str], None] = print
     return ctx
 
 
-def announce_admin(ctx: AppContext, announce: Callable[[str], None] = print) -> None:
+def announce_admin(ctx: AppContext, announce: Callable[[str], None] = say) -> None:
     """Create the admin (and its first token) when missing and print that token: the only time it is shown."""
     s = ctx.settings
     try:
@@ -141,7 +147,7 @@ def _wire_verl(ctx: AppContext) -> None:
     ctx.extras["verl_validator"] = pool
 
 
-async def serve(ctx: AppContext, components: list[Component], *, announce: Callable[[str], None] = print,
+async def serve(ctx: AppContext, components: list[Component], *, announce: Callable[[str], None] = say,
                 on_ready: Callable[[Callable[[str], None]], None] | None = None) -> None:
     """Start the components, then the API; once it answers: its URL, ``on_ready`` (the admin token), banners."""
     s = ctx.settings
