@@ -218,6 +218,11 @@ class VerlCheck:
             return None
         # hydra.* overrides go too: hydra.run.dir/sweep.dir are resolved and checked like any path
         items = [a for a in flags.rest if "=" in a]
+        for stray in (a for a in flags.rest if "=" not in a and not a.startswith("~")):
+            # Hydra refuses a word that is not key=value (OverrideParseException) before training starts
+            out.errors.append(FieldError("command", stray, f"{stray!r} is not a Hydra override (key=value): verl "
+                                         "would refuse the command; a stray quote, or a comment after a "
+                                         "line-continuation `\\` that cut the command short?"))
         # Validate with the spec's gang size where the command is silent (the admission warning says add it);
         # under torchrun the world is the processes it starts, one node (admission refuses more).
         gpus: int = spec.n_gpus_per_node
@@ -323,7 +328,7 @@ class VerlCheck:
 
     def _check_datasets(self, workload: str, resolved: dict[str, Any], spec: Any, user: str, overrides: list[str],
                         out: CheckOutcome) -> None:
-        cols = required_columns(workload, resolved.get("data.prompt_key"), resolved.get("data.messages_key"))
+        cols = required_columns(workload, resolved)
         layout = DataLayout.at(self.settings.root)
         for key, label in (("data.train_files", "train"), ("data.val_files", "val")):
             value = resolved.get(key)

@@ -26,10 +26,22 @@ class ParquetReport:
     sample: list[dict[str, Any]] = field(default_factory=list)
 
 
-def required_columns(workload: str, prompt_key: str | None, messages_key: str | None) -> list[str]:
+def required_columns(workload: str, resolved: dict[str, Any]) -> list[str]:
+    """The columns the task's verl reads from every row, from its resolved config.
+
+    SFT: verl 0.9's trainer reads ``data.messages_key``; an older verl's ``fsdp_sft_trainer`` (its
+    config has ``data.multiturn``) reads ``data.multiturn.messages_key`` when multiturn is on, else
+    the ``data.prompt_key`` and ``data.response_key`` columns (``question``/``answer`` by default;
+    ``*_dict_keys`` pick inside them).
+    """
     if workload == "sft":
-        return [messages_key or "messages"]
-    return [prompt_key or "prompt", "data_source", "reward_model.ground_truth"]
+        multiturn = resolved.get("data.multiturn.enable")
+        if multiturn is None:
+            return [resolved.get("data.messages_key") or "messages"]
+        if multiturn:
+            return [resolved.get("data.multiturn.messages_key") or "messages"]
+        return [resolved.get("data.prompt_key") or "question", resolved.get("data.response_key") or "answer"]
+    return [resolved.get("data.prompt_key") or "prompt", "data_source", "reward_model.ground_truth"]
 
 
 def inspect_parquet(path: str, columns: list[str], *, sample_rows: int = 0) -> ParquetReport:

@@ -35,6 +35,7 @@ RESOLVED_KEYS = (
     "data.max_length", "data.train_batch_size", "actor_rollout_ref.model.path", "model.path",
     "reward.custom_reward_function.path", "reward.custom_reward_function.name", "algorithm.adv_estimator",
     "custom_reward_function.path", "custom_reward_function.name",  # where verl < 0.9 reads the reward
+    "data.multiturn.enable", "data.multiturn.messages_key", "data.response_key",  # verl < 0.9's SFT columns
     "trainer.nnodes", "trainer.n_gpus_per_node", "data.truncation",
 )
 
