@@ -17,6 +17,7 @@ from typing import Any
 from argus.core.builders import transfer_queue_settings
 from argus.core.command import (
     ParsedCommand,
+    infer_workload,
     module_allowed,
     parse_command,
     shell_expansions,
@@ -94,6 +95,10 @@ def admit(spec: TaskSpec, user: str, policy: AdmissionPolicy) -> Admitted | Reje
     warnings: list[str] = []
     _check_resources(spec, policy, errors)
     if isinstance(spec, AdvancedTaskSpec):
+        if spec.workload_inferred:
+            why = infer_workload(spec.command)[1]
+            warnings.append(f"workload: {spec.workload}, inferred from the command ({why}); write workload: "
+                            "(ppo, grpo, sft or job) to choose it")
         admitted = _admit_advanced(spec, user, policy, errors, warnings)
     else:
         admitted = _admit_basic(spec, user, policy, errors)

@@ -82,6 +82,28 @@ def join_continuations(command: str) -> str:
     return re.sub(r"\\\r?\n", " ", command)
 
 
+PPO_ENTRY = "verl.trainer.main_ppo"
+SFT_ENTRIES = ("verl.trainer.sft_trainer", "verl.trainer.fsdp_sft_trainer")
+
+
+def infer_workload(command: str) -> tuple[str, str]:
+    """(workload, why) of an advanced command that names none, as the founding design's spec writes it
+    (no ``workload`` field): verl's PPO entry is grpo with ``algorithm.adv_estimator=grpo``, else ppo;
+    verl's SFT entries are sft; anything else (Argus's jobs, the model merger, a command that does
+    not parse: admission says why) is a job."""
+    parsed = parse_command(command)
+    if isinstance(parsed, list):
+        return "job", "the command does not parse"
+    if parsed.module == PPO_ENTRY:
+        est = parsed.overrides.get("algorithm.adv_estimator", ("", ""))[1].strip("'\"")
+        if est == "grpo":
+            return "grpo", f"{PPO_ENTRY} with algorithm.adv_estimator=grpo"
+        return "ppo", f"{PPO_ENTRY}" + (f" with algorithm.adv_estimator={est}" if est else "")
+    if parsed.module in SFT_ENTRIES:
+        return "sft", parsed.module
+    return "job", f"{parsed.module or 'the command'} is not a verl trainer"
+
+
 def parse_command(command: str, fld: str = "command") -> ParsedCommand | list[FieldError]:
     """Split a command into tokens and find its interpreter, module and overrides."""
     errors: list[FieldError] = []

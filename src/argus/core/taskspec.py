@@ -15,8 +15,9 @@ import unicodedata
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
+from argus.core.command import infer_workload
 from argus.core.resources import parse_cpus, parse_memory
 from argus.errors import FieldError
 
@@ -87,9 +88,17 @@ class AdvancedTaskSpec(_Spec):
     """A free verl command; ``$HOME`` is expanded, then checked (seed 000 §2.4)."""
 
     kind: Literal["advanced"]
-    # "job": a utility job such as argus.jobs.doctor, which may ask for no GPU
-    workload: Literal["ppo", "grpo", "sft", "job"]
+    # "job": a utility job such as argus.jobs.doctor, which may ask for no GPU. Optional, as in the founding
+    # design's spec: parse_taskspec infers it from the command (core.command.infer_workload).
+    workload: Literal["ppo", "grpo", "sft", "job"] = None  # type: ignore[assignment]
     command: str = Field(min_length=1, max_length=64 * 1024)
+
+    _workload_inferred: bool = PrivateAttr(default=False)
+
+    @property
+    def workload_inferred(self) -> bool:
+        """The spec named no workload and parse_taskspec inferred it (admission says so)."""
+        return self._workload_inferred
 
 
 TaskSpec = BasicTaskSpec | AdvancedTaskSpec
@@ -211,6 +220,9 @@ def parse_taskspec(doc: dict[str, Any]) -> TaskSpec | list[FieldError]:
         errors = [_field_error(model, err) for err in exc.errors()]
         seen = {e.field for e in errors}
         return [*errors, *(e for e in unsafe if e.field not in seen)]
+    if isinstance(spec, AdvancedTaskSpec) and spec.workload is None:
+        spec.workload = infer_workload(spec.command)[0]
+        spec._workload_inferred = True
     return unsafe or spec  # type: ignore[return-value]
 
 
