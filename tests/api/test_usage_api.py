@@ -24,7 +24,8 @@ def put_attempt(live, user: str, tid: str, *, gpus: int, hours: float, start: da
 
 def test_usage_shows_a_user_only_their_own_and_an_admin_everyone(live):
     alice, bob = live.new_user("alice"), live.new_user("bob")
-    start = datetime.now(UTC) - timedelta(days=2)
+    # 01:00 two days ago: bob's hour must not cross midnight (group_by=day would split it in two)
+    start = datetime.now(UTC).replace(hour=1, minute=0, second=0, microsecond=0) - timedelta(days=2)
     put_attempt(live, "alice", "grpo-a", gpus=8, hours=2, start=start)
     put_attempt(live, "bob", "grpo-b", gpus=4, hours=1, start=start)
     r = alice.get("/api/v2/usage")
