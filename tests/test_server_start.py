@@ -176,3 +176,36 @@ def test_admin_token_reset_needs_a_state_dir_with_a_database(tmp_path):
     assert "no Argus database" in one_error_line(rc, out, err)
     rc, out, err = run_cli("admin", "token", "--state-dir", tmp_path)
     assert "--reset" in one_error_line(rc, out, err)
+
+
+def test_a_corrupt_or_foreign_database_is_one_error_line(tmp_path):
+    """Issue 23 §6: a start-up problem is one line, never a traceback (the file is left as it was)."""
+    state = tmp_path / "state"
+    state.mkdir()
+    (state / "argus.db").write_bytes(os.urandom(8192))
+    line = one_error_line(*run_cli("server", "--state-dir", state, "--port", free_port(), "--no-sftp"))
+    assert line.startswith(f"error: cannot open the database {state / 'argus.db'}: file is not a database; ")
+    assert "move it away" in line
+    (state / "argus.db").unlink()
+    import sqlite3
+
+    with sqlite3.connect(state / "argus.db") as conn:  # another application's Alembic history
+        conn.execute("CREATE TABLE alembic_version (version_num VARCHAR(32))")
+        conn.execute("INSERT INTO alembic_version VALUES ('deadbeef1234')")
+    line = one_error_line(*run_cli("server", "--state-dir", state, "--port", free_port(), "--no-sftp"))
+    assert "has a schema Argus does not know" in line and "deadbeef1234" in line
+
+
+def test_start_up_output_has_no_migration_chatter(tmp_path):
+    port = free_port()
+    out = stop_after_healthy(tmp_path, port)
+    assert "alembic" not in out and "SQLiteImpl" not in out, out
+
+
+def stop_after_healthy(tmp_path, port) -> str:
+    proc = start(tmp_path, port)
+    try:
+        wait_healthy(port, proc)
+    finally:
+        out = stop(proc)
+    return out

@@ -27,6 +27,8 @@ from typing import Protocol
 
 import httpx
 import uvicorn
+from alembic.util.exc import CommandError as AlembicError
+from sqlalchemy.exc import SQLAlchemyError
 
 from argus.api.app import create_app
 from argus.api.context import AppContext
@@ -36,6 +38,18 @@ from argus.services.users import ensure_admin, ensure_layout, reset_admin_token
 from argus.settings import Settings
 
 log = logging.getLogger("argus")
+
+
+def database_problem(settings: Settings, exc: Exception) -> str:
+    """One line for a database Argus cannot open or migrate: a corrupt file, another application's, a newer
+    Argus's, an unreachable server."""
+    first = (str(getattr(exc, "orig", None) or exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+    where = settings.db_url if not settings.db_url.startswith("sqlite") else settings.db_url.split("///", 1)[-1]
+    if "revision" in first.lower():
+        return (f"the database {where} has a schema Argus does not know ({first}): is it another application's, "
+                "or a newer Argus's? Point DATABASE_URL (or --state-dir) at Argus's own")
+    return (f"cannot open the database {where}: {first}; if the file is corrupt or not Argus's, move it away "
+            "(a new one is created) or point DATABASE_URL / --state-dir at Argus's own")
 
 
 def say(line: str) -> None:
@@ -62,7 +76,11 @@ def build_context(settings: Settings, *, announce: Callable[[str], None] = say, 
     settings.state_dir.mkdir(parents=True, exist_ok=True)
     settings.root.mkdir(parents=True, exist_ok=True)
     db = Database(settings.db_url, busy_timeout_s=settings.db_request_busy_timeout_s)  # requests: 503 when busy
-    db.migrate()
+    try:
+        db.migrate()
+    except (SQLAlchemyError, AlembicError) as exc:
+        db.dispose()
+        raise StartError(database_problem(settings, exc)) from None
     ctx = AppContext(settings=settings, db=db)
     if admin:
         announce_admin(ctx, announce)
@@ -236,6 +254,7 @@ def run_server(
     A start-up problem the user fixes prints ``error: <one line>`` on stderr and exits with status 1."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one INFO line per Ray poll otherwise
+    logging.getLogger("alembic").setLevel(logging.WARNING)  # "Context impl SQLiteImpl." is no news to a user
     from argus.cluster.local import LocalClusterError
 
     try:
