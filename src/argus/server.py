@@ -146,19 +146,13 @@ def _bind_problem(host: str, port: int) -> str | None:
     return None
 
 
-def env_registry(settings: Settings):  # noqa: ANN201 - argus.envs.registry.Registry
-    """The training environments on the data root, with Argus's own interpreter as ``argus``."""
-    from argus.envs.registry import Registry
-
-    return Registry(settings.root, settings.train_python, settings.default_env)
-
-
 def _wire_verl(ctx: AppContext) -> None:
     """verl's own validation as an admission check; the validator process starts with the components."""
     from argus.envs.check import EnvCheck
+    from argus.envs.registry import Registry
     from argus.verl.component import make_verl_checks
 
-    registry = env_registry(ctx.settings)
+    registry = Registry.for_settings(ctx.settings)
     checks, pool = make_verl_checks(ctx.settings, registry)
     ctx.checks = (*ctx.checks, EnvCheck(registry), *checks)
     ctx.extras["env_registry"] = registry

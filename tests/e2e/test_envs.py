@@ -27,12 +27,18 @@ def _in_env(env: str, command: str) -> str:
     return spec(command).replace("kind: advanced\n", f"kind: advanced\nenv: {env}\n")
 
 
+def _run(client, body: str, timeout: float = 240) -> tuple[str, str]:  # noqa: ANN001
+    """Submit ``body``, wait for it to end successfully; (task id, its log)."""
+    tid = submit(client, body)
+    t = wait_status(client, tid, {"SUCCEEDED", "FAILED"}, timeout=timeout)
+    log = client.get(f"/api/v2/tasks/{tid}/logs").text
+    assert t["status"] == "SUCCEEDED", log[-3000:]
+    return tid, log
+
+
 def test_a_tasks_processes_import_the_environments_verl(stack: Stack, envs: dict[str, str]) -> None:
     alice = stack.user("alice")
-    tid = submit(alice, _in_env("verl-0.4.1-cpu", "python3 -m argus.jobs.doctor"))
-    t = wait_status(alice, tid, {"SUCCEEDED", "FAILED"}, timeout=240)
-    log = alice.get(f"/api/v2/tasks/{tid}/logs").text
-    assert t["status"] == "SUCCEEDED", log[-3000:]
+    tid, log = _run(alice, _in_env("verl-0.4.1-cpu", "python3 -m argus.jobs.doctor"))
     python = envs["verl-0.4.1-cpu"]
     assert f"python3={python} (environment verl-0.4.1-cpu)" in log
     assert "OK    python 3.11" in log and f"({python})" in log  # the doctor ran in the environment
@@ -46,10 +52,7 @@ def test_a_tasks_processes_import_the_environments_verl(stack: Stack, envs: dict
 
 def test_a_ray_program_gets_its_private_ray_from_the_environment(stack: Stack, envs: dict[str, str]) -> None:
     alice = stack.user("alice")
-    tid = submit(alice, _in_env("verl-0.9.1-cpu", "python3 -m argus.jobs.ray_gpus --gpus 0"))
-    t = wait_status(alice, tid, {"SUCCEEDED", "FAILED"}, timeout=240)
-    log = alice.get(f"/api/v2/tasks/{tid}/logs").text
-    assert t["status"] == "SUCCEEDED", log[-3000:]
+    _, log = _run(alice, _in_env("verl-0.9.1-cpu", "python3 -m argus.jobs.ray_gpus --gpus 0"))
     assert f"python3={envs['verl-0.9.1-cpu']} (environment verl-0.9.1-cpu)" in log
     assert "ray_gpus: cluster nodes=1" in log
 
@@ -81,19 +84,13 @@ def test_a_user_builds_an_environment_of_their_own_that_only_they_can_name(stack
 
     alice, bob = stack.user("alice"), stack.user("bob")
     _put(alice, "/code/requirements.txt", catalog.entry("verl-0.4.1-cpu").lock.read_bytes())
-    tid = submit(alice, spec("python3 -m argus.jobs.build_env --name mine --requirements "
-                             "$HOME/code/requirements.txt"))
-    t = wait_status(alice, tid, {"SUCCEEDED", "FAILED"}, timeout=900)
-    log = alice.get(f"/api/v2/tasks/{tid}/logs").text
-    assert t["status"] == "SUCCEEDED", log[-3000:]
+    _, log = _run(alice, spec("python3 -m argus.jobs.build_env --name mine --requirements "
+                              "$HOME/code/requirements.txt"), timeout=900)
     assert "build_env: ~/envs/mine ready" in log and "verl 0.4.1" in log
     mine = {e["name"]: e for e in alice.get("/api/v2/envs").json()["environments"]}["~/envs/mine"]
     assert mine["owner"] == "alice" and mine["verl"] == "0.4.1" and mine["ok"] and mine["source"] == "requirements"
     assert "~/envs/mine" not in {e["name"] for e in bob.get("/api/v2/envs").json()["environments"]}
-    tid = submit(alice, _in_env("~/envs/mine", "python3 -m argus.jobs.doctor"))
-    t = wait_status(alice, tid, {"SUCCEEDED", "FAILED"}, timeout=240)
-    log = alice.get(f"/api/v2/tasks/{tid}/logs").text
-    assert t["status"] == "SUCCEEDED", log[-3000:]
+    _, log = _run(alice, _in_env("~/envs/mine", "python3 -m argus.jobs.doctor"))
     assert "(environment ~/envs/mine)" in log and "OK    verl 0.4.1" in log
     refused = bob.post("/api/v2/tasks", content=_in_env("~/envs/mine", "python3 -m argus.jobs.doctor").encode(),
                        headers={"Content-Type": "application/yaml"})

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 from tests.verl.conftest import make_tiny_model, write_rl_parquet, write_sft_parquet
@@ -20,9 +21,18 @@ def prepare(home: Path) -> None:
     if not tiny.exists():
         make_tiny_model(tiny)
     shutil.copytree(CORPUS / "code", home / "code", dirs_exist_ok=True)
-    for spec in SPECS:
+
+    def dataset(target: Path, spec_text: str) -> None:
+        (write_sft_parquet if "workload: sft" in spec_text else write_rl_parquet)(target, 16)
+
+    populate(home, SPECS, tiny, dataset)
+
+
+def populate(home: Path, specs: list[Path], tiny: Path, dataset: Callable[[Path, str], None]) -> None:
+    """Every ``$HOME/models/<name>`` the specs name as a hard-linked copy of ``tiny``, every
+    ``$HOME/datasets/<file>`` written by ``dataset(target, spec text)``; what exists is kept."""
+    for spec in specs:
         text = spec.read_text()
-        sft = "workload: sft" in text
         for kind, rel in _REF.findall(text):
             target = home / kind / rel.rstrip("/")
             if target.exists():
@@ -30,7 +40,5 @@ def prepare(home: Path) -> None:
             target.parent.mkdir(parents=True, exist_ok=True)
             if kind == "models":
                 shutil.copytree(tiny, target, copy_function=os.link)
-            elif sft:
-                write_sft_parquet(target, 16)
             else:
-                write_rl_parquet(target, 16)
+                dataset(target, text)

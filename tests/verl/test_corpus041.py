@@ -28,9 +28,7 @@ decides. ``bench/legacy_scripts.py`` prints the table.
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -43,12 +41,12 @@ from argus.settings import Settings
 from tests.envs_fixtures import install_env
 from tests.helpers import LiveServer, live_server
 from tests.verl.conftest import make_tiny_model, write_rl_parquet
+from tests.verl.corpus_home import populate
 
 CORPUS = Path(__file__).parent / "corpus041"
 SPECS = sorted((CORPUS / "specs").glob("*.yaml"))
 OLD, NEW = "verl-0.4.1-cpu", "verl-0.9.1-cpu"
 USER = "alice"
-_REF = re.compile(r"\$HOME/(models|datasets)/([\w.\-/]+)")
 
 _TRUTH_041 = re.compile(r"^# verl 0\.4\.1 start-up: (.*)$", re.M)
 _TRUTH_091 = re.compile(r"^# verl 0\.9\.1 config stage: (.*)$", re.M)
@@ -110,20 +108,17 @@ def prepare(home: Path) -> None:
         cfg["tokenizer_class"] = "PreTrainedTokenizerFast"
         cfg.pop("backend", None)
         cfg_file.write_text(json.dumps(cfg, indent=2))
-    for spec in SPECS:
-        for kind, rel in _REF.findall(spec.read_text()):
-            target = home / kind / rel.rstrip("/")
-            if target.exists():
-                continue
-            target.parent.mkdir(parents=True, exist_ok=True)
-            if kind == "models":
-                shutil.copytree(tiny, target, copy_function=os.link)
-            elif target.parent.name == "gsm8k":
-                _gsm8k(target, 16)
-            elif target.parent.name == "multiturn":
-                _multiturn(target, 16)
-            else:  # math_dataset.py's shape (and Eurus-2-RL-Data's): prompt, data_source, reward_model
-                write_rl_parquet(target, 16)
+    populate(home, SPECS, tiny, _dataset)
+
+
+def _dataset(target: Path, _spec: str) -> None:
+    """Shaped as verl 0.4.1's preprocessing scripts write each folder's files."""
+    if target.parent.name == "gsm8k":
+        _gsm8k(target, 16)
+    elif target.parent.name == "multiturn":
+        _multiturn(target, 16)
+    else:  # math_dataset.py's shape (and Eurus-2-RL-Data's): prompt, data_source, reward_model
+        write_rl_parquet(target, 16)
 
 
 def settings_for(state_dir: Path) -> Settings:

@@ -22,10 +22,9 @@ env_app = typer.Typer(help="Training environments: the Python prefixes (verl, to
 
 def _registry(data_root: Path | None, state_dir: Path | None):  # noqa: ANN202 - argus.envs.registry.Registry
     from argus.cli.startup import settings_or_exit
-    from argus.server import env_registry
+    from argus.envs.registry import Registry
 
-    settings = settings_or_exit(data_root=data_root, state_dir=state_dir)
-    return env_registry(settings)
+    return Registry.for_settings(settings_or_exit(data_root=data_root, state_dir=state_dir))
 
 
 DATA_ROOT = typer.Option(None, "--data-root", help="the shared filesystem [default: the server's, from settings]")

@@ -13,12 +13,11 @@ and it can run what the spec asks for.
 from __future__ import annotations
 
 from argus.core.admission import Admitted, CheckOutcome
-from argus.core.command import parse_command
+from argus.core.command import PPO_ENTRY
 from argus.core.taskspec import BasicTaskSpec
 from argus.envs.registry import EnvError, Environment, Registry
 from argus.errors import FieldError
-
-PPO_ENTRY = "verl.trainer.main_ppo"
+from argus.runtime.kernels import rollout_engine
 
 
 def rollout_name(admitted: Admitted) -> str | None:
@@ -31,11 +30,8 @@ def rollout_name(admitted: Admitted) -> str | None:
         return (named[-1] if named else spec.rollout_name).strip("'\"")
     if admitted.entry_module != PPO_ENTRY or admitted.command_expanded is None:
         return None
-    parsed = parse_command(admitted.command_expanded)
-    if isinstance(parsed, list):
-        return None
-    named = [a.split("=", 1)[1] for a in parsed.args if a.lstrip("+").startswith("actor_rollout_ref.rollout.name=")]
-    return named[-1].strip("'\"") if named else "vllm"  # verl's default rollout
+    # the launcher's reading of the same command (runtime.kernels), verl's default rollout when unnamed
+    return rollout_engine(["bash", "-lc", admitted.command_expanded]) or "vllm"
 
 
 class EnvCheck:

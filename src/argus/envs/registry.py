@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from argus.envs.catalog import NAME_RE, NAME_RULE
+from argus.settings import Settings
 
 MANIFEST = "argus-env.json"
 BUILTIN = "argus"
@@ -138,6 +139,11 @@ class Registry:
         self.builtin_python = builtin_python
         self.default = default or BUILTIN
         self._builtin: Environment | None = None
+
+    @classmethod
+    def for_settings(cls, settings: Settings) -> Registry:
+        """The environments on the settings' data root, with ``train_python`` as ``argus``."""
+        return cls(settings.root, settings.train_python, settings.default_env)
 
     @property
     def cluster_dir(self) -> Path:

@@ -68,8 +68,7 @@ class LoopContext:
     @functools.cached_property
     def envs(self) -> Registry:
         """The training environments on the shared filesystem (argus.envs.registry)."""
-        s = self.settings
-        return Registry(s.root, s.train_python, s.default_env)
+        return Registry.for_settings(self.settings)
 
     def layout_home(self, user: str) -> Path:
         return Path(str(self.layout.home(user)))

@@ -41,10 +41,7 @@ class RegisterBody(BaseModel):
 
 def registry(ctx: AppContext) -> Registry:
     found = ctx.extras.get("env_registry")
-    if found is None:
-        s = ctx.settings
-        found = ctx.extras.setdefault("env_registry", Registry(s.root, s.train_python, s.default_env))
-    return found
+    return found if found is not None else ctx.extras.setdefault("env_registry", Registry.for_settings(ctx.settings))
 
 
 @router.get("", summary="the training environments your tasks can name in env:")
