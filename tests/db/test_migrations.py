@@ -26,3 +26,43 @@ def test_sqlite_runs_in_wal_with_foreign_keys(tmp_path):
     assert {"users", "api_tokens", "tasks", "task_events", "task_attempts", "ssh_keys"} <= set(
         inspect(db.engine).get_table_names()
     )
+
+
+def upgrade_keeps_data(engine) -> None:  # noqa: ANN001
+    """A database at 0006 (before teams) with users, a token and an audit event upgrades to head with every
+    row kept, and the teams tables arrive empty (issue 26: migration from single-user data with no loss)."""
+    from alembic import command
+    from alembic.config import Config
+
+    from argus.db.session import MIGRATIONS_DIR
+
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+    with engine.begin() as conn:
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, "0006")
+    with engine.begin() as conn:
+        conn.execute(text("INSERT INTO users (id, name, is_admin, disabled, created_at, max_gpus) "
+                          "VALUES (1, 'alice', false, false, '2026-01-01 00:00:00+00:00', 4), "
+                          "(2, 'bob', true, false, '2026-01-01 00:00:00+00:00', NULL)"))
+        conn.execute(text("INSERT INTO api_tokens (user_id, token_hash, prefix, created_at) "
+                          "VALUES (1, 'h', 'argus_ab', '2026-01-01 00:00:00+00:00')"))
+        conn.execute(text("INSERT INTO tasks (id, user_id, kind, workload, status, priority, nnodes, n_gpus_per_node, "
+                          "spec_raw, spec_resolved, command_raw, command_expanded, argv, warnings, attempts, "
+                          "created_at, updated_at) VALUES ('ppo-000001', 1, 'advanced', 'ppo', 'SUCCEEDED', 0, 1, 8, "
+                          "'kind: advanced', '{}', 'python3 -m x', 'python3 -m x', '[]', '[]', 1, "
+                          "'2026-01-01 00:00:00+00:00', '2026-01-01 00:00:00+00:00')"))
+    with engine.begin() as conn:
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, "head")
+    with engine.connect() as conn:
+        assert conn.execute(text("SELECT name, max_gpus FROM users ORDER BY id")).all() == [("alice", 4), ("bob", None)]
+        assert conn.execute(text("SELECT user_id, prefix FROM api_tokens")).all() == [(1, "argus_ab")]
+        assert conn.execute(text("SELECT id, user_id, status, n_gpus_per_node, team FROM tasks")).all() == [
+            ("ppo-000001", 1, "SUCCEEDED", 8, None)]
+        assert conn.execute(text("SELECT count(*) FROM teams")).scalar() == 0
+        assert conn.execute(text("SELECT count(*) FROM team_members")).scalar() == 0
+
+
+def test_upgrade_to_teams_keeps_every_row_on_sqlite(tmp_path):
+    upgrade_keeps_data(Database(f"sqlite:///{tmp_path / 'm.db'}").engine)

@@ -65,3 +65,11 @@ def test_api_on_postgres_with_concurrent_ids(pg_url, tmp_path):
         assert r.status_code == 200 and r.json()["status"] == "CANCELED"
         ev = alice.get(f"/api/v2/tasks/{ids[1]}/events").json()
         assert [e["to_status"] for e in ev] == ["QUEUED", "CANCELED"]
+
+
+def test_upgrade_to_teams_keeps_every_row_on_postgres(pg_url):
+    from tests.db.test_migrations import upgrade_keeps_data
+
+    db = Database(pg_url)
+    upgrade_keeps_data(db.engine)
+    db.dispose()

@@ -6,7 +6,20 @@ from pathlib import Path
 
 import typer
 
-from argus.cli import admin, checkpoints, cluster, envs, files, logs, metrics, notify, ops, tasks, usage
+from argus.cli import (
+    admin,
+    checkpoints,
+    cluster,
+    envs,
+    files,
+    logs,
+    metrics,
+    notify,
+    ops,
+    tasks,
+    teams,
+    usage,
+)
 from argus.cli.startup import settings_or_exit
 
 app = typer.Typer(help="Argus: run verl post-training tasks on a shared Ray cluster.", no_args_is_help=True,
@@ -22,6 +35,7 @@ ops.register(app)
 checkpoints.register(app)
 envs.register(app)
 notify.register(app)
+teams.register(app)
 
 
 PORT = {"min": 1, "max": 65535}

@@ -9,6 +9,6 @@ It speaks the same REST API as the CLI through the same HTTP client (``argus.cli
 """
 
 from argus.client.http import ApiError
-from argus.client.sdk import Client, Files, Notifications, TaskTimeout
+from argus.client.sdk import Client, Files, Notifications, TaskTimeout, Teams
 
-__all__ = ["ApiError", "Client", "Files", "Notifications", "TaskTimeout"]
+__all__ = ["ApiError", "Client", "Files", "Notifications", "TaskTimeout", "Teams"]

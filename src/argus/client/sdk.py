@@ -15,6 +15,7 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from argus.client.http import ArgusClient, sse_events
 
@@ -88,6 +89,48 @@ class Notifications:
         return list(self._http.get(f"/api/v2/notifications/{channel_id}/deliveries"))
 
 
+def _seg(name: str) -> str:
+    """One URL path segment: a name such as ``../users`` must not walk to another endpoint."""
+    return quote(name, safe="").replace(".", "%2E")
+
+
+class Teams:
+    """Teams (issue 26): the ones you are in (a site admin: all), their members and roles.
+
+    Site admins create teams and set ``weight``, ``max_gpus``, ``max_running_tasks``, ``gpu_hours_month`` and
+    ``quota_bytes`` (None removes a limit); a team's admins add and remove members; anyone may leave."""
+
+    def __init__(self, http: ArgusClient) -> None:
+        self._http = http
+
+    def list(self) -> list[dict[str, Any]]:
+        return list(self._http.get("/api/v2/teams"))
+
+    def get(self, name: str) -> dict[str, Any]:
+        return self._http.get(f"/api/v2/teams/{_seg(name)}")
+
+    def create(self, name: str, **settings: Any) -> dict[str, Any]:
+        return self._http.post("/api/v2/teams", json={"name": name, **settings})
+
+    def update(self, name: str, **settings: Any) -> dict[str, Any]:
+        return self._http.request("PATCH", f"/api/v2/teams/{_seg(name)}", json=settings)
+
+    def delete(self, name: str) -> None:
+        self._http.delete(f"/api/v2/teams/{_seg(name)}")
+
+    def add_member(self, name: str, user: str, role: str = "member") -> dict[str, Any]:
+        return self._http.post(f"/api/v2/teams/{_seg(name)}/members", json={"user": user, "role": role})
+
+    def set_role(self, name: str, user: str, role: str) -> dict[str, Any]:
+        return self._http.request("PATCH", f"/api/v2/teams/{_seg(name)}/members/{_seg(user)}", json={"role": role})
+
+    def remove_member(self, name: str, user: str) -> None:
+        self._http.delete(f"/api/v2/teams/{_seg(name)}/members/{_seg(user)}")
+
+    def make_default(self, name: str) -> None:
+        self._http.post(f"/api/v2/teams/{_seg(name)}/default")
+
+
 class Client:
     """An Argus server at ``url`` with an API ``token`` (default: ``ARGUS_URL`` / ``ARGUS_TOKEN``)."""
 
@@ -97,6 +140,7 @@ class Client:
         self.http = ArgusClient(url, token or None, timeout=timeout)
         self.files = Files(self.http)
         self.notifications = Notifications(self.http)
+        self.teams = Teams(self.http)
 
     def close(self) -> None:
         self.http.http.close()

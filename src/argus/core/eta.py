@@ -116,6 +116,7 @@ class Inputs:
     limits: Limits
     usage: Mapping[str, Usage] = field(default_factory=dict)
     cluster_error: str | None = None
+    team_usage: Mapping[str, Usage] = field(default_factory=dict)  # fair share between teams (issue 26)
 
 
 @dataclass(frozen=True)
@@ -172,7 +173,8 @@ def passes_for(queued: int) -> int:
 
 def simulate(order: Sequence[QueuedTask], running: Sequence[Running], nodes: Sequence[NodeState], limits: Limits,
              *, usage: Mapping[str, Usage] | None, now: datetime, wanted: Collection[str] | None = None,
-             max_passes: int | None = None) -> tuple[dict[str, datetime], str]:
+             max_passes: int | None = None, team_usage: Mapping[str, Usage] | None = None,
+             ) -> tuple[dict[str, datetime], str]:
     """(``task_id → estimated start`` for the queued tasks that start while known ends remain, why the
     simulation stopped: ``"end"`` — no task waits, or no known end is left; ``"wanted"`` — every
     ``wanted`` task has started; ``"horizon"`` — ``max_passes`` passes were run (default: :data:`WORK`
@@ -186,14 +188,14 @@ def simulate(order: Sequence[QueuedTask], running: Sequence[Running], nodes: Seq
     left = set(wanted) if wanted is not None else None
     t = now
     for _ in range(max_passes):
-        p = plan(waiting, [h.task for h in held], view, limits, usage=usage)
+        p = plan(waiting, [h.task for h in held], view, limits, usage=usage, team_usage=team_usage)
         if p.placements:
             placed = {pl.task_id: pl.nodes for pl in p.placements}
             for w in waiting:
                 if w.task_id in placed:
                     starts[w.task_id] = t
                     held.append(Running(HeldTask(w.task_id, w.user, w.nnodes, w.gpus_per_node, placed[w.task_id],
-                                                 w.cpus_per_node, w.memory_per_node), None))
+                                                 w.cpus_per_node, w.memory_per_node, w.team), None))
             waiting = [w for w in waiting if w.task_id not in placed]
             if left is not None:
                 left.difference_update(placed)
@@ -217,12 +219,12 @@ def estimate(inputs: Inputs, ends: Mapping[str, datetime | None], *, now: dateti
     With ``wanted``, the simulation may stop once those have started: the answer then holds only the
     tasks it started (the wanted ones among them), not every queued task.
     """
-    order = fair_order(inputs.queued, inputs.held, inputs.usage)
+    order = fair_order(inputs.queued, inputs.held, inputs.usage, inputs.team_usage, inputs.limits.weights())
     known = inputs.cluster_error is None and bool(inputs.nodes)
     pos = positions(order, inputs.nodes if known else None)
     running = [Running(h, ends.get(h.task_id)) for h in inputs.held]
     starts, stop = (simulate(order, running, inputs.nodes, inputs.limits, usage=inputs.usage, now=now,
-                             wanted=wanted) if known else ({}, "end"))
+                             wanted=wanted, team_usage=inputs.team_usage) if known else ({}, "end"))
     empty = _WhenEmpty(inputs.nodes)
     blockers = (any(r.end is None for r in running), bool(starts))
     out = {}

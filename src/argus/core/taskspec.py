@@ -46,6 +46,10 @@ class _Spec(BaseModel):
     stall_after: int | None = None
     stall_first_step: int | None = None
     on_stall: Literal["keep", "cancel", "requeue"] = "keep"
+    # The team the task's GPU-hours are charged to (issue 26): one of the user's teams; unset: their default.
+    team: str | None = Field(default=None, min_length=1, max_length=32)
+    # An admin-defined priority class (issue 26, `argus priority-class list`): orders work across users.
+    priority_class: str | None = Field(default=None, min_length=1, max_length=32)
 
     @field_validator("stall_after", "stall_first_step", mode="before")
     @classmethod

@@ -115,6 +115,13 @@ class TaskModel(Base):
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     # The task whose checkpoint this one resumes (issue 15), shown on both.
     resumed_from: Mapped[str | None] = mapped_column(String(64), index=True)
+    # The team the task is charged to (issue 26), by name: kept as written when the team is deleted, so a
+    # task's history still says whose budget it used. None: no team.
+    team: Mapped[str | None] = mapped_column(String(32))
+    # Its priority class (issue 26) and the class's value when it was queued: a class changed or deleted
+    # later does not reorder tasks already waiting. 0: no class.
+    priority_class: Mapped[str | None] = mapped_column(String(32))
+    class_value: Mapped[int] = mapped_column(Integer, default=0, server_default="0", nullable=False)
 
     user: Mapped[UserModel] = relationship()
 
@@ -128,6 +135,7 @@ class TaskModel(Base):
         Index("ix_tasks_user_status_created", "user_id", "status", "created_at", "id"),
         Index("ix_tasks_status_created", "status", "created_at", "id"),
         Index("ix_tasks_workload_created", "workload", "created_at", "id"),
+        Index("ix_tasks_team_created", "team", "created_at", "id"),  # a team's tasks, newest first
     )
 
 
@@ -281,3 +289,54 @@ class NotificationOutboxModel(Base):
         # a channel's last deliveries, newest first
         Index("ix_notification_outbox_channel", "channel_id", "id"),
     )
+
+
+class TeamModel(Base):
+    """A group that shares a folder, a GPU quota and a budget, and a weight in the fair share (issue 26).
+
+    The limits are None where none is set: ``max_gpus`` held at once, ``max_running_tasks``,
+    ``gpu_hours_month`` (a budget per calendar month, UTC) and ``quota_bytes`` for the team folder."""
+
+    __tablename__ = "teams"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(32), unique=True, nullable=False)
+    weight: Mapped[float] = mapped_column(Float, default=1.0, nullable=False)
+    max_gpus: Mapped[int | None] = mapped_column(Integer)
+    max_running_tasks: Mapped[int | None] = mapped_column(Integer)
+    gpu_hours_month: Mapped[float | None] = mapped_column(Float)
+    quota_bytes: Mapped[int | None] = mapped_column(BigInteger)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, nullable=False)
+
+
+class TeamMemberModel(Base):
+    """A user in a team, with a role (``member`` or ``admin``, core/teams.TeamRole).
+
+    ``is_default`` marks the team a user's tasks are charged to when their spec names none (at most one
+    per user, kept by services/teams). It lives here rather than on ``users`` so that adding teams never
+    rebuilds the users table (SQLite rebuilds a table to add a foreign key, and dropping the old one
+    would cascade into every table that refers to users)."""
+
+    __tablename__ = "team_members"
+
+    team_id: Mapped[int] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"), primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), primary_key=True, index=True)
+    role: Mapped[str] = mapped_column(String(8), default="member", nullable=False)
+    is_default: Mapped[bool] = mapped_column(Boolean, default=False, nullable=False)
+    added_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, nullable=False)
+
+
+class PriorityClassModel(Base):
+    """An admin-defined priority class (issue 26), e.g. ``urgent`` for a deadline: its tasks go before
+    every task of a lower class, across users and teams. ``users`` and ``teams`` say who may use it
+    (a user named, or a member of a team named); both empty: everyone."""
+
+    __tablename__ = "priority_classes"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(32), unique=True, nullable=False)
+    value: Mapped[int] = mapped_column(Integer, nullable=False)
+    description: Mapped[str | None] = mapped_column(String(256))
+    users: Mapped[list[str]] = mapped_column(JSON, nullable=False, default=list)
+    teams: Mapped[list[str]] = mapped_column(JSON, nullable=False, default=list)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, nullable=False)

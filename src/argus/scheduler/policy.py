@@ -5,6 +5,7 @@ scheduler's old name for the loops, tests and benchmarks."""
 from __future__ import annotations
 
 from argus.core.scheduling.policy import (
+    NO_TEAM,
     FairQueue,
     HeldTask,
     Limits,
@@ -12,6 +13,7 @@ from argus.core.scheduling.policy import (
     Placement,
     Plan,
     QueuedTask,
+    TeamLimits,
     UserLimits,
     describe_free,
     fair_order,
@@ -23,5 +25,6 @@ from argus.core.scheduling.policy import (
     take,
 )
 
-__all__ = ["FairQueue", "HeldTask", "Limits", "NodeState", "Placement", "Plan", "QueuedTask", "UserLimits",
+__all__ = ["NO_TEAM", "FairQueue", "HeldTask", "Limits", "NodeState", "Placement", "Plan", "QueuedTask", "TeamLimits",
+           "UserLimits",
            "describe_free", "fair_order", "free_gpus", "gang", "plan", "plural", "slots", "take"]

@@ -26,7 +26,14 @@ from argus.core import eta
 from argus.core.scheduling import policy
 from argus.db.models import utcnow
 from argus.db.session import Database
-from argus.scheduler.submit import fair_order, load_held, load_queue, node_states, queue_fingerprint
+from argus.scheduler.submit import (
+    fair_order,
+    load_held,
+    load_queue,
+    load_team_limits,
+    node_states,
+    queue_fingerprint,
+)
 from argus.scheduler.usage import UsageLedger
 from argus.settings import Settings
 
@@ -57,12 +64,15 @@ class QueueInputs:
         with self._lock, self.db.session() as session:
             fingerprint = queue_fingerprint(session)
             held, user_limits = load_held(session)
+            teams = load_team_limits(session)
             ledger = tuple(sorted((t.task_id, t.nodes) for t in held))
             if self._queue[0] != (fingerprint, ledger):  # with the held set, it changes when the membership does
                 self._queue = ((fingerprint, ledger), load_queue(session)[0] if fingerprint[0] else [])
             queued = self._queue[1]
             usage = self.ledger.read(session, utcnow())
-        limits = policy.Limits(s.max_running_tasks, s.max_running_tasks_per_user, s.max_gpus_per_user, user_limits)
-        key = (fingerprint, ledger, tuple(states),
-               tuple(sorted(user_limits.items())), fair_order(usage, held), error)
-        return key, eta.Inputs(queued, held, states, limits, usage, error)
+            team_usage = self.ledger.teams
+        limits = policy.Limits(s.max_running_tasks, s.max_running_tasks_per_user, s.max_gpus_per_user, user_limits,
+                               teams)
+        key = (fingerprint, ledger, tuple(states), tuple(sorted(user_limits.items())), tuple(sorted(teams.items())),
+               fair_order(usage, held, team_usage, teams), error)
+        return key, eta.Inputs(queued, held, states, limits, usage, error, team_usage)

@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session
 from argus.cluster.types import ClusterUnavailable, JobAlreadyExists, JobInfo, WorkerNode
 from argus.core.resources import RESOURCES_KEY, NodeNeed
 from argus.core.states import ACTIVE, TaskStatus, TerminationReason
-from argus.db.models import TaskAttemptModel, TaskModel, UserModel, utcnow
+from argus.db.models import TaskAttemptModel, TaskModel, TeamModel, UserModel, utcnow
 from argus.errors import Conflict
 from argus.scheduler import policy
 from argus.scheduler.autoresume import resume_after_node_loss
@@ -84,12 +84,14 @@ def load_queue(s: Session) -> tuple[list[policy.QueuedTask], dict[str, str | Non
     """Every QUEUED task, only the columns the policy needs (Core rows: no ORM objects for 10 000 rows)."""
     rows = s.connection().execute(
         select(TaskModel.id, TaskModel.user_id, TaskModel.priority, TaskModel.created_at,
-               TaskModel.nnodes, TaskModel.n_gpus_per_node, TaskModel.pending_reason, *NEED_COLUMNS)
+               TaskModel.nnodes, TaskModel.n_gpus_per_node, TaskModel.pending_reason, *NEED_COLUMNS, TaskModel.team,
+               TaskModel.class_value, TaskModel.priority_class)
         .where(TaskModel.status == TaskStatus.QUEUED.value)
     ).all()
     queued = [policy.QueuedTask(tid, str(uid), prio, created, nnodes, gpus,
-                                *node_need(entry, nnodes, gpus, cpus, memory))
-              for tid, uid, prio, created, nnodes, gpus, _, entry, cpus, memory in rows]
+                                *node_need(entry, nnodes, gpus, cpus, memory), team=team, class_value=value,
+                                priority_class=klass)
+              for tid, uid, prio, created, nnodes, gpus, _, entry, cpus, memory, team, value, klass in rows]
     return queued, {r[0]: r[6] for r in rows}
 
 
@@ -102,7 +104,7 @@ def load_held(s: Session) -> tuple[list[policy.HeldTask], dict[str, policy.UserL
     """The tasks holding resources, and the users with limits of their own (both small)."""
     held_rows = s.execute(
         select(TaskModel.id, TaskModel.user_id, TaskModel.nnodes, TaskModel.n_gpus_per_node,
-               TaskAttemptModel.gpus, TaskAttemptModel.node_id, *NEED_COLUMNS)
+               TaskAttemptModel.gpus, TaskAttemptModel.node_id, *NEED_COLUMNS, TaskModel.team)
         .outerjoin(TaskAttemptModel, (TaskAttemptModel.task_id == TaskModel.id)
                    & (TaskAttemptModel.attempt == TaskModel.attempts))
         .where(TaskModel.status.in_([st.value for st in ACTIVE]))
@@ -118,9 +120,17 @@ def load_held(s: Session) -> tuple[list[policy.HeldTask], dict[str, policy.UserL
         if r.n_gpus_per_node == 0:
             placed = (r.node_id,) if r.node_id else ()  # a CPU job's CPUs sit on its driver's node, once known
         cpus, memory = node_need(r[6], r.nnodes, r.n_gpus_per_node, r[7], r[8])
-        held.append(policy.HeldTask(r.id, str(r.user_id), r.nnodes, r.n_gpus_per_node, placed, cpus, memory))
+        held.append(policy.HeldTask(r.id, str(r.user_id), r.nnodes, r.n_gpus_per_node, placed, cpus, memory,
+                                    r.team))
     user_limits = {str(r.id): policy.UserLimits(r.max_gpus, r.max_running_tasks) for r in own_limits}
     return held, user_limits
+
+
+def load_team_limits(s: Session) -> dict[str, policy.TeamLimits]:
+    """Every team's weight and limits (issue 26; a handful of rows)."""
+    return {r.name: policy.TeamLimits(r.weight, r.max_gpus, r.max_running_tasks)
+            for r in s.execute(select(TeamModel.name, TeamModel.weight, TeamModel.max_gpus,
+                                      TeamModel.max_running_tasks))}
 
 
 def node_states(nodes: list[WorkerNode]) -> list[policy.NodeState]:
@@ -131,18 +141,27 @@ def node_states(nodes: list[WorkerNode]) -> list[policy.NodeState]:
                              n.memory_free) for n in nodes]
 
 
-def fair_order(usage: dict[str, Usage], held: list[policy.HeldTask]) -> tuple[tuple[str, bool, bool], ...]:
-    """The order of the users' fair-share values as :func:`policy.plan` sees them (ties marked).
+def fair_order(usage: dict[str, Usage], held: list[policy.HeldTask], team_usage: dict[str, Usage] | None = None,
+               teams: dict[str, policy.TeamLimits] | None = None) -> tuple[tuple[str, bool, bool], ...]:
+    """The order of the users' (and teams') fair-share values as :func:`policy.plan` sees them (ties marked).
 
     The plan depends on usage only through this order, so two passes with the same order (and
-    the same other inputs) make the same plan, however the values themselves drifted.
+    the same other inputs) make the same plan, however the values themselves drifted. Teams are
+    compared by usage over weight, and listed apart from users (``team:`` prefix).
     """
+    def charge(into: dict[str, Usage], key: str, t: policy.HeldTask) -> None:
+        into[key] = into.get(key, Usage()).plus(t.gpus_per_node, rate(t.nnodes, t.gpus_per_node) * HELD_CHARGE_S)
+
     charged: dict[str, Usage] = dict(usage)
+    team_charged: dict[str, Usage] = dict(team_usage or {})
     for t in held:
-        charged[t.user] = charged.get(t.user, Usage()).plus(t.gpus_per_node,
-                                                            rate(t.nnodes, t.gpus_per_node) * HELD_CHARGE_S)
+        charge(charged, t.user, t)
+        charge(team_charged, t.team or policy.NO_TEAM, t)
+    weights = {name: lim.weight for name, lim in (teams or {}).items()}
     values = sorted((v, user, gpu) for user, u in charged.items() for gpu, v in ((True, u.gpu_s), (False, u.cpu_s)))
-    return tuple((user, gpu, i > 0 and v == values[i - 1][0]) for i, (v, user, gpu) in enumerate(values))
+    values += sorted((v / weights.get(team, 1.0), f"team:{team}", gpu) for team, u in team_charged.items()
+                     for gpu, v in ((True, u.gpu_s), (False, u.cpu_s)))
+    return tuple((who, gpu, i > 0 and v == values[i - 1][0]) for i, (v, who, gpu) in enumerate(values))
 
 
 class SubmitQueuedTasks:
@@ -188,16 +207,18 @@ class SubmitQueuedTasks:
                 self._unchanged = None
                 return 0
             held, user_limits = load_held(s)
+            teams = load_team_limits(s)
             usage = self.usage.read(s, ctx.now())
+            team_usage = self.usage.teams
             states = node_states(nodes)
             inputs = (fingerprint, sorted((t.task_id, t.nodes) for t in held), states, sorted(user_limits.items()),
-                      fair_order(usage, held), error)
+                      sorted(teams.items()), fair_order(usage, held, team_usage, teams), error)
             if inputs == self._unchanged and time.monotonic() - self._planned_at < self.REPLAN_S:
                 return 0
             queued, reasons = load_queue(s)
         limits = policy.Limits(ctx.settings.max_running_tasks, ctx.settings.max_running_tasks_per_user,
-                               ctx.settings.max_gpus_per_user, user_limits)
-        plan = policy.plan(queued, held, states, limits, usage=usage, cluster_error=error)
+                               ctx.settings.max_gpus_per_user, user_limits, teams)
+        plan = policy.plan(queued, held, states, limits, usage=usage, team_usage=team_usage, cluster_error=error)
         self.plans += 1
         self._planned_at = time.monotonic()
         self._unchanged = None if plan.placements else inputs

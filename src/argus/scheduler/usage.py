@@ -44,11 +44,12 @@ class _Row:
     started: float | None  # seconds since the epoch of datetime (UTC)
     finished: float | None
     live: bool
+    team: str | None = None  # the team the task is charged to (issue 26)
 
 
 def _columns() -> tuple[Any, ...]:
     return (TaskAttemptModel.id, TaskModel.user_id, TaskModel.nnodes, TaskModel.n_gpus_per_node,
-            TaskAttemptModel.started_at, TaskAttemptModel.finished_at, TaskAttemptModel.status)
+            TaskAttemptModel.started_at, TaskAttemptModel.finished_at, TaskAttemptModel.status, TaskModel.team)
 
 
 def _rows(result: Iterable[Any]) -> list[_Row]:
@@ -57,12 +58,13 @@ def _rows(result: Iterable[Any]) -> list[_Row]:
         out.append(_Row(r.id, str(r.user_id), rate(r.nnodes, r.n_gpus_per_node), r.n_gpus_per_node > 0,
                         r.started_at.timestamp() if r.started_at else None,
                         r.finished_at.timestamp() if r.finished_at else None,
-                        r.status in LIVE_ATTEMPT))
+                        r.status in LIVE_ATTEMPT, r.team))
     return out
 
 
 class UsageLedger:
-    """Decayed usage per user; call :meth:`read` once per scheduler pass."""
+    """Decayed usage per user, and per team (issue 26); call :meth:`read` once per scheduler pass, then
+    :attr:`teams` holds the teams' usage of the same moment."""
 
     def __init__(self, half_life_s: float, *, rebuild_s: float = REBUILD_S) -> None:
         if half_life_s <= 0:
@@ -71,6 +73,8 @@ class UsageLedger:
         self.rebuild_s = rebuild_s
         self._epoch: float | None = None  # when the folded part was computed
         self._folded: dict[tuple[str, bool], float] = defaultdict(float)  # (user, gpu pool) → usage at epoch
+        self._team_folded: dict[tuple[str, bool], float] = defaultdict(float)  # (team, gpu pool) → usage at epoch
+        self.teams: dict[str, Usage] = {}  # the teams' usage at the last read
         self._open: dict[int, _Row] = {}  # attempts not finished at the last look
         self._max_id = 0
         self.rebuilds = 0
@@ -90,6 +94,7 @@ class UsageLedger:
             .where(or_(TaskAttemptModel.finished_at.is_(None), TaskAttemptModel.finished_at >= horizon))
         ))
         self._epoch, self._folded, self._open = now_s, defaultdict(float), {}
+        self._team_folded = defaultdict(float)
         self._max_id = session.scalar(select(TaskAttemptModel.id).order_by(TaskAttemptModel.id.desc()).limit(1)) or 0
         self._absorb(rows)
         self.rebuilds += 1
@@ -121,15 +126,22 @@ class UsageLedger:
             if r.started is not None:
                 # an ended attempt without finish time (not expected) counts nothing rather than forever
                 end = r.finished if r.finished is not None else r.started
-                self._folded[(r.user, r.gpu)] += decayed(r.rate, r.started, end, self._epoch, self.half_life_s)
+                amount = decayed(r.rate, r.started, end, self._epoch, self.half_life_s)
+                self._folded[(r.user, r.gpu)] += amount
+                if r.team:
+                    self._team_folded[(r.team, r.gpu)] += amount
 
     def _usage(self, now_s: float) -> dict[str, Usage]:
+        self.teams = self._sum(self._team_folded, now_s, lambda r: r.team)
+        return self._sum(self._folded, now_s, lambda r: r.user)
+
+    def _sum(self, folded: dict[tuple[str, bool], float], now_s: float, key: Any) -> dict[str, Usage]:
         assert self._epoch is not None
         gpu: dict[str, float] = defaultdict(float)
         cpu: dict[str, float] = defaultdict(float)
-        for (user, is_gpu), amount in self._folded.items():
-            (gpu if is_gpu else cpu)[user] += decay(amount, now_s - self._epoch, self.half_life_s)
+        for (who, is_gpu), amount in folded.items():
+            (gpu if is_gpu else cpu)[who] += decay(amount, now_s - self._epoch, self.half_life_s)
         for r in self._open.values():
-            if r.started is not None:
-                (gpu if r.gpu else cpu)[r.user] += decayed(r.rate, r.started, now_s, now_s, self.half_life_s)
+            if r.started is not None and key(r):
+                (gpu if r.gpu else cpu)[key(r)] += decayed(r.rate, r.started, now_s, now_s, self.half_life_s)
         return {u: Usage(gpu.get(u, 0.0), cpu.get(u, 0.0)) for u in set(gpu) | set(cpu)}

@@ -72,7 +72,7 @@ def task_usage(session: Session, principal: Principal, task_id: str, root: Path,
                ) -> tuple[int, list[dict[str, Any]], Summary]:
     """(the attempt, its samples downsampled for a chart, the summary of all of them) for a task the principal
     may read (404 otherwise); the latest attempt unless ``attempt`` is given."""
-    task = get_task(session, principal, task_id)
+    task = get_task(session, principal, task_id, team_read=True)
     layout = DataLayout.at(str(root))
     user = user_name_of(session, task)
     n = attempt or max(task.attempts, 1)
@@ -84,14 +84,16 @@ def task_usage(session: Session, principal: Principal, task_id: str, root: Path,
 TAIL_BYTES = 16 << 10
 
 
-def running_usage(session: Session, root: Path) -> list[tuple[str, str, dict[str, Any], int | None]]:
-    """(task id, owner, newest sample, idle since) for every RUNNING task with samples: what /metrics exports."""
+def running_usage(session: Session, root: Path) -> list[tuple[str, str, str, dict[str, Any], int | None]]:
+    """(task id, owner, team or "", newest sample, idle since) for every RUNNING task with samples: what
+    /metrics exports."""
     layout = DataLayout.at(str(root))
-    rows = session.execute(select(TaskModel.id, TaskModel.attempts, TaskModel.nnodes, UserModel.name).join(
-        UserModel, UserModel.id == TaskModel.user_id).where(TaskModel.status == TaskStatus.RUNNING.value)).all()
+    rows = session.execute(select(TaskModel.id, TaskModel.attempts, TaskModel.nnodes, UserModel.name, TaskModel.team)
+                           .join(UserModel, UserModel.id == TaskModel.user_id)
+                           .where(TaskModel.status == TaskStatus.RUNNING.value)).all()
     out = []
     for r in rows:
         samples = attempt_samples(layout, r.name, r.id, max(r.attempts, 1), r.nnodes, TAIL_BYTES)
         if samples:
-            out.append((r.id, r.name, samples[-1], idle_since(samples)))
+            out.append((r.id, r.name, r.team or "", samples[-1], idle_since(samples)))
     return out

@@ -39,6 +39,7 @@ from sqlalchemy.orm import Session
 from argus.core.states import TaskStatus
 from argus.db.models import TaskEventModel, TaskModel, utcnow
 from argus.services.task_usage import running_usage
+from argus.services.teams import team_figures
 
 log = logging.getLogger(__name__)
 
@@ -202,6 +203,7 @@ class PlatformCollector(Collector):
 
     def collect(self) -> Iterator[Metric]:
         yield from self._tasks()
+        yield from self._teams()
         yield from self._gpus()
         yield from self._components()
         yield from self._task_resources()
@@ -209,12 +211,13 @@ class PlatformCollector(Collector):
     def _task_resources(self) -> Iterable[Metric]:
         """Each RUNNING task's newest resource sample (runtime/telemetry.py) and whether it holds idle GPUs.
 
-        Labelled by task and user: the label set is the running tasks, bounded by the cluster's GPUs."""
+        Labelled by task, user and team ("" for none): the label set is the running tasks, bounded by the
+        cluster's GPUs."""
         if self.root is None:
             return ()
         with self.open_session() as session:
             rows = running_usage(session, self.root)
-        labels = ["task", "user"]
+        labels = ["task", "user", "team"]
         cpus = GaugeMetricFamily("argus_task_cpus", "CPUs a running task's processes keep busy (1 = one core)",
                                  labels=labels)
         memory = GaugeMetricFamily("argus_task_memory_bytes", "Resident memory of a running task's processes",
@@ -227,8 +230,8 @@ class PlatformCollector(Collector):
                                   labels=[*labels, "gpu"])
         idle = GaugeMetricFamily("argus_task_idle_gpus", "1 when every GPU of a running task has been below 5 % "
                                  "for 10 minutes", labels=labels)
-        for task_id, user, sample, since in rows:
-            key = [task_id, user]
+        for task_id, user, team, sample, since in rows:
+            key = [task_id, user, team]
             cpus.add_metric(key, float(sample.get("cpu") or 0))
             memory.add_metric(key, float(sample.get("rss") or 0))
             gpus = sample.get("gpu") or []
@@ -239,6 +242,23 @@ class PlatformCollector(Collector):
             if gpus:
                 idle.add_metric(key, 1 if since is not None else 0)
         return cpus, memory, util, gmem, power, idle
+
+    def _teams(self) -> Iterable[Metric]:
+        """Per team (issue 26): GPUs its tasks hold now, GPU-hours used this month and the month's budget."""
+        with self.open_session() as session:
+            rows = team_figures(session, utcnow())
+        held = GaugeMetricFamily("argus_team_gpus_held", "GPUs held by the tasks charged to each team",
+                                 labels=["team"])
+        used = GaugeMetricFamily("argus_team_gpu_hours_month", "GPU-hours charged to each team this calendar "
+                                 "month (UTC)", labels=["team"])
+        budget = GaugeMetricFamily("argus_team_gpu_hours_budget", "Each team's monthly GPU-hour budget (teams "
+                                   "with one)", labels=["team"])
+        for r in rows:
+            held.add_metric([r.name], float(r.gpus_held))
+            used.add_metric([r.name], r.gpu_hours_month)
+            if r.budget is not None:
+                budget.add_metric([r.name], float(r.budget))
+        return held, used, budget
 
     def _tasks(self) -> Iterable[Metric]:
         with self.open_session() as session:

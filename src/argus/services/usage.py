@@ -7,7 +7,8 @@ covers a window ``[from, to)``: an attempt that crosses an edge is cut to the wi
 it ran on, so the days of a window always add up to the window's total.
 
 Who may see what: an admin sees every user (or one, ``user=``); anyone else sees only
-their own use and is refused (403) when asking for another user's.
+their own use and is refused (403) when asking for another user's — except a team's use
+(``team=``, issue 26), which every member of the team may see, all members together.
 """
 
 from __future__ import annotations
@@ -25,8 +26,10 @@ from argus.core.states import LIVE_ATTEMPT
 from argus.db.models import TaskAttemptModel, TaskModel, UserModel
 from argus.errors import ClientError, FieldError, Forbidden, NotFound
 from argus.services.principal import Principal
+from argus.services.teams import teams_of
 
-GROUPS = ("user", "workload", "day")
+GROUPS = ("user", "workload", "day", "team")
+NO_TEAM_KEY = "(no team)"
 DEFAULT_WINDOW = timedelta(days=30)
 
 
@@ -76,7 +79,7 @@ def window(start: datetime | None, end: datetime | None, now: datetime) -> tuple
 
 def usage_report(session: Session, principal: Principal, *, start: datetime | None = None,
                  end: datetime | None = None, group_by: str = "user", user: str | None = None,
-                 now: datetime | None = None) -> UsageReport:
+                 team: str | None = None, now: datetime | None = None) -> UsageReport:
     if group_by not in GROUPS:
         raise ClientError("bad grouping", code="invalid_filter",
                           errors=[FieldError("group_by", group_by, f"must be one of {', '.join(GROUPS)}")])
@@ -84,20 +87,25 @@ def usage_report(session: Session, principal: Principal, *, start: datetime | No
     start, end = window(start, end, now)
     q = (select(TaskAttemptModel.started_at, TaskAttemptModel.finished_at, TaskAttemptModel.status,
                 TaskAttemptModel.resource_seconds, TaskModel.nnodes, TaskModel.n_gpus_per_node,
-                TaskModel.workload, UserModel.name)
+                TaskModel.workload, UserModel.name, TaskModel.team)
          .join(TaskModel, TaskModel.id == TaskAttemptModel.task_id)
          .join(UserModel, UserModel.id == TaskModel.user_id)
          .where(TaskAttemptModel.started_at.is_not(None), TaskAttemptModel.started_at < end,
                 or_(TaskAttemptModel.finished_at.is_(None), TaskAttemptModel.finished_at > start)))
-    if not principal.is_admin:
-        if user is not None and user != principal.name:
+    if team is not None:
+        if not principal.is_admin and team not in {n for n, _, _ in teams_of(session, principal.id)}:
+            raise NotFound(f"no team named {team!r}", code="team_not_found",
+                           errors=[FieldError("team", team, "name one of your teams (argus team list)")])
+        q = q.where(TaskModel.team == team)
+    if user is not None:
+        if not principal.is_admin and team is None and user != principal.name:
             raise Forbidden("only admins can see another user's usage", code="forbidden")
-        q = q.where(TaskModel.user_id == principal.id)
-    elif user is not None:
         uid = session.scalar(select(UserModel.id).where(UserModel.name == user))
         if uid is None:
             raise NotFound(f"no user named {user!r}", code="user_not_found")
         q = q.where(TaskModel.user_id == uid)
+    elif not principal.is_admin and team is None:
+        q = q.where(TaskModel.user_id == principal.id)
     rows: dict[str, UsageRow] = {}
     total = UsageRow("total")
     for r in session.execute(q):
@@ -131,6 +139,8 @@ def _pieces(r: Any, group_by: str, start: datetime, end: datetime,
         return
     if group_by == "user":
         yield r.name, lo, hi
+    elif group_by == "team":
+        yield r.team or NO_TEAM_KEY, lo, hi
     elif group_by == "workload":
         yield r.workload, lo, hi
     else:

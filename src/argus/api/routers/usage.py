@@ -1,4 +1,4 @@
-"""GET /api/v2/usage: GPU-hours and CPU-hours per user, workload or day (accounting)."""
+"""GET /api/v2/usage: GPU-hours and CPU-hours per user, workload, day or team (accounting)."""
 
 from __future__ import annotations
 
@@ -40,17 +40,19 @@ def get_usage(
     start: str | None = Query(None, alias="from", description="start of the window: a date or ISO 8601 time "
                               "(UTC if no zone); default 30 days before `to`"),
     end: str | None = Query(None, alias="to", description="end of the window (exclusive); default now"),
-    group_by: Literal["user", "workload", "day"] = Query("user"),
+    group_by: Literal["user", "workload", "day", "team"] = Query("user"),
     user: str | None = Query(None, description="admins: one user only; others may name only themselves"),
+    team: str | None = Query(None, description="one team's tasks only (all its members'): its members and admins"),
     principal: Principal = Depends(current_principal),
     session: Session = Depends(get_session, scope="function"),
 ) -> UsageOut:
     """GPU-seconds (``nnodes × n_gpus_per_node`` × running time) and CPU-seconds of CPU jobs.
 
     Attempts that cross the window's edges are cut to it; running attempts count up to now.
-    Admins see every user; anyone else only themselves.
+    Admins see every user; anyone else only themselves — or, with ``team``, every member's use of a team
+    they are in.
     """
     report = svc.usage_report(session, principal, start=svc.parse_when("from", start),
-                              end=svc.parse_when("to", end), group_by=group_by, user=user)
+                              end=svc.parse_when("to", end), group_by=group_by, user=user, team=team)
     return UsageOut(start=report.start, end=report.end, group_by=report.group_by,
                     rows=[UsageRowOut(**r.as_dict()) for r in report.rows], total=UsageRowOut(**report.total.as_dict()))

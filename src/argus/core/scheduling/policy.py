@@ -6,7 +6,10 @@ table-testable and lets the benchmark time it with 10 000 tasks.
 
 Rules (ARCHITECTURE §2):
 
-* **Order**: per-user fair share first — the user with the least recent usage in the
+* **Order** (issue 26): the priority class first (an admin-defined class with a higher value goes
+  before all lower ones, across users and teams; no class is 0), then the team — lowest decayed usage divided by the
+  team's weight; tasks charged to no team are one group of weight 1 — then, inside it, per-user
+  fair share — the user with the least recent usage in the
   task's pool (decayed GPU-seconds, or CPU-seconds for CPU jobs; Slurm's fair-share
   factor, see :mod:`argus.core.scheduling.fairshare`) — then priority (higher first), then age.
   A user's own tasks keep their order (priority, then age). Priority is set by the task's
@@ -53,7 +56,7 @@ from __future__ import annotations
 
 import heapq
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -71,6 +74,9 @@ class QueuedTask:
     gpus_per_node: int
     cpus_per_node: float = 0.0  # beside GPUs (issue 15, core.resources); 0: not counted
     memory_per_node: int = 0  # bytes
+    team: str | None = None  # the team it is charged to (issue 26); None: no team
+    class_value: int = 0  # its priority class's value (issue 26): higher classes go first, across users
+    priority_class: str | None = None  # the class's name, for reasons
 
 
 @dataclass(frozen=True)
@@ -84,6 +90,7 @@ class HeldTask:
     nodes: tuple[str, ...] | None = None  # one node id per gang member; None = unknown
     cpus_per_node: float = 0.0
     memory_per_node: int = 0
+    team: str | None = None
 
 
 @dataclass(frozen=True)
@@ -108,11 +115,24 @@ class UserLimits:
 
 
 @dataclass(frozen=True)
+class TeamLimits:
+    """One team's weight in the fair share and its limits (issue 26); None: no limit."""
+
+    weight: float = 1.0
+    max_gpus: int | None = None
+    max_running: int | None = None
+
+
+@dataclass(frozen=True)
 class Limits:
     max_running: int
     max_running_per_user: int  # default per user; 0: no limit
     max_gpus_per_user: int = 0  # default per user; 0: no limit
     users: Mapping[str, UserLimits] = field(default_factory=dict)
+    teams: Mapping[str, TeamLimits] = field(default_factory=dict)
+
+    def weights(self) -> dict[str, float]:
+        return {name: t.weight for name, t in self.teams.items()}
 
     def running_limit(self, user: str) -> int:
         own = self.users.get(user)
@@ -197,80 +217,151 @@ def free_gpus(nodes: Sequence[NodeState], held: Sequence[HeldTask]) -> dict[str,
     return {node: max(0, min(ledger[node], ray[node])) for node in ledger}
 
 
+NO_TEAM = ""  # the group of tasks charged to no team: one group, weight 1, like a team of its own
+
+
 class FairQueue:
     """The scheduler's order of the QUEUED tasks, one at a time (ARCHITECTURE §2, "Order" above).
 
-    Per user, their own tasks by priority (higher first), then age, then id; across users, the
-    user whose decayed usage in the task's pool (plus the advance charge :data:`HELD_CHARGE_S`
-    of each task they hold) is lowest goes first, ties by the task's priority, age and id. A
-    task that starts (:meth:`done` with ``started=True``) is charged in advance too, so the
-    order adapts while a pass starts tasks. :func:`plan` walks it; :func:`fair_order` lists it.
+    First the **priority class** (issue 26): an admin-defined class (``urgent`` for a deadline) with a
+    higher value goes before everything of lower classes, across users and teams; tasks of no class
+    are class 0. Inside a class, two fair-share levels: the **team** whose decayed usage in the task's
+    pool, divided by the team's weight, is lowest (a team of weight 2 is served until it has used
+    twice as much as a team of weight 1); then, inside it, the **user** whose decayed usage is lowest.
+    Tasks charged to no team form one group of weight 1; with no teams and no classes this is the
+    per-user fair share alone. A team with nothing queued takes no turn, so its share goes to the
+    others (borrowing) and comes back the moment it queues work (its low usage puts it first) —
+    nobody's running task is stopped.
+
+    Per user, their own tasks by priority (higher first), then age, then id; across users (and
+    teams), ties by the task's priority, age and id. Held tasks and tasks that start
+    (:meth:`done` with ``started=True``) are charged :data:`HELD_CHARGE_S` in advance, to their user
+    and their team, so the order adapts while a pass starts tasks. :func:`plan` walks it;
+    :func:`fair_order` lists it.
 
     Use: ``t = head()`` (the next task, still queued), then ``done(t, started=…)`` — or
-    ``drop(user)`` / ``drop(None)`` to take a user's (everybody's) remaining tasks out.
+    ``drop(user)`` / ``drop(None)`` / ``drop_team(team)`` to take tasks out.
     """
 
     def __init__(self, queued: Sequence[QueuedTask], held: Sequence[HeldTask],
-                 usage: Mapping[str, Usage] | None = None) -> None:
+                 usage: Mapping[str, Usage] | None = None, team_usage: Mapping[str, Usage] | None = None,
+                 weights: Mapping[str, float] | None = None) -> None:
         self.charged: dict[str, Usage] = defaultdict(Usage)  # past usage + the advance charge of held tasks
         self.charged.update(usage or {})
+        self.team_charged: dict[str, Usage] = defaultdict(Usage)
+        self.team_charged.update(team_usage or {})
+        self.weights = weights or {}
         for h in held:
-            self.charge(h.user, h.nnodes, h.gpus_per_node)
-        self.by_user: dict[str, list[QueuedTask]] = defaultdict(list)
+            self.charge(h.user, h.team or NO_TEAM, h.nnodes, h.gpus_per_node)
+        # (class value, team, user) → that user's tasks of the class in the team, pop() = next
+        self.lists: dict[tuple[int, str, str], list[QueuedTask]] = defaultdict(list)
         for t in queued:
-            self.by_user[t.user].append(t)
-        for tasks in self.by_user.values():
-            tasks.sort(key=lambda t: (-t.priority, t.created_at, t.task_id), reverse=True)  # pop() = next
-        self._heap = [(*self._entry(ts[-1]), user) for user, ts in self.by_user.items()]
-        heapq.heapify(self._heap)
+            self.lists[(t.class_value, t.team or NO_TEAM, t.user)].append(t)
+        self.user_heaps: dict[tuple[int, str], list[tuple[Any, ...]]] = defaultdict(list)
+        for (level, team, user), tasks in self.lists.items():
+            tasks.sort(key=lambda t: (-t.priority, t.created_at, t.task_id), reverse=True)
+            self.user_heaps[(level, team)].append((*self._entry(tasks[-1]), user))
+        self.levels = sorted({level for level, _, _ in self.lists}, reverse=True)
+        self._heaps: dict[int, list[tuple[Any, ...]]] = {level: [] for level in self.levels}
+        for (level, team), heap in self.user_heaps.items():
+            heapq.heapify(heap)
+            self._push_team(level, team)
+        self._current: tuple[int, str] | None = None  # the (class, team) of the last head(), out of its heap
 
-    def charge(self, user: str, nnodes: int, gpus_per_node: int) -> None:
-        self.charged[user] = self.charged[user].plus(gpus_per_node, rate(nnodes, gpus_per_node) * HELD_CHARGE_S)
+    def charge(self, user: str, team: str, nnodes: int, gpus_per_node: int) -> None:
+        amount = rate(nnodes, gpus_per_node) * HELD_CHARGE_S
+        self.charged[user] = self.charged[user].plus(gpus_per_node, amount)
+        self.team_charged[team] = self.team_charged[team].plus(gpus_per_node, amount)
 
     def _entry(self, t: QueuedTask) -> tuple[Any, ...]:
         return (self.charged[t.user].of(t.gpus_per_node), -t.priority, t.created_at, t.task_id)
 
-    def head(self) -> QueuedTask | None:
-        """The next task in the order (not removed: call :meth:`done` or :meth:`drop` before the next head)."""
-        heap, by_user = self._heap, self.by_user
+    def _team_entry(self, team: str, t: QueuedTask) -> tuple[Any, ...]:
+        share = self.team_charged[team].of(t.gpus_per_node) / self.weights.get(team, 1.0)
+        return (share, *self._entry(t))
+
+    def _team_head(self, level: int, team: str) -> QueuedTask | None:
+        """The next task of ``team`` in class ``level`` (its user heap's valid top), not removed."""
+        heap = self.user_heaps[(level, team)]
         while heap:
-            item = heapq.heappop(heap)
-            user = item[-1]
-            if not by_user[user]:
+            user = heap[0][-1]
+            tasks = self.lists[(level, team, user)]
+            if not tasks:
+                heapq.heappop(heap)
                 continue
-            t = by_user[user][-1]
-            if item[:-1] != self._entry(t):  # the user's share changed since this entry was pushed
-                heapq.heappush(heap, (*self._entry(t), user))
+            t = tasks[-1]
+            if heap[0][:-1] != self._entry(t):  # the user's share changed since this entry was pushed
+                heapq.heapreplace(heap, (*self._entry(t), user))
                 continue
             return t
         return None
 
+    def _push_team(self, level: int, team: str) -> None:
+        t = self._team_head(level, team)
+        if t is not None:
+            heapq.heappush(self._heaps[level], (*self._team_entry(team, t), team))
+
+    def head(self) -> QueuedTask | None:
+        """The next task in the order (not removed: call :meth:`done` or :meth:`drop` before the next head)."""
+        for level in self.levels:
+            heap = self._heaps[level]
+            while heap:
+                item = heapq.heappop(heap)
+                team = item[-1]
+                t = self._team_head(level, team)
+                if t is None:
+                    continue
+                if item[:-1] != self._team_entry(team, t):  # the team's (or its user's) share changed
+                    heapq.heappush(heap, (*self._team_entry(team, t), team))
+                    continue
+                self._current = (level, team)
+                return t
+        self._current = None
+        return None
+
     def done(self, t: QueuedTask, *, started: bool) -> None:
         """``t`` (the head) leaves the queue: started (charged in advance) or left waiting."""
-        tasks = self.by_user[t.user]
+        level, team = t.class_value, t.team or NO_TEAM
+        tasks = self.lists[(level, team, t.user)]
         tasks.pop()
+        heap = self.user_heaps[(level, team)]
+        heapq.heappop(heap)  # t's user was the top of its team's heap (head() just checked it)
         if started:
-            self.charge(t.user, t.nnodes, t.gpus_per_node)
+            self.charge(t.user, team, t.nnodes, t.gpus_per_node)
         if tasks:
-            heapq.heappush(self._heap, (*self._entry(tasks[-1]), t.user))
+            heapq.heappush(heap, (*self._entry(tasks[-1]), t.user))
+        self._current = None
+        self._push_team(level, team)
+
+    def _take(self, keep: Callable[[tuple[int, str, str]], bool]) -> list[QueuedTask]:
+        out: list[QueuedTask] = []
+        for key, tasks in self.lists.items():
+            if not keep(key):
+                out += tasks
+                tasks.clear()
+        if self._current is not None:
+            current, self._current = self._current, None
+            self._push_team(*current)
+        return out
 
     def drop(self, user: str | None) -> list[QueuedTask]:
         """Take ``user``'s remaining tasks (everybody's with None) out of the order; returns them."""
-        out: list[QueuedTask] = []
-        for u in [user] if user is not None else list(self.by_user):
-            out += self.by_user[u]
-            self.by_user[u] = []
-        return out
+        return self._take(lambda key: user is not None and key[2] != user)
+
+    def drop_team(self, team: str) -> list[QueuedTask]:
+        """Take every remaining task charged to ``team`` out of the order; returns them."""
+        return self._take(lambda key: key[1] != team)
 
 
 def fair_order(queued: Sequence[QueuedTask], held: Sequence[HeldTask],
-               usage: Mapping[str, Usage] | None = None) -> list[QueuedTask]:
+               usage: Mapping[str, Usage] | None = None, team_usage: Mapping[str, Usage] | None = None,
+               weights: Mapping[str, float] | None = None) -> list[QueuedTask]:
     """The QUEUED tasks in the order :func:`plan` considers them when none of them starts.
 
     The queue's positions (``core.eta``) come from this list; a pass that does start tasks
     charges their users in advance and may interleave the rest a little differently.
     """
-    order = FairQueue(queued, held, usage)
+    order = FairQueue(queued, held, usage, team_usage, weights)
     out: list[QueuedTask] = []
     while (t := order.head()) is not None:
         out.append(t)
@@ -285,12 +376,14 @@ def plan(
     limits: Limits,
     *,
     usage: Mapping[str, Usage] | None = None,
+    team_usage: Mapping[str, Usage] | None = None,
     cluster_error: str | None = None,
 ) -> Plan:
     """Decide which queued tasks start now (with their nodes) and why every other one waits.
 
     ``usage``: each user's decayed past usage (:class:`fairshare.Usage`, running attempts
-    counted up to now); a user missing from it has none.
+    counted up to now); a user missing from it has none. ``team_usage``: the same per team
+    (the usage of the tasks charged to it), for the fair share between teams.
     """
     out = Plan()
     if cluster_error is not None:
@@ -306,10 +399,17 @@ def plan(
     per_user_tasks: dict[str, int] = defaultdict(int)
     per_user_gpus: dict[str, int] = defaultdict(int)
     gpu_blocked: dict[str, str] = {}  # user → why their remaining GPU tasks wait (kept in the user's order)
+    per_team_tasks: dict[str, int] = defaultdict(int)
+    per_team_gpus: dict[str, int] = defaultdict(int)
+    team_blocked: dict[str, str] = {}  # team → why its remaining GPU tasks wait (its order is kept too)
     for t in held:
         per_user_tasks[t.user] += 1
         per_user_gpus[t.user] += t.nnodes * t.gpus_per_node
-    order = FairQueue(queued, held, usage)
+        if t.team:
+            per_team_tasks[t.team] += 1
+            per_team_gpus[t.team] += t.nnodes * t.gpus_per_node
+    order = FairQueue(queued, held, usage, team_usage, limits.weights())
+    reserved_label: str | None = None
     reserved: set[str] = set()
     # (nnodes, gpus) → why such a gang waits, valid until free GPUs or reservations change; with
     # thousands of queued tasks of a few shapes this keeps a pass linear in the queue.
@@ -328,10 +428,25 @@ def plan(
         if 0 < max_tasks <= per_user_tasks[user]:
             wait_all(user, f"user limit: {plural(max_tasks, 'running task')}")
             continue
+        team = limits.teams.get(t.team) if t.team else None
+        if team is not None and team.max_running is not None and per_team_tasks[t.team] >= team.max_running:
+            for w in order.drop_team(t.team):
+                out.pending[w.task_id] = f"team limit: {t.team} runs {plural(team.max_running, 'task')} (its max)"
+            continue
         placed: tuple[str, ...] | None = None
         over = _over_gpu_limit(t, per_user_gpus[user], limits.gpu_limit(user))
+        team_over = (_over_gpu_limit(t, per_team_gpus[t.team], team.max_gpus, f"team limit ({t.team})", "team")
+                     if team is not None and team.max_gpus is not None else None)
         if t.gpus_per_node > 0 and user in gpu_blocked:
             out.pending[t.task_id] = gpu_blocked[user]
+        elif t.gpus_per_node > 0 and t.team in team_blocked:
+            out.pending[t.task_id] = team_blocked[t.team]
+        elif team_over is not None:
+            assert team is not None and team.max_gpus is not None and t.team is not None
+            out.pending[t.task_id] = team_over
+            if t.nnodes * t.gpus_per_node <= team.max_gpus:
+                team_blocked[t.team] = (f"team limit ({t.team}): {plural(per_team_gpus[t.team], 'GPU')} held "
+                                        f"(max {team.max_gpus}); {t.task_id} of the same team waits first")
         elif over is not None:
             out.pending[t.task_id] = over
             if t.nnodes * t.gpus_per_node <= limits.gpu_limit(user):  # it will fit once the user's tasks end
@@ -356,14 +471,16 @@ def plan(
                 # GPUs are there (or would be), CPUs or memory are not: say which; no reservation
                 out.pending[t.task_id] = blocked[_shape(t)] = room.why_short(t, avail, totals)
             elif placed is None:
-                why = _why_waiting(t, totals, cluster_gpus, free, reserved, out.reserved_for)
+                why = _why_waiting(t, totals, cluster_gpus, free, reserved, reserved_label)
                 out.pending[t.task_id] = why
                 if (out.reserved_for is None and slots(totals, t.gpus_per_node) >= t.nnodes
                         and room.fits_when_empty(t, totals)):
                     out.reserved_for = t.task_id
+                    reserved_label = (t.task_id if t.priority_class is None
+                                      else f"{t.task_id} of priority class {t.priority_class}")
                     reserved.update(_closest_nodes(t, totals, free))
                     blocked.clear()
-                    why = _why_waiting(t, totals, cluster_gpus, free, reserved, t.task_id)
+                    why = _why_waiting(t, totals, cluster_gpus, free, reserved, reserved_label)
                 blocked[_shape(t)] = why
         if placed is not None:
             for node in placed:
@@ -375,7 +492,13 @@ def plan(
             running += 1
             per_user_tasks[user] += 1
             per_user_gpus[user] += t.nnodes * t.gpus_per_node
+            if t.team:
+                per_team_tasks[t.team] += 1
+                per_team_gpus[t.team] += t.nnodes * t.gpus_per_node
         order.done(t, started=placed is not None)
+    for t in queued:  # a classed task says so: it explains why it went before others
+        if t.priority_class is not None and t.task_id in out.pending:
+            out.pending[t.task_id] += f" (priority class {t.priority_class})"
     return out
 
 
@@ -384,15 +507,18 @@ def _shape(t: QueuedTask) -> tuple[int, int, float, int]:
     return (t.nnodes, t.gpus_per_node, t.cpus_per_node, t.memory_per_node)
 
 
-def _over_gpu_limit(t: QueuedTask, held_gpus: int, limit: int) -> str | None:
-    """Why the user's GPU limit keeps ``t`` waiting, or None (CPU job, no limit, or it fits)."""
+def _over_gpu_limit(t: QueuedTask, held_gpus: int, limit: int, label: str = "user limit",
+                    whose: str = "user") -> str | None:
+    """Why the user's (or team's) GPU limit keeps ``t`` waiting, or None (CPU job, no limit, or it fits).
+
+    A team limit of 0 GPUs is a real limit (the team may run CPU jobs only); a user limit of 0 means none."""
     need = t.nnodes * t.gpus_per_node
-    if t.gpus_per_node <= 0 or limit <= 0 or held_gpus + need <= limit:
+    if t.gpus_per_node <= 0 or (limit <= 0 and whose == "user") or held_gpus + need <= limit:
         return None
     if need > limit:
-        return (f"user limit: this task needs {plural(need, 'GPU')}, more than the user's limit of {limit} "
+        return (f"{label}: this task needs {plural(need, 'GPU')}, more than the {whose}'s limit of {limit} "
                 f"(it cannot start until an admin raises the limit)")
-    return f"user limit: {plural(held_gpus, 'GPU')} held, this task needs {need} (max {limit})"
+    return f"{label}: {plural(held_gpus, 'GPU')} held, this task needs {need} (max {limit})"
 
 
 def _closest_nodes(t: QueuedTask, totals: dict[str, int], free: dict[str, int]) -> list[str]:
