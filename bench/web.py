@@ -10,6 +10,13 @@ bulk-inserted through the DB layer after one real submit per user. Then Playwrig
   admin's all-users view, each the median of several loads;
 * the page's memory (JS heap, DOM nodes; Chromium's own Performance metrics) while following a
   log that starts at 200 MB and grows by --grow-mb while the page is open.
+* follow latency: a line appended → in the page's DOM, p50/p95 of 50 lines, with the old 0.5 s poll
+  and with inotify (bench/web_log_latency.py, which also runs on its own).
+* New Task verdict (issue 25): last keystroke → verdict rendered, with real verl validation, is
+  bench/web_verdict.py (it needs the validator, which this server runs without). 2-core box, load
+  average 3–6, 20 edits each: before (900 ms debounce) p50 1016 ms / p95 1140 ms; after (250 ms
+  debounce, the worker no longer deep-copies the composed config to drop its hydra node) p50 398 ms /
+  p95 610 ms; the dry-run request alone p50 80 ms / p95 119 ms (at load ~15: 787 / 916 ms).
 
 Prints figures; asserts nothing.
 
@@ -182,6 +189,16 @@ def main() -> None:
                   f"{followed:.1f} s: peak JS heap {peak_heap / 1048576:.1f} MB, peak DOM nodes "
                   f"{peak_nodes:.0f} (Chromium's count: removed lines awaiting GC included); after: JS heap {m1['JSHeapUsedSize'] / 1048576:.1f} MB, "
                   f"{dom_lines} log lines in the DOM")
+            # issue 25: follow latency (append → in the DOM), old 0.5 s poll vs inotify (bench/web_log_latency.py)
+            sys.path.insert(0, str(Path(__file__).resolve().parent))
+            from web_log_latency import measure, summary
+
+            from argus.services import log_watch
+            log_watch.ENABLED = False
+            poll_lat = measure(page, f"{srv.url}/tasks/{tids[0]}", log, 50)
+            log_watch.ENABLED = True
+            print(summary("follow latency, before: poll 0.5 s", poll_lat))
+            print(summary("follow latency, after: inotify", measure(page, f"{srv.url}/tasks/{tids[0]}", log, 50)))
             admin_ctx.close()
             ctx.close()
             browser.close()

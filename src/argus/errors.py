@@ -23,11 +23,20 @@ class FieldError:
     message: str
     # 1-based line of the submitted YAML the problem is on, when it can be found (core/spec_lines.py)
     line: int | None = None
+    # The message's fix as an edit a client can apply in one click (issue 25): replace the text ``replace``
+    # on the problem's line with ``with`` ("" deletes it). Only where the message names exactly one fix.
+    fix: dict[str, str] | None = field(default=None, compare=False)  # a dict: kept out of eq/hash
+    # A page of this server where the fix is done (``/data``: upload the files first).
+    link: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         out = {"field": self.field, "value": _jsonable(self.value), "message": self.message}
         if self.line is not None:
             out["line"] = self.line
+        if self.fix is not None:
+            out["fix"] = dict(self.fix)
+        if self.link is not None:
+            out["link"] = self.link
         return out
 
 

@@ -149,8 +149,10 @@ def test_disabled_user_cannot_sign_in(live):
     with live.admin() as admin:
         assert admin.post("/api/v2/users/alice/disable").status_code == 200
     with _browser(live) as b:
-        assert _sign_in(b, user="alice", password=PASSWORD).status_code == 401
-        assert _sign_in(b, token=token).status_code == 401
+        # refused; told "disabled" (403) because the credentials were right (issue 25), no cookie set
+        assert _sign_in(b, user="alice", password=PASSWORD).status_code == 403
+        assert _sign_in(b, token=token).status_code == 403
+        assert "argus_session" not in b.cookies
 
 
 def test_cookie_writes_need_csrf_token_and_same_origin(live):

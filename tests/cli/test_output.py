@@ -166,12 +166,18 @@ def test_output_json_and_yaml_are_the_api_answer(live, alice, cli, tmp_path):
     assert me["sftp"] and f"files: {me['sftp']}" in cli("me", token=token, columns=80)
 
 
-def test_passwd_from_a_pipe(live, alice, cli, capfd):
+def test_passwd_from_a_pipe(live, alice, cli, capfd, monkeypatch):
     token, _ = alice
     me = api(live, token, "/api/v2/me")
     out = cli("passwd", token=token, input="one long password\n")
     assert f"password set; log in with: {me['sftp']}" in out and "<port>" not in out
+    # now that one is set, the current one is needed: from a pipe, in ARGUS_CURRENT_PASSWORD
+    r = CliRunner().invoke(app, ["passwd"], input="another long password\n",
+                           env={"ARGUS_TOKEN": token, "ARGUS_CURRENT_PASSWORD": ""})
+    assert r.exit_code == 1 and "ARGUS_CURRENT_PASSWORD" in r.output
+    monkeypatch.setenv("ARGUS_CURRENT_PASSWORD", "one long password")
     out = cli("passwd", token=token, input="another long password\r\nanother long password\r\n")
+    monkeypatch.delenv("ARGUS_CURRENT_PASSWORD")
     assert me["sftp"] in out
     r = CliRunner().invoke(app, ["passwd"], input="a long password\nnot the same\n")
     assert r.exit_code == 1 and "two identical lines" in r.output

@@ -46,5 +46,8 @@ def test_usage_and_limits_from_the_cli(live, cli):
     out = cli("user", "limits", "alice", "--max-gpus", "default", token=admin)
     assert "max GPUs default, max running tasks 2" in out
     assert "must be a whole number" in cli("user", "limits", "alice", "--max-gpus", "lots", token=admin, code=1)
+    out = cli("user", "limits", "alice", "--quota-bytes", "1073741824", token=admin)
+    assert "max running tasks 2, storage quota 1073741824" in out
+    assert "storage quota default" in cli("user", "limits", "alice", "--quota-bytes", "default", token=admin)
     assert "admin only" in cli("user", "limits", "alice", "--max-gpus", "99", token=token, code=1)
     assert "MAX GPUS" in cli("user", "list", token=admin)

@@ -9,11 +9,16 @@ import sys
 import paramiko
 import pytest
 
+from tests.sftp.conftest import PASSWORD
 
-def _passwd(env, stdin: str) -> subprocess.CompletedProcess:  # noqa: ANN001
+
+def _passwd(env, stdin: str, current: str | None = PASSWORD) -> subprocess.CompletedProcess:  # noqa: ANN001
     with env.live.admin() as a:
         token = a.post("/api/v2/users/alice/tokens", json={}).json()["token"]
     cli_env = {**os.environ, "ARGUS_URL": env.live.url, "ARGUS_TOKEN": token, "HOME": str(env.tmp)}
+    cli_env.pop("ARGUS_CURRENT_PASSWORD", None)
+    if current is not None:  # alice has a password already (issue 25: changing it needs the current one)
+        cli_env["ARGUS_CURRENT_PASSWORD"] = current
     return subprocess.run([sys.executable, "-m", "argus.cli.main", "passwd"], input=stdin, env=cli_env,
                           capture_output=True, text=True, cwd=env.tmp, timeout=60)
 
@@ -42,3 +47,10 @@ def test_passwd_from_a_pipe_prints_the_exact_sftp_command(env, stdin):
 def test_passwd_from_a_pipe_refuses_two_different_lines(env):
     r = _passwd(env, "first password\nsecond password\n")
     assert r.returncode == 1 and "two identical lines" in r.stderr and "GetPassWarning" not in r.stderr
+
+
+def test_passwd_from_a_pipe_needs_the_current_password(env):
+    r = _passwd(env, "a brand new password\n", current=None)
+    assert r.returncode == 1 and "ARGUS_CURRENT_PASSWORD" in r.stderr
+    r = _passwd(env, "a brand new password\n", current="not the password")
+    assert r.returncode == 1 and "current_password" in r.stderr and "not your current password" in r.stderr

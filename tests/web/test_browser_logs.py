@@ -93,3 +93,157 @@ def test_ansi_tqdm_search_first_error_and_wrap(up: Up, pages: Pages) -> None:
     assert page.locator("#log-wrap").get_attribute("aria-pressed") == "false"
     page.click("#log-wrap")
     assert page.locator("#log").evaluate("e => getComputedStyle(e).whiteSpace") == "pre-wrap"
+
+
+BIG_MAX_LINES = 5000  # static/js/logpane.js MAX_LINES
+
+
+def _block(n: int) -> str:
+    """~1 MiB of verl/Ray-like output: coloured actor prefixes, levels, a traceback; 'block N' marks it."""
+    out = [f"block {n}\n"]
+    for k in range(11_000):
+        if k % 50 == 0:
+            out.append(f"(WorkerDict pid=7{k % 3}) WARNING slow rollout {n}.{k}\n")
+        elif k % 4000 == 1999:
+            out.append("Traceback (most recent call last):\n  File \"train.py\", line 9, in step\n"
+                       f"ValueError: boom {n}.{k}\n")
+        else:
+            out.append(f"\x1b[36m(TaskRunner pid=42)\x1b[0m step:{k} INFO loss:0.5\n")
+    out.append("Traceback (most recent call last):\n  File \"train.py\", line 9, in step\n"
+               f"ValueError: boom {n}\n")
+    return "".join(out)
+
+
+def _big_log(path, mb: int) -> int:  # noqa: ANN001
+    """Write a ``mb`` MiB log fast (one block repeated), FIRST LINE … LAST LINE; its size."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w") as f:
+        f.write("FIRST LINE of the big log\n")
+        done = 0
+        n = 0
+        while done < mb * 1048576:
+            chunk = _block(n) if n < 3 else _block(n).replace(f"block {n}\n", f"block {n} of the middle\n")
+            f.write(chunk)
+            done += len(chunk)
+            n += 1
+        f.write("LAST LINE of the big log\n")
+    return path.stat().st_size
+
+
+def _window(page) -> tuple[int, int]:  # noqa: ANN001
+    d = page.locator("#log").evaluate("e => [Number(e.dataset.start), Number(e.dataset.end)]")
+    return d[0], d[1]
+
+
+def _lines(page) -> int:  # noqa: ANN001
+    return page.evaluate("document.querySelectorAll('#log .ln').length")
+
+
+def _wait(cond, what: str, timeout: float = 30) -> None:  # noqa: ANN001
+    import time
+    deadline = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.05)
+
+
+def test_a_1gb_log_opens_at_its_end_pages_on_scroll_filters_and_searches(up: Up, pages: Pages) -> None:
+    """The whole of a 1 GiB log is reachable without downloading it, with the page's DOM kept bounded."""
+    tid = submit_api(up, "alice", ECHO.replace("name: echo", "name: biglog").replace(" --pad 300", ""))
+    with up.api("alice") as c:
+        _wait(lambda: c.get(f"/api/v2/tasks/{tid}").json()["status"] == "SUCCEEDED", "the echo task ends", 240)
+    log = up.root / "users" / "alice" / "jobs" / tid / "logs" / "attempt-1.log"
+    size = _big_log(log, 1024)
+    try:
+        page = pages.new(user="alice")
+        page.goto(f"{up.url}/tasks/{tid}")
+        # opens at the end: the last line, a window far into the file, the position said
+        page.locator("#log .ln", has_text="LAST LINE of the big log").wait_for()
+        start, end = _window(page)
+        assert end == size and start > size - 1048576
+        assert "of 1024 MB" in page.inner_text("#log-trimmed")
+        assert page.locator("#log .ln", has_text="FIRST LINE").count() == 0
+        assert _lines(page) < BIG_MAX_LINES
+
+        # scrolling up fetches earlier ranges; what the user looks at does not jump
+        page.locator("#log").hover()
+        page.mouse.wheel(0, -100_000)
+        _wait(lambda: _window(page)[0] < start, "an earlier range is fetched on scrolling up")
+        before = _window(page)[0]
+        # reach the top (the next range comes in above it) and note where a line on screen is
+        top = page.locator("#log").evaluate("""e => { e.scrollTop = 0; window.__anchor = e.querySelectorAll('.ln')[3];
+                                                      return window.__anchor.getBoundingClientRect().top; }""")
+        _wait(lambda: _window(page)[0] < before, "another earlier range")
+        moved = page.evaluate("window.__anchor.isConnected ? window.__anchor.getBoundingClientRect().top : null")
+        assert moved is not None and abs(moved - top) < 3, (top, moved)  # stable under the prepend
+        peak = 0
+        for _ in range(12):  # keep going up: lines come in above, lines far below leave
+            s0 = _window(page)[0]
+            page.locator("#log").evaluate("e => { e.scrollTop = 0; }")
+            _wait(lambda s0=s0: _window(page)[0] < s0, "scrolling up keeps fetching")
+            peak = max(peak, _lines(page))
+        assert peak <= BIG_MAX_LINES + 2000, peak  # the cap gives way only to what is on screen
+        s, e = _window(page)
+        assert e < size and s < e
+
+        # jump to start and back; scrolling down from the start fetches later ranges
+        page.click("#log-start")
+        page.locator("#log .ln", has_text="FIRST LINE of the big log").wait_for()
+        assert _window(page)[0] == 0
+        e0 = _window(page)[1]
+        page.locator("#log").evaluate("e => { e.scrollTop = e.scrollHeight; }")
+        _wait(lambda: _window(page)[1] > e0, "a later range is fetched on scrolling down")
+
+        # filter by level: only errors (the whole traceback), counted; applies to lines fetched later
+        e1 = _window(page)[1]
+        page.select_option("#log-level", "error")
+        shown = page.locator("#log .ln:not(.log-hide)")
+        _wait(lambda: shown.count() > 0, "error lines shown")
+        texts = shown.all_inner_texts()
+        assert texts[0] == "Traceback (most recent call last):" and texts[2].startswith("ValueError: boom 0.")
+        assert all(x.startswith(("Traceback", "  File", "ValueError")) for x in texts)
+        assert page.locator("#log .ln.log-hide").count() > 0
+        assert "loaded lines shown" in page.inner_text("#log-fcount")
+        # so few lines left to see: the pane fetches later ranges by itself, and filters them too
+        _wait(lambda: _window(page)[1] > e1, "more lines fetched while filtered")
+        assert all(x.startswith(("Traceback", "  File", "ValueError")) for x in shown.all_inner_texts())
+        page.select_option("#log-level", "")
+
+        # filter by actor prefix: the prefixes seen so far are offered
+        values = page.locator("#log-prefix option").evaluate_all("os => os.map(o => o.value)")
+        assert {"n:TaskRunner", "n:WorkerDict", "p:WorkerDict pid=71", "p:TaskRunner pid=42"} <= set(values)
+        page.select_option("#log-prefix", "p:WorkerDict pid=71")
+        texts = shown.all_inner_texts()
+        assert texts and all(x.startswith("(WorkerDict pid=71) WARNING") for x in texts)
+        page.select_option("#log-prefix", "")
+        page.select_option("#log-level", "warning")
+        assert all("WARNING" in x for x in shown.all_inner_texts())
+        page.select_option("#log-level", "")
+        page.fill("#log-filter", "boom")  # plain text
+        assert shown.all_inner_texts() and all("boom" in x for x in shown.all_inner_texts())
+        page.check("#log-filter-re")
+        page.fill("#log-filter", "(")
+        page.locator("#log-filter.invalid").wait_for()
+        page.fill("#log-filter", "")
+        page.uncheck("#log-filter-re")
+        assert page.locator("#log .ln.log-hide").count() == 0
+        shot(page, "task-log-1gb-filter")
+
+        # search beyond the window: the server finds it, the page opens the file there
+        page.fill("#log-q", "LAST LINE of the big")
+        page.locator("#log-count", has_text="No match").wait_for()
+        page.press("#log-q", "Enter")
+        page.locator("#log .ln.cur", has_text="LAST LINE of the big log").wait_for(timeout=60_000)
+        assert in_view(page, "#log .ln.cur")
+        page.fill("#log-q", "")
+        # first error: the file's first traceback, found from the end
+        page.click("#log-error")
+        page.locator("#log .ln.err").wait_for(timeout=60_000)
+        assert page.locator("#log .ln.err").inner_text().startswith("Traceback")
+        assert _window(page)[0] < 2 * 1048576
+        page.click("#jump")
+        page.locator("#log .ln", has_text="LAST LINE of the big log").wait_for()
+        assert _window(page)[1] == size
+        assert _lines(page) <= BIG_MAX_LINES + 2000
+    finally:
+        log.unlink(missing_ok=True)

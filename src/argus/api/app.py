@@ -28,14 +28,17 @@ from argus.api.routers import (
     metrics,
     nodes,
     notifications,
+    priority_classes,
     prometheus,
     ray_dashboard,
     resources,
     retention,
     session,
     tasks,
+    teams,
     usage,
     users,
+    verl,
 )
 from argus.errors import (
     ArgusError,
@@ -77,7 +80,8 @@ def create_app(ctx: AppContext, extra_routers: tuple = ()) -> FastAPI:
     install_docs(app)
     for r in (health.router, session.router, tasks.router, users.router, metrics.router, files.router, logs.router, nodes.router,
               audit.router, usage.router, resources.router, checkpoints.router, ray_dashboard.router, envs.router,
-              prometheus.router, retention.router, notifications.router, *extra_routers):
+              prometheus.router, retention.router, notifications.router, teams.router, priority_classes.router, verl.router,
+              *extra_routers):
         app.include_router(r)
     _install_error_handlers(app)
     db_unavailable.install(app)  # busy / full / broken database: 503 + Retry-After naming the cause
@@ -111,7 +115,7 @@ def _install_error_handlers(app: FastAPI) -> None:
             value = err.get("input")
             if not isinstance(value, str | int | float | bool | type(None)):
                 value = None
-            if loc and loc[-1] in ("password", "token"):  # never echo a secret, even a malformed one
+            if loc and loc[-1] in ("password", "current_password", "token"):  # never echo a secret, even a malformed one
                 value = None
             elif isinstance(value, str):  # a lone surrogate (JSON "\ud800") cannot be encoded: escape it
                 value = value[:200].encode("utf-8", "backslashreplace").decode("utf-8")

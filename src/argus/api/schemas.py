@@ -21,6 +21,12 @@ class ErrorItem(BaseModel):
     message: str
     line: int | None = Field(default=None, description="1-based line of the submitted YAML, when known "
                              "(absent for JSON bodies and fields not written in the spec)")
+    fix: dict[str, str] | None = Field(default=None, description="the message's one fix as an edit: replace the "
+                                       "text `replace` on `line` (else its first occurrence) with `with` (\"\": "
+                                       "delete it); present only where the message names exactly one fix "
+                                       "(a did-you-mean, a renamed key, a key to delete)")
+    link: str | None = Field(default=None, description="a page of this server where the fix is done, e.g. "
+                             "`/data` (upload the files first)")
 
 
 class ErrorDetail(BaseModel):
@@ -83,6 +89,12 @@ class TaskSummaryOut(BaseModel):
     queue_position: int | None = Field(None, description="QUEUED: 1-based place among the queued tasks that "
                                        "compete for the same resources (issue 24); null otherwise")
     eta: datetime | None = Field(None, description="QUEUED: estimated start; null when unknown or not queued")
+    gpu_hours: float = Field(0.0, description="GPUs × hours its attempts held, the running one up to now "
+                             "(accounting's rule; 0 for a CPU job)")
+    nodes: list[str] = Field(default_factory=list, description="SUBMITTED/RUNNING/CANCELING: the host(s) its "
+                             "current attempt runs on; empty otherwise")
+    status_note: str | None = Field(None, description="status_message in words for a person: without the "
+                                    "'submitted Ray job …' plumbing (a stall's 'no progress for …' stays)")
 
 
 class QueueOut(BaseModel):
@@ -123,6 +135,9 @@ class TaskOut(TaskSummaryOut):
     failure_kind: str | None = Field(None, description="a failed task's cause, typed: host_oom, gpu_oom, "
                                      "nccl_timeout, rollout_engine, missing_file, permission, python_exception")
     failure_hint: str | None = Field(None, description="where it failed and what to change, one line")
+    team: str | None = Field(None, description="the team the task is charged to (spec `team`, or the owner's "
+                             "default team); null: none")
+    priority_class: str | None = Field(None, description="its priority class (spec `priority_class`); null: none")
 
 
 class TaskListOut(BaseModel):
@@ -161,6 +176,7 @@ class MeOut(BaseModel):
     is_admin: bool
     home: str
     sftp: str | None = None
+    has_password: bool = Field(False, description="a password is set: changing it needs the current one")
 
 
 class UserIn(BaseModel):
@@ -179,6 +195,7 @@ class UserOut(BaseModel):
     created_at: datetime
     max_gpus: int | None = Field(None, description="GPUs this user's tasks may hold at once; null: the platform default")
     max_running_tasks: int | None = Field(None, description="tasks this user may run at once; null: the platform default")
+    quota_bytes: int | None = Field(None, description="storage quota of the user's home; null: the platform default")
 
 
 class UserLimitsIn(BaseModel):
@@ -188,6 +205,7 @@ class UserLimitsIn(BaseModel):
 
     max_gpus: int | None = Field(None, ge=1, le=1_000_000)
     max_running_tasks: int | None = Field(None, ge=1, le=1_000_000)
+    quota_bytes: int | None = Field(None, ge=1, le=1 << 60, description="storage quota of the user's home, bytes")
 
 
 class TokenIn(BaseModel):
@@ -216,6 +234,16 @@ class PasswordIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     password: str
+
+
+class MyPasswordIn(BaseModel):
+    """``POST /api/v2/me/password``: the current password is needed once one is set (it is also the SFTP
+    password, so a session or token alone must not change it)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    password: str
+    current_password: str | None = Field(None, max_length=4096)
 
 
 class KeyIn(BaseModel):

@@ -63,10 +63,13 @@ def user_limits(
                                         "(a number, or 'default' for the platform's)"),
     max_running_tasks: str | None = typer.Option(None, "--max-running-tasks", help="tasks the user may run at "
                                                  "once (a number, or 'default')"),
+    quota_bytes: str | None = typer.Option(None, "--quota-bytes", help="storage quota of the user's home in bytes "
+                                           "(a number, or 'default' for the platform's)"),
     output: Output = output_option(),
 ) -> None:
-    """Show or set a user's own limits; the scheduler applies them on its next pass."""
-    body = {**_limit_arg("max_gpus", max_gpus), **_limit_arg("max_running_tasks", max_running_tasks)}
+    """Show or set a user's own limits; the scheduler applies them on its next pass, the file store at once."""
+    body = {**_limit_arg("max_gpus", max_gpus), **_limit_arg("max_running_tasks", max_running_tasks),
+            **_limit_arg("quota_bytes", quota_bytes)}
     c = client()
     if body:
         u = c.request("PATCH", f"/api/v2/users/{name}", json=body)
@@ -77,7 +80,7 @@ def user_limits(
     if emit(u, output):
         return
     console.print(f"{u['name']}: max GPUs {_limit(u.get('max_gpus'))}, max running tasks "
-                  f"{_limit(u.get('max_running_tasks'))}", markup=False)
+                  f"{_limit(u.get('max_running_tasks'))}, storage quota {_limit(u.get('quota_bytes'))}", markup=False)
 
 
 @user_app.command("disable")

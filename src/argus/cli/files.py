@@ -6,6 +6,7 @@ Paths are the ones you see over SFTP: /datasets/x, /common/datasets/y.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -94,12 +95,18 @@ def mv(src: str, dst: str, overwrite: bool = typer.Option(False, "--overwrite"))
 def passwd() -> None:
     """Set your SFTP password and print the exact `sftp` command to log in with.
 
-    On a terminal it is asked twice, not echoed. From a pipe or a file nothing is asked: the first
-    line is the password, and an optional second line must repeat it (`echo pw | argus passwd`).
+    On a terminal it is asked twice, not echoed, and once you have a password the current one is asked
+    first (it is also the SFTP password, so a token alone does not change it). From a pipe or a file
+    nothing is asked: the first line is the new password, and an optional second line must repeat it
+    (`echo pw | argus passwd`); the current one then comes from ``ARGUS_CURRENT_PASSWORD``.
     """
-    pw = _read_password()
+    piped = _read_piped_password()
     c = client()
-    c.post("/api/v2/me/password", json={"password": pw})
+    has_password = bool(c.get("/api/v2/me").get("has_password"))
+    current = _current_password(piped is not None) if has_password else None
+    pw = piped if piped is not None else typer.prompt("new password", hide_input=True, confirmation_prompt=True)
+    body = {"password": pw} if current is None else {"password": pw, "current_password": current}
+    c.post("/api/v2/me/password", json=body)
     sftp = c.get("/api/v2/me").get("sftp")
     if sftp:
         console.print(f"password set; log in with: {sftp}", markup=False)
@@ -107,10 +114,21 @@ def passwd() -> None:
         console.print("password set (this server does not run SFTP)")
 
 
-def _read_password() -> str:
-    """Prompt on a terminal; else read standard input, where getpass would only warn and echo."""
+def _current_password(piped: bool) -> str:
+    if not piped:
+        return typer.prompt("current password", hide_input=True)
+    current = os.environ.get("ARGUS_CURRENT_PASSWORD")
+    if not current:
+        fail("you have a password already: set ARGUS_CURRENT_PASSWORD to it (or run `argus passwd` on a "
+             "terminal, which asks for it); forgot it? an administrator can reset it")
+    return current
+
+
+def _read_piped_password() -> str | None:
+    """The new password from standard input, or None on a terminal (then it is prompted, not echoed:
+    getpass on a pipe would only warn and echo)."""
     if sys.stdin is not None and sys.stdin.isatty():
-        return typer.prompt("new password", hide_input=True, confirmation_prompt=True)
+        return None
     if sys.stdin is None:
         fail("no terminal and no standard input to read the password from")
     text = sys.stdin.read()

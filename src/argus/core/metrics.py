@@ -16,10 +16,22 @@ split on ``\\r`` as well as ``\\n``, and ``step:`` may follow any character that
 be part of a key (so ``global_step:`` and ``timing_s/step:`` are never taken for it).
 The parser is incremental so the service can feed only the bytes appended to a
 log since its last read.
+
+Wall time per step (charts' "wall time" x axis). verl's line carries no time, and the time the
+*server* first parses a line is neither stable (a restarted server re-reads every log "now") nor
+right (nobody may look at the chart for hours). So the driver, which reads the task's pipe as it
+is written, keeps a *clock* beside each log (``attempt-<n>.clock``, :data:`CLOCK_SUFFIX`): one
+``<byte offset> <unix time>`` line after each write that holds ``step:`` (so a few bytes per
+step, not per tqdm redraw). A step's time is the time of the first clock entry past the byte
+where its line starts, i.e. when the chunk holding the line reached the log. It is written once,
+on the shared filesystem, so every request and every server restart reads the same times. Logs
+written before clocks existed (or whose clock could not be written) simply have no times: the
+API omits those steps from ``times`` and the chart says so rather than inventing any.
 """
 
 from __future__ import annotations
 
+import bisect
 import math
 import re
 from dataclasses import dataclass, field
@@ -28,6 +40,9 @@ from dataclasses import dataclass, field
 _STEP = re.compile(r"(?<![\w/.@\-])step:(\d+)(?= - |\s*$)")
 _VALUE = re.compile(r"^(?:np\.\w+\((.*)\)|(.*))$")
 _SPLIT = re.compile(r"\r\n|\r|\n")
+_SPLIT_BYTES = re.compile(rb"\r\n|\r|\n")
+CLOCK_SUFFIX = ".clock"
+CLOCK_MARK = b"step:"  # the driver stamps a write that holds this (or completes it across two writes)
 
 
 def _number(text: str) -> float | None:
@@ -73,6 +88,7 @@ class MetricSeries:
     """Points per key, in step order; a later line for the same step replaces the earlier value."""
 
     points: dict[str, dict[int, float]] = field(default_factory=dict)
+    times: dict[int, float] = field(default_factory=dict)  # step → unix seconds, where a clock said
 
     def add(self, step: int, values: dict[str, float]) -> None:
         for key, value in values.items():
@@ -81,6 +97,7 @@ class MetricSeries:
     def merge(self, other: MetricSeries) -> None:
         for key, pts in other.points.items():
             self.points.setdefault(key, {}).update(pts)
+        self.times.update(other.times)
 
     @property
     def keys(self) -> list[str]:
@@ -106,6 +123,9 @@ class MetricsParser:
 
     series: MetricSeries = field(default_factory=MetricSeries)
     _partial: str = ""
+    _partial_bytes: bytes = b""
+    offset: int = 0  # bytes fed so far (feed_bytes)
+    step_offsets: dict[int, int] = field(default_factory=dict)  # step → byte where its (last) line starts
 
     def feed(self, text: str) -> None:
         text = self._partial + text
@@ -115,3 +135,56 @@ class MetricsParser:
             parsed = parse_metric_line(line)
             if parsed:
                 self.series.add(*parsed)
+
+    def feed_bytes(self, data: bytes) -> None:
+        """Like :meth:`feed` for raw log bytes, also noting where each step's line starts (for the clock).
+
+        Lines are decoded one by one, so a UTF-8 character split across two reads is never mangled.
+        """
+        buf = self._partial_bytes + data
+        start = self.offset - len(self._partial_bytes)
+        pos = 0
+        for m in _SPLIT_BYTES.finditer(buf):
+            parsed = parse_metric_line(buf[pos:m.start()].decode("utf-8", errors="replace"))
+            if parsed:
+                self.series.add(*parsed)
+                self.step_offsets[parsed[0]] = start + pos
+            pos = m.end()
+        self._partial_bytes = buf[pos:]
+        self.offset += len(data)
+
+
+def parse_clock(text: str) -> list[tuple[int, float]]:
+    """``<offset> <unix time>`` lines → sorted pairs; a torn or foreign line is skipped, not fatal."""
+    out: list[tuple[int, float]] = []
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) != 2:
+            continue
+        try:
+            offset, at = int(parts[0]), float(parts[1])
+        except ValueError:
+            continue
+        if math.isfinite(at):
+            out.append((offset, at))
+    out.sort()
+    return out
+
+
+def clock_line(offset: int, at: float) -> bytes:
+    """What the driver appends to the clock after a write that ended at byte ``offset``."""
+    return f"{offset} {at:.3f}\n".encode()
+
+
+def step_times(step_offsets: dict[int, int], clock: list[tuple[int, float]]) -> dict[int, float]:
+    """Each step's time: the first clock entry whose offset is past the byte where the step's line starts.
+
+    A step with no such entry (the clock is missing, or behind the log) gets no time.
+    """
+    ends = [offset for offset, _ in clock]
+    out: dict[int, float] = {}
+    for step, start in step_offsets.items():
+        i = bisect.bisect_right(ends, start)
+        if i < len(clock):
+            out[step] = clock[i][1]
+    return out

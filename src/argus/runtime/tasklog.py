@@ -21,11 +21,13 @@ from __future__ import annotations
 import json
 import os
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
 
 from argus.core import log_write
+from argus.core.metrics import CLOCK_MARK, CLOCK_SUFFIX, clock_line
 
 
 class TaskLog:
@@ -41,6 +43,10 @@ class TaskLog:
         self.dropped_bytes = 0
         self.dropped_lines = 0
         self.on_error: Callable[[str], None] | None = None
+        # the clock beside the log (core/metrics.py): when each metrics line reached it, for charts' wall time
+        self._clock: Any = None
+        self._offset = 0
+        self._tail = b""
 
     def open(self) -> bool:
         """Make ``logs/`` and open the log for appending; False (and ``error`` set) when the disk refuses."""
@@ -50,7 +56,22 @@ class TaskLog:
         except OSError as exc:
             self.fail(exc)
             return False
+        self._offset = os.fstat(self._file.fileno()).st_size
+        try:  # best effort: without a clock the charts have steps but no wall time
+            self._clock = open(self.path.with_suffix(CLOCK_SUFFIX), "ab", buffering=0)  # noqa: SIM115
+        except OSError:
+            self._clock = None
         return True
+
+    def _stamp(self, data: bytes) -> None:
+        """After a write that holds ``step:`` (or completes one split across writes): ``<offset> <now>``."""
+        seen, self._tail = self._tail + data[:len(CLOCK_MARK) - 1], data[-(len(CLOCK_MARK) - 1):]
+        if self._clock is None or (CLOCK_MARK not in data and CLOCK_MARK not in seen):
+            return
+        try:
+            self._clock.write(clock_line(self._offset, time.time()))
+        except OSError:  # the clock is a nicety: never a reason to stop the task
+            self._clock = None
 
     def write(self, data: bytes, *, echo: bool = True) -> None:
         """Append ``data`` to the log while it works and echo it; never raises."""
@@ -62,9 +83,12 @@ class TaskLog:
             if self.error is None and self._file is not None:
                 try:
                     while rest:
-                        rest = rest[self._file.write(rest):]  # a full disk may take part of a chunk
+                        n = self._file.write(rest)  # a full disk may take part of a chunk
+                        self._offset += n
+                        rest = rest[n:]
                 except OSError as exc:
                     first_failure = self.fail(exc)
+                self._stamp(data)
             if rest:
                 self.dropped_bytes += len(rest)
                 self.dropped_lines += rest.tobytes().count(b"\n")
@@ -106,7 +130,10 @@ class TaskLog:
     def close(self) -> None:
         with self._lock:
             f, self._file = self._file, None
+            clock, self._clock = self._clock, None
         try:
+            if clock is not None:
+                clock.close()
             if f is not None:
                 f.close()
         except OSError:  # NFS may report a failed write-back only now; the task has ended anyway

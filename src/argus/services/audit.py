@@ -49,12 +49,20 @@ PRUNE = "retention.prune"
 CHECKPOINTS_REMOVED = "checkpoints.removed"
 NOTIFY_CHANNEL_ADDED = "notification.channel_added"  # a webhook sends task data out: who pointed it where
 NOTIFY_CHANNEL_REMOVED = "notification.channel_removed"
+TEAM_CREATED = "team.created"
+TEAM_CHANGED = "team.changed"  # weight, quotas, budget: detail holds the new values
+TEAM_DELETED = "team.deleted"
+TEAM_MEMBER_ADDED = "team.member_added"
+TEAM_MEMBER_REMOVED = "team.member_removed"
+TEAM_ROLE_CHANGED = "team.role_changed"
+PRIORITY_CLASS_CHANGED = "priority_class.changed"  # created, changed or deleted: detail says which
 
 ACTIONS = (
     USER_CREATED, USER_DISABLED, USER_ENABLED, USER_PASSWORD_SET, USER_LIMITS_CHANGED,
     TOKEN_CREATED, TOKEN_REVOKED, ADMIN_TOKEN_RESET, SSH_KEY_ADDED, SSH_KEY_REMOVED,
     LOGIN_LOCKOUT, TASK_CANCELED_BY_OTHER, PRUNE, CHECKPOINTS_REMOVED, NOTIFY_CHANNEL_ADDED,
-    NOTIFY_CHANNEL_REMOVED,
+    NOTIFY_CHANNEL_REMOVED, TEAM_CREATED, TEAM_CHANGED, TEAM_DELETED, TEAM_MEMBER_ADDED, TEAM_MEMBER_REMOVED,
+    TEAM_ROLE_CHANGED, PRIORITY_CLASS_CHANGED,
 )
 MAX_PAGE = 500
 
@@ -126,9 +134,11 @@ def list_events(
     since: datetime | None = None,
     limit: int = 100,
     cursor: str | None = None,
+    user: str | None = None,
 ) -> AuditPage:
     """Newest first; ``next_cursor`` continues after the last event of this page (stable while events
-    are added: a cursor is a position (time, id), not an offset)."""
+    are added: a cursor is a position (time, id), not an offset). ``user``: events by *or about* that
+    user (an admin asking "what happened to bob" wants both bob's acts and the ones done to him)."""
     if action is not None and action not in ACTIONS:
         raise ClientError("unknown action", code="invalid_action", errors=[FieldError(
             "action", action, "one of: " + ", ".join(ACTIONS))])
@@ -140,6 +150,8 @@ def list_events(
         query = query.where(AuditEventModel.action == action)
     if actor is not None:
         query = query.where(AuditEventModel.actor == actor)
+    if user is not None:
+        query = query.where(or_(AuditEventModel.actor == user, AuditEventModel.target == user))
     if since is not None:
         query = query.where(AuditEventModel.at >= since)
     if cursor is not None:

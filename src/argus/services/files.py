@@ -45,7 +45,7 @@ from argus.db.models import UserModel
 from argus.errors import ArgusError, ClientError, Conflict, Forbidden, NotFound
 from argus.services.fs_paths import PART_PREFIX, RESUME_TTL_S, SHARED, Area, ConfinedPaths, os_errors
 from argus.services.principal import Principal
-from argus.services.quota import UsageLedger
+from argus.services.quota import UsageLedger, usage_level
 from argus.services.uploads import Upload, resume_name
 from argus.settings import Settings
 
@@ -218,7 +218,8 @@ class UserFiles(ConfinedPaths):
                 if exclusive:
                     raise Conflict(f"{vpath}: already exists", code="exists")
                 if stat.S_ISDIR(old.st_mode):
-                    raise ClientError(f"{vpath}: is a directory", code="is_directory")
+                    raise ClientError(f"{vpath}: is a directory; write the file under another name, or into "
+                                      "that folder", code="is_directory")
                 if not truncate:
                     self._check_regular(old, vpath)
             charged = area is self.home
@@ -353,9 +354,13 @@ class UserFiles(ConfinedPaths):
 
     def move(self, src: object, dst: object, *, overwrite: bool = False) -> FileInfo:
         """Rename within the user's writable areas; a link is moved as a link, never followed."""
-        for p in (src, dst):
-            if self.virtual(p) == ("common",):
+        sparts, dparts = self.virtual(src), self.virtual(dst)
+        for p in (sparts, dparts):
+            if p == ("common",):
                 raise Forbidden("/common: read-only", code="read_only")
+        if sparts and dparts[:len(sparts)] == sparts and dparts != sparts:
+            raise ClientError(f"{self.show(dparts)}: cannot move {self.show(sparts)} into itself; pick a folder "
+                              "outside it", code="move_into_itself")
         with self._parent(src, follow_last=False, write=True) as (sfd, sname, sarea, svpath), \
                 self._parent(dst, follow_last=False, write=True) as (dfd, dname, darea, dvpath):
             with os_errors(svpath):
@@ -364,7 +369,8 @@ class UserFiles(ConfinedPaths):
                 if not overwrite:
                     try:
                         os.stat(dname, dir_fd=dfd, follow_symlinks=False)
-                        raise Conflict(f"{dvpath}: already exists", code="exists")
+                        raise Conflict(f"{dvpath}: already exists; rename one of them or delete the one "
+                                       "in the target first", code="exists")
                     except FileNotFoundError:
                         pass
                 os.rename(sname, dname, src_dir_fd=sfd, dst_dir_fd=dfd)
@@ -414,7 +420,9 @@ class UserFiles(ConfinedPaths):
             self.store.ledger.charge(self.user, -nbytes, None)
 
     def usage(self) -> dict:
-        return {"used_bytes": self.store.ledger.usage(self.user), "quota_bytes": self.quota}
+        """Bytes used in the home, the quota (None: none) and ``level`` ("ok", "near", "full")."""
+        used = self.store.ledger.usage(self.user)
+        return {"used_bytes": used, "quota_bytes": self.quota, "level": usage_level(used, self.quota)}
 
 
 class ReadHandle:

@@ -31,8 +31,9 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from argus.db.models import SshKeyModel, UserModel
+from argus.errors import ClientError, TooManyRequests
 from argus.services.principal import Principal
-from argus.services.users import password_too_long, verify_password
+from argus.services.users import change_own_password, password_too_long, verify_password
 
 log = logging.getLogger(__name__)
 _SWEEP_AT = 10_000  # tracked keys before stale ones are dropped (a name-spraying client creates many)
@@ -134,3 +135,18 @@ def login_with_key(session: Session, name: str, fingerprint: str) -> Principal |
     found = session.scalar(select(SshKeyModel.id).where(SshKeyModel.user_id == user.id,
                                                         SshKeyModel.fingerprint == fingerprint))
     return None if found is None else Principal(id=user.id, name=user.name, is_admin=user.is_admin)
+
+
+def change_password_throttled(session: Session, limiter: LoginLimiter, principal: Principal, password: object,
+                              current: object, address: str) -> None:
+    """Change one's own password, a wrong current one counted like a failed sign-in: whoever holds a borrowed
+    session or a leaked token must not be able to guess the (SFTP) password at Argon2 speed."""
+    if limiter.blocked(principal.name, address):
+        raise TooManyRequests("too many wrong passwords from your address; wait a minute and try again",
+                              code="too_many_attempts")
+    try:
+        change_own_password(session, principal.id, password, current)
+    except ClientError as exc:
+        if exc.code == "wrong_current_password":
+            limiter.failed(principal.name, address)
+        raise

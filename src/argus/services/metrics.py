@@ -6,6 +6,9 @@ is read incrementally: a small per-process cache remembers how far it was
 parsed and only the appended bytes are read on the next request. A file that
 shrank (rewritten) is parsed again from the start. Attempts are merged in
 order, so a retry that resumes from a checkpoint overrides the steps it redoes.
+
+Each log's clock (``attempt-<n>.clock``, written by the driver; see core/metrics.py) is read the
+same way and turns the byte where a step's line starts into the wall time it was written.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from pathlib import Path
 
 from sqlalchemy.orm import Session
 
-from argus.core.metrics import MetricSeries, MetricsParser
+from argus.core.metrics import CLOCK_SUFFIX, MetricSeries, MetricsParser, parse_clock, step_times
 from argus.core.paths import DataLayout
 from argus.services.home_files import open_plain
 from argus.services.principal import Principal
@@ -32,6 +35,9 @@ _MAX_FILES = 256
 class _Cursor:
     offset: int
     parser: MetricsParser
+    clock_offset: int = 0
+    clock_partial: str = ""
+    clock: list[tuple[int, float]] | None = None
 
 
 _cache: OrderedDict[str, _Cursor] = OrderedDict()
@@ -61,15 +67,36 @@ def read_log_metrics(home: Path, path: Path) -> MetricSeries:
             if not chunk:
                 break
             cur.offset += len(chunk)
-            cur.parser.feed(chunk.decode("utf-8", errors="replace"))
+            cur.parser.feed_bytes(chunk)
+        _read_clock(home, path.with_suffix(CLOCK_SUFFIX), cur)
         out = MetricSeries()
         out.merge(cur.parser.series)
+        out.times = step_times(cur.parser.step_offsets, cur.clock or [])
         return out
+
+
+def _read_clock(home: Path, path: Path, cur: _Cursor) -> None:
+    """Append the clock's new complete lines to ``cur.clock`` (under ``_lock``); no clock, no times."""
+    fh = open_plain(home, path)
+    if fh is None:
+        return
+    with fh:
+        size = os.fstat(fh.fileno()).st_size
+        if cur.clock is None or size < cur.clock_offset:
+            cur.clock, cur.clock_offset, cur.clock_partial = [], 0, ""
+        if size == cur.clock_offset:
+            return
+        fh.seek(cur.clock_offset)
+        text = cur.clock_partial + fh.read(min(_CHUNK, size - cur.clock_offset)).decode("ascii", errors="replace")
+        cur.clock_offset = fh.tell()
+        done, _, cur.clock_partial = text.rpartition("\n")
+        cur.clock.extend(parse_clock(done))
+        cur.clock.sort()
 
 
 def get_task_metrics(session: Session, principal: Principal, task_id: str, root: Path) -> MetricSeries:
     """Every attempt's metrics for a task the principal may read (404 otherwise)."""
-    task = get_task(session, principal, task_id)
+    task = get_task(session, principal, task_id, team_read=True)
     layout = DataLayout.at(str(root))
     user = user_name_of(session, task)
     home = Path(str(layout.home(user)))

@@ -54,6 +54,21 @@ def walk_usage(top: Path) -> int:
     return total
 
 
+NEAR_FRACTION = 0.8  # the Data page's quota bar turns orange here ...
+FULL_FRACTION = 0.95  # ... and red here: most uploads no longer fit
+
+
+def usage_level(used: int, quota: int | None) -> str:
+    """"ok", "near" or "full": how close ``used`` is to ``quota`` (None: no quota, always "ok").
+
+    Decided here, not in the page, so the WebUI and the CLI colour the same figure the same way."""
+    if quota is None:
+        return "ok"
+    if quota <= 0 or used >= FULL_FRACTION * quota:
+        return "full"
+    return "near" if used >= NEAR_FRACTION * quota else "ok"
+
+
 def human(n: int) -> str:
     value = float(n)
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):

@@ -40,7 +40,7 @@ _NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 def checkpoints_of(session: Session, principal: Principal, task_id: str,
                    policy: AdmissionPolicy) -> tuple[Listing, str]:
     """The task's checkpoint listing and its owner's name (paths are shown as the owner writes them)."""
-    task = get_task(session, principal, task_id)
+    task = get_task(session, principal, task_id, team_read=True)
     owner = user_name_of(session, task)
     return task_listing(policy.layout, owner, task.id, list(task.argv), task.status), owner
 

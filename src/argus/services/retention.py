@@ -29,11 +29,13 @@ from pathlib import Path
 from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
+from argus.core import checkpoints as ck
 from argus.core.paths import DataLayout
 from argus.core.states import TERMINAL, TaskStatus
 from argus.db.models import TaskEventModel, TaskModel, UserModel
-from argus.errors import ClientError, Conflict, FieldError, Forbidden
+from argus.errors import ClientError, Conflict, FieldError, Forbidden, NotFound
 from argus.services import audit, telemetry
+from argus.services.checkpoints import task_listing
 from argus.services.files import FileStore, user_files
 from argus.services.home_files import open_in_home
 from argus.services.principal import Principal
@@ -174,24 +176,55 @@ def _unlink_plain(layout: DataLayout, user: str, task_id: str, name: str) -> boo
 # ---------------------------------------------------------------- checkpoints
 
 
-def remove_checkpoints(session: Session, store: FileStore, principal: Principal, task_id: str) -> str:
-    """Delete ``$HOME/jobs/<task>/checkpoints`` of the caller's own ended task; returns that folder as written.
+def remove_checkpoints(session: Session, store: FileStore, principal: Principal, task_id: str,
+                       step: int | None = None, layout: DataLayout | None = None) -> str:
+    """Delete ``$HOME/jobs/<task>/checkpoints`` of the caller's own ended task, or with ``step`` (and the
+    ``layout``) only that step's ``global_step_<step>`` folder in the folder the checkpoint list shows;
+    returns what was deleted as written.
 
     Only the owner (an admin cannot delete a user's results through this), only an ended task (a
     running one is writing there), and only the folder itself: a ``checkpoints`` that is a link is
-    refused, never followed, and the tree is removed by an fd-based walk (``UserFiles.remove``)."""
+    refused, never followed, and the tree is removed by an fd-based walk (``UserFiles.remove``).
+    One step is refused while verl's ``latest_checkpointed_iteration.txt`` names it: verl's auto-resume
+    and Argus's resume would then point at a folder that is gone (delete them all instead)."""
     task = get_task(session, principal, task_id)
     if task.user_id != principal.id:
         raise Forbidden(f"only the owner of {task_id} can delete its checkpoints", code="not_owner")
     if TaskStatus(task.status) not in TERMINAL:
         raise Conflict(f"task {task_id} is {task.status}: its checkpoints can be deleted once it has ended "
                        "(cancel it first)", code="task_active")
-    vpath = f"/jobs/{task.id}/checkpoints"
     files = user_files(store, session, principal)
+    if step is not None and layout is not None:
+        vpath = _step_path(layout, principal, task, step)
+    else:
+        vpath = f"/jobs/{task.id}/checkpoints"
     info = files.stat(vpath, follow=False)  # NotFound when there is none
     if info.type != "dir":
         raise ClientError(f"$HOME{vpath} is not a folder ({info.type}); nothing was deleted", code="not_directory",
-                          errors=[FieldError("task_id", task_id, "remove that entry with the file commands instead")])
+                          errors=[FieldError("step" if step is not None else "task_id",
+                                             step if step is not None else task_id,
+                                             "remove that entry with the file commands instead")])
     files.remove(vpath, recursive=True, expect="dir")
-    audit.record(session, actor=principal.name, action=audit.CHECKPOINTS_REMOVED, target=task.id)
+    audit.record(session, actor=principal.name, action=audit.CHECKPOINTS_REMOVED, target=task.id,
+                 detail={"step": step} if step is not None else None)
     return "$HOME" + vpath
+
+
+def _step_path(layout: DataLayout, principal: Principal, task: TaskModel, step: int) -> str:
+    """The home-relative path of one listed step; 404 for a step the list does not show, 409 for the latest."""
+    listing = task_listing(layout, principal.name, task.id, list(task.argv), task.status)
+    found = next((s for s in listing.steps if s.step == step), None)
+    if found is None:
+        shown = ", ".join(str(s.step) for s in listing.steps) or "none"
+        raise NotFound(f"task {task.id} has no checkpoint step {step} (its steps: {shown})",
+                       code="checkpoint_not_found")
+    if listing.latest == step:
+        raise Conflict(f"step {step} is the latest checkpoint of {task.id} (verl's {ck.TRACKER} names it): "
+                       "deleting it alone would leave resume pointing at nothing; delete all checkpoints "
+                       "instead", code="latest_checkpoint")
+    try:
+        rel = Path(str(found.path)).relative_to(Path(str(layout.home(principal.name))))
+    except ValueError:
+        raise ClientError(f"step {step} is outside your home; nothing was deleted", code="not_in_home",
+                          errors=[FieldError("step", step, "remove it with the file commands instead")]) from None
+    return "/" + rel.as_posix()

@@ -34,13 +34,14 @@ from argus.core.builders import (
     build_basic_argv,
     display_command,
 )
+from argus.core.example_paths import fold_example_paths
 from argus.core.problems import merge_problems, shown, shown_text
 from argus.core.spec_lines import with_lines
 from argus.core.states import TERMINAL, TaskStatus, TerminationReason, can_transition
 from argus.core.taskspec import AdvancedTaskSpec, BasicTaskSpec, load_spec_document, parse_taskspec
 from argus.db.models import IdCounterModel, TaskAttemptModel, TaskEventModel, TaskModel, UserModel, utcnow
-from argus.errors import ClientError, Conflict, FieldError, NotFound
-from argus.services import audit, notifications
+from argus.errors import ClientError, Conflict, FieldError, Forbidden, NotFound
+from argus.services import audit, notifications, priority_classes, task_list, teams
 from argus.services.principal import Principal
 
 VALIDATION_TASK_ID = "validation"
@@ -148,11 +149,47 @@ def _check(principal: Principal, body: str, policy: AdmissionPolicy, content_typ
     if not resolved:  # no check resolved the config: interpolations into paths cannot be judged
         errors.extend(verdict.unresolved)
     if errors:
-        exc = _rejected(shown_errors(errors, principal.name, policy), "admission" if refused or not checks else "verl")
+        exc = _rejected(fold_example_paths(shown_errors(errors, principal.name, policy)),
+                        "admission" if refused or not checks else "verl")
         exc.warnings = shown_warnings(warnings, principal.name, policy)
         raise exc
     return Checked(spec=spec, verdict=verdict, body=body, warnings=shown_warnings(warnings, principal.name, policy),
                    info=info)
+
+
+@dataclass(frozen=True)
+class Charges:
+    """Whom a task is charged to and how it is ordered across users (issue 26): its team and priority class."""
+
+    team: str | None
+    priority_class: str | None
+    class_value: int
+
+    def info(self) -> dict[str, Any]:
+        """What a dry run adds to its ``info``: the team and class a submit would record."""
+        return {"team": self.team, "priority_class": self.priority_class}
+
+
+def charges(session: Session, principal: Principal, checked: Checked) -> Charges:
+    """The spec's ``team`` (or the user's default team) and ``priority_class``, each checked; every refusal
+    names its field, both at once (a dry run reports them as a submit would)."""
+    refused: list[ClientError] = []
+    team = klass = None
+    value = 0
+    try:
+        team = teams.charged_team(session, principal, checked.spec.team)
+    except ClientError as exc:
+        refused.append(exc)
+    try:
+        klass, value = priority_classes.resolve(session, principal, checked.spec.priority_class)
+    except ClientError as exc:
+        refused.append(exc)
+    if refused:
+        exc = refused[0] if len(refused) == 1 else ClientError("task refused", code="invalid_spec",
+                                                               errors=[e for r in refused for e in r.errors])
+        exc.errors = with_lines(exc.errors, checked.body, None)  # the line of `team:` / `priority_class:`
+        raise exc
+    return Charges(team, klass, value)
 
 
 def queue_task(session: Session, principal: Principal, checked: Checked, *, policy: AdmissionPolicy,
@@ -162,6 +199,7 @@ def queue_task(session: Session, principal: Principal, checked: Checked, *, poli
     Two prepared Core inserts rather than the ORM's unit of work (a third of a submit's CPU went to the
     flush); ``Submitted.task`` is a transient copy of the row for the caller to read."""
     spec, verdict = checked.spec, checked.verdict
+    charge = charges(session, principal, checked)  # refused here: no id is spent on it
     task_id = _allocate_task_id(session, spec.workload)
     if isinstance(spec, AdvancedTaskSpec):
         assert verdict.command_expanded is not None
@@ -192,6 +230,9 @@ def queue_task(session: Session, principal: Principal, checked: Checked, *, poli
         "created_at": now,
         "updated_at": now,
         "resumed_from": resumed_from,
+        "team": charge.team,
+        "priority_class": charge.priority_class,
+        "class_value": charge.class_value,
     }
     conn = session.connection()
     conn.execute(_INSERT_TASK, row)
@@ -268,10 +309,15 @@ _NEXT_ID = (update(_COUNTERS).where(_COUNTERS.c.day == bindparam("the_day"))
 # ---------------------------------------------------------------- reads
 
 
-def get_task(session: Session, principal: Principal, task_id: str) -> TaskModel:
-    """Another user's task is NotFound (404), never Forbidden: no existence leak."""
+def get_task(session: Session, principal: Principal, task_id: str, *, team_read: bool = False) -> TaskModel:
+    """Another user's task is NotFound (404), never Forbidden: no existence leak.
+
+    With ``team_read`` — the read-only views: the task, its spec, events, logs, metrics, resources,
+    checkpoints, compare — a task charged to a team the principal is in is theirs to see too (issue 26).
+    Everything that changes a task or acts as its owner leaves it False."""
     task = session.get(TaskModel, task_id)
-    if task is None or (task.user_id != principal.id and not principal.is_admin):
+    if task is None or (task.user_id != principal.id and not principal.is_admin and not (
+            team_read and task.team and teams.role_in(session, principal.id, task.team) is not None)):
         raise NotFound(f"no task {task_id!r}", code="task_not_found")
     return task
 
@@ -292,16 +338,27 @@ def list_tasks(
     search: str | None = None,
     limit: int = 50,
     offset: int = 0,
+    sort: str | None = None,
+    team: str | None = None,
 ) -> tuple[list[Row[Any]], int]:
     """A page of task summaries (rows with the ``SUMMARY_COLUMNS`` and ``owner``, the user's name), newest
-    first, and how many tasks match.
+    first unless ``sort`` names another column (``services/task_list.py``), and how many tasks match.
 
     Plain rows, not ORM objects: the spec, command and argv columns (kilobytes each, JSON to parse) stay
-    unread, and 50 rows cost no identity-map bookkeeping (a fifth of a page's CPU went to it)."""
-    q = select(*SUMMARY_COLUMNS, UserModel.name.label("owner")).join(UserModel, UserModel.id == TaskModel.user_id)
+    unread, and 50 rows cost no identity-map bookkeeping (a fifth of a page's CPU went to it).
+
+    ``team``: the tasks charged to that team, every member's — for its members and admins (issue 26)."""
+    order = task_list.order_by(sort, session.get_bind().dialect.name)  # a bad column: 400 before any query
+    q = select(*SUMMARY_COLUMNS, TaskModel.attempts, UserModel.name.label("owner")).join(
+        UserModel, UserModel.id == TaskModel.user_id)
     cq = select(func.count()).select_from(TaskModel)
     conds = []
-    if not principal.is_admin:
+    if team is not None:
+        if not principal.is_admin and teams.role_in(session, principal.id, team) is None:
+            raise NotFound(f"no team named {team!r}", code="team_not_found",
+                           errors=[FieldError("team", team, "name one of your teams (argus team list)")])
+        conds.append(TaskModel.team == team)
+    if not principal.is_admin and team is None:
         conds.append(TaskModel.user_id == principal.id)
     elif user:
         conds.append(TaskModel.user_id == select(UserModel.id).where(UserModel.name == user).scalar_subquery())
@@ -322,14 +379,14 @@ def list_tasks(
         q = q.where(c)
         cq = cq.where(c)
     rows = session.execute(
-        q.order_by(TaskModel.created_at.desc(), TaskModel.id.desc()).limit(limit).offset(offset)
+        q.order_by(*order).limit(limit).offset(offset)
     ).all()
     total = session.scalar(cq) or 0
     return list(rows), total
 
 
 def list_task_events(session: Session, principal: Principal, task_id: str) -> list[TaskEventModel]:
-    get_task(session, principal, task_id)
+    get_task(session, principal, task_id, team_read=True)
     return list(session.scalars(select(TaskEventModel).where(TaskEventModel.task_id == task_id).order_by(TaskEventModel.id)))
 
 
@@ -349,8 +406,15 @@ def user_name_of(session: Session, task: TaskModel) -> str:
 
 
 def cancel_task(session: Session, principal: Principal, task_id: str) -> TaskModel:
-    """QUEUED → CANCELED now; SUBMITTED/RUNNING → CANCELING (the cancel loop stops Ray). Idempotent."""
-    task = get_task(session, principal, task_id)
+    """QUEUED → CANCELED now; SUBMITTED/RUNNING → CANCELING (the cancel loop stops Ray). Idempotent.
+
+    The owner, an admin, or an admin of the team the task is charged to may cancel it; a plain member of
+    that team sees it but is told only its team's admins may (issue 26)."""
+    task = get_task(session, principal, task_id, team_read=True)
+    if task.user_id != principal.id and not principal.is_admin and \
+            teams.role_in(session, principal.id, task.team or "") is not teams.TeamRole.ADMIN:
+        raise Forbidden(f"only the owner and the admins of team {task.team!r} may cancel {task_id}",
+                        code="forbidden")
     status = TaskStatus(task.status)
     if status in (TaskStatus.CANCELING, TaskStatus.CANCELED):
         return task

@@ -85,9 +85,16 @@ def list_users(session: Session) -> list[UserModel]:
     return list(session.scalars(select(UserModel).order_by(UserModel.name)))
 
 
-def set_user_disabled(session: Session, name: str, disabled: bool) -> UserModel:
+def set_user_disabled(session: Session, name: str, disabled: bool, *, actor: str | None = None) -> UserModel:
     """Disabling also ends the user's browser sessions (every request checks ``disabled`` too), so
-    enabling them again does not bring old cookies back to life."""
+    enabling them again does not bring old cookies back to life.
+
+    An admin (``actor``) cannot disable their own account: it would end their session at once and could
+    leave the installation with no enabled admin, recoverable only from the state directory."""
+    if disabled and actor is not None and actor == name:
+        raise Conflict("you cannot disable your own account", code="self_disable",
+                       errors=[FieldError("name", name, "is your own account; another administrator must "
+                                                        "disable it")])
     user = get_user(session, name)
     user.disabled = disabled
     if disabled:
@@ -98,23 +105,25 @@ def set_user_disabled(session: Session, name: str, disabled: bool) -> UserModel:
 
 
 UNSET: object = object()  # "field not sent": leave that limit as it is (None clears it)
-LIMIT_FIELDS = ("max_gpus", "max_running_tasks")
+LIMIT_FIELDS = ("max_gpus", "max_running_tasks", "quota_bytes")
+_LIMIT_MAX = {"max_gpus": 1_000_000, "max_running_tasks": 1_000_000, "quota_bytes": 1 << 60}
 
 
 def set_user_limits(session: Session, name: str, **limits: object) -> tuple[UserModel, dict[str, object]]:
     """Set or clear (None) a user's own limits; returns the user and ``{field: [old, new]}`` of what changed.
 
     A limit is a whole number of at least 1; None brings back the platform default
-    (``max_gpus_per_user`` / ``max_running_tasks_per_user``). The scheduler reads them each pass.
+    (``max_gpus_per_user`` / ``max_running_tasks_per_user`` / ``quota_bytes``, the storage quota of the
+    user's home). The scheduler reads them each pass; the file store at the next write.
     """
     errors = []
     for key, value in limits.items():
         if key not in LIMIT_FIELDS:
             errors.append(FieldError(key, value, f"unknown limit; the limits are {', '.join(LIMIT_FIELDS)}"))
         elif value is not UNSET and value is not None and (
-                isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 1_000_000):
-            errors.append(FieldError(key, value, "must be a whole number from 1 to 1000000, or null for the "
-                                                 "platform default"))
+                isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= _LIMIT_MAX[key]):
+            errors.append(FieldError(key, value, f"must be a whole number from 1 to {_LIMIT_MAX[key]}, or null "
+                                                 "for the platform default"))
     if errors:
         raise ClientError("invalid limits", code="invalid_limits", errors=errors)
     user = get_user(session, name)
@@ -217,6 +226,30 @@ def reset_admin_token(session: Session, root: Path, admin_name: str) -> str:
 # ---------------------------------------------------------------- passwords and keys (SFTP logins)
 
 
+def change_own_password(session: Session, user_id: int, password: object, current: object) -> None:
+    """A user changing their own password must give the current one when they have one: the password is
+    also the SFTP password, so a borrowed browser session or a leaked API token must not be enough to
+    take over file access. A first password (none set yet) needs no current one; an admin resetting
+    someone else's uses ``set_password``."""
+    user = session.get(UserModel, user_id)
+    assert user is not None
+    if user.password_hash:
+        if current is None or current == "":
+            raise ClientError("current password required", code="current_password_required",
+                              errors=[FieldError("current_password", None, "send your current password (the one "
+                                                 "you sign in and use SFTP with); forgot it? ask an administrator "
+                                                 "to reset it")])
+        if not isinstance(current, str) or not password_matches(user, current):
+            raise ClientError("wrong current password", code="wrong_current_password",
+                              errors=[FieldError("current_password", None, "is not your current password; "
+                                                 "forgot it? ask an administrator to reset it")])
+    set_password(session, user_id, password)
+
+
+def has_password(session: Session, user_id: int) -> bool:
+    return session.scalar(select(UserModel.password_hash).where(UserModel.id == user_id)) is not None
+
+
 def set_password(session: Session, user_id: int, password: object) -> None:
     if not isinstance(password, str) or len(password) < MIN_PASSWORD_LEN:
         raise ClientError(
@@ -242,7 +275,14 @@ def password_too_long(password: str) -> bool:
 
 
 def verify_password(user: UserModel, password: str) -> bool:
-    if not user.password_hash or user.disabled or password_too_long(password):
+    """The password is right *and* the user is enabled: what lets someone in."""
+    return not user.disabled and password_matches(user, password)
+
+
+def password_matches(user: UserModel, password: str) -> bool:
+    """The password is right, whatever the account's state (sign-in tells a disabled account so only
+    after this, so a wrong password learns nothing about the account)."""
+    if not user.password_hash or password_too_long(password):
         return False
     try:
         return _hasher.verify(user.password_hash, password)

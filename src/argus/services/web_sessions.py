@@ -32,14 +32,15 @@ from sqlalchemy.orm import Session
 
 from argus.core.paths import USER_NAME_RE
 from argus.db.models import UserModel, WebSessionModel, utcnow
-from argus.errors import TooManyRequests, Unauthorized
+from argus.errors import Forbidden, TooManyRequests, Unauthorized
 from argus.services.logins import LoginLimiter, login_with_password
 from argus.services.principal import Principal
-from argus.services.users import authenticate_token, password_too_long
+from argus.services.users import authenticate_token, password_matches, password_too_long
 
 SESSION_COOKIE = "argus_session"
 CSRF_HEADER = "X-CSRF-Token"
 BAD_CREDENTIALS = "wrong user name or password, or invalid token"
+DISABLED = "this account is disabled — ask an administrator to enable it"
 # last_seen_at is a hint for admins ("active 3 min ago"), not an audit log: one write a minute at most
 _SEEN_EVERY = timedelta(seconds=60)
 # ended and expired rows are deleted this long after they stop working (kept a while for an admin's look)
@@ -83,6 +84,10 @@ def authenticate_password(session: Session, limiter: LoginLimiter, name: str, pa
                           address: str) -> Principal:
     """The principal for a right password of an enabled user, else Unauthorized (one generic message).
 
+    A *disabled* user with the right password gets Forbidden "this account is disabled" instead: they are
+    owed the reason (else they retry and lock themselves out), and only whoever knows the password learns it,
+    at the same Argon2 cost as a wrong guess (no timing or message oracle about the account's state).
+
     Throttled per (name, address) and per address by ``limiter``; Argon2 is slow: call off the loop."""
     if limiter.blocked(name, address):
         raise TooManyRequests("too many failed sign-ins from your address; wait a minute and try again",
@@ -91,7 +96,10 @@ def authenticate_password(session: Session, limiter: LoginLimiter, name: str, pa
     principal = login_with_password(session, name, password) if possible else None
     if principal is None:
         user = session.scalar(select(UserModel).where(UserModel.name == name)) if possible else None
-        if (user is None or user.disabled or not user.password_hash) and not password_too_long(password):
+        if user is not None and user.disabled and password_matches(user, password):
+            # Only whoever knows the password learns the account is disabled (no oracle for guessers).
+            raise Forbidden(DISABLED, code="user_disabled")
+        if (user is None or not user.password_hash) and not password_too_long(password):
             _spend_like_a_password_check(password)
         limiter.failed(name, address)
         raise Unauthorized(BAD_CREDENTIALS, code="bad_credentials")
@@ -106,7 +114,9 @@ def authenticate_api_token(session: Session, limiter: LoginLimiter, token: str, 
                               code="too_many_attempts")
     try:
         return authenticate_token(session, token)
-    except Unauthorized:
+    except Unauthorized as exc:
+        if exc.code == "user_disabled":  # a valid token: its holder may know the account is disabled
+            raise Forbidden(DISABLED, code="user_disabled") from None
         limiter.failed("(token)", address)
         raise Unauthorized(BAD_CREDENTIALS, code="bad_credentials") from None
 

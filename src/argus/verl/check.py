@@ -19,6 +19,7 @@ run; ``optional`` accepts with a warning; ``off`` skips every check here.
 from __future__ import annotations
 
 import difflib
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -96,6 +97,23 @@ def _as_written(e: FieldError) -> FieldError:
     return replace(e, message=e.message.replace(new, old)) if new and new in e.message else e
 
 
+def _as_typed(fix: dict[str, str] | None, spec: Any) -> dict[str, str] | None:
+    """A validator's fix in the spec's own text: ``key=value`` as the shell parsed it (``['a']`` → ``[a]``) is
+    looked up as the user typed it (quotes and all); a fix whose text is not in the spec is dropped (a
+    one-click edit must edit what is there, or not be offered)."""
+    if fix is None:
+        return None
+    text = spec.command if isinstance(spec, AdvancedTaskSpec) else "\n".join(spec.overrides)
+    old = fix["replace"]
+    if old in text:
+        return fix
+    head, eq, _ = old.partition("=")
+    if not eq:
+        return None
+    m = re.search(r"(?<![\w.+~])" + re.escape(head) + r"=(?:'[^']*'|\"[^\"]*\"|\S)*", text)
+    return {"replace": m.group(0), "with": fix["with"]} if m and not fix["with"] else None
+
+
 def _unquote(value: str) -> str:
     v = value.strip()
     return v[1:-1] if len(v) >= 2 and v[0] == v[-1] and v[0] in "'\"" else v
@@ -135,7 +153,8 @@ class VerlCheck:
             out.info["verl_validation_s"] = round(time.monotonic() - started, 3)
         if resp is not None:
             for e in resp["errors"]:
-                out.errors.append(FieldError(self._field(spec, e["key"], plan.overrides), e["value"], e["message"]))
+                out.errors.append(FieldError(self._field(spec, e["key"], plan.overrides), e["value"], e["message"],
+                                             fix=_as_typed(e.get("fix"), spec)))
             out.warnings.extend(resp.get("warnings", []))
             if "paths" not in resp:  # a validator from an older Argus: nothing resolved
                 out.warnings.append("the verl validator did not return resolved paths; restart the server")
@@ -223,7 +242,8 @@ class VerlCheck:
                     fix = ("use the spec's reward_path/reward_name" if old.startswith("custom_reward_function")
                            else f"write {MOVES[old]}=...")
                     out.errors.append(FieldError(f"overrides[{i}]", item, f"verl reads {MOVES[old]}, not {old}; "
-                                                 f"{fix}"))
+                                                 f"{fix}", fix=None if old.startswith("custom_reward_function")
+                                                 else {"replace": old, "with": MOVES[old]}))
             return _Plan(DEFAULT_CONFIG[kind], kind, list(template))
         assert isinstance(spec, AdvancedTaskSpec) and admitted.command_expanded is not None
         command = admitted.command_expanded

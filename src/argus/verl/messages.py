@@ -148,21 +148,25 @@ def rename_error(schema: Schema, prefix: str, key: str, value: str | None) -> di
         return None  # already written as this verl wants it
     history = f"verl {last} and older read '{key}'" if last else f"no verl release reads '{key}' (forks of verl did)"
     why = f" ({entry['why']})" if entry.get("why") else ""
+    written = f"{prefix}{key}" + (f"={value}" if value is not None else "")
     if new is None:
-        return err(key, value, f"{history}; verl {since} removed it{why}: delete {prefix}{key}")
+        return err(key, value, f"{history}; verl {since} removed it{why}: delete {prefix}{key}", edit(written, ""))
     if not plus and not schema.has(new):
         return None
     shown = value
     if value is not None:
         shown = (entry.get("values") or {}).get(str(value).strip().strip("'\"").lower(), value)
     write = f"write {plus}{new}={shown}" if shown is not None else f"use {plus}{new}"
+    # the key alone where the value stays (it is then found as written, quotes and all), else key=value
+    fix = (edit(written, f"{plus}{new}={shown}") if shown is not None and shown != value
+           else edit(f"{prefix}{key}", f"{plus}{new}"))
     also = [k for k in entry.get("also") or [] if schema.has(k)]
     if also:
         write += f" (and {', '.join(also)}, which it was split into)"
     if not last:  # a fork's key: no release to date the change by
-        return err(key, value, f"{history}; verl calls it `{new}`{why}: {write}")
+        return err(key, value, f"{history}; verl calls it `{new}`{why}: {write}", fix)
     named = "it must be written with a leading +" if new == key else f"it is `{new}`"
-    return err(key, value, f"{history}; since verl {since} {named}{why}: {write}")
+    return err(key, value, f"{history}; since verl {since} {named}{why}: {write}", fix)
 
 
 def deprecation_warning(schema: Schema, key: str) -> str | None:
@@ -216,8 +220,8 @@ def compose_error(exc: BaseException, schema: Schema | None) -> dict[str, Any]:
     if schema is None:
         return err(m.group(1) if m else "", None, f"verl/Hydra: {text}")
     key = m.group(1) if m else key_in(text, schema)
-    hint = "" if schema.has(key) else did_you_mean(schema.suggest(key))
-    return err(key, None, f"verl/Hydra: {text}{hint}")
+    near = [] if schema.has(key) else schema.suggest(key)
+    return err(key, None, f"verl/Hydra: {text}{did_you_mean(near)}", edit(key, near[0]) if key and near else None)
 
 
 # What a check needs from the environment, found in its failure: (pattern, what is missing).
@@ -366,6 +370,15 @@ def did_you_mean(keys: list[str]) -> str:
     return f"; did you mean {' or '.join(f'`{k}`' for k in keys)}?" if keys else ""
 
 
-def err(key: str, value: Any, message: str) -> dict[str, Any]:
-    """One finding in the shape the server reports per override: the key, the value given, why it is wrong."""
-    return {"key": key, "value": value, "message": message}
+def err(key: str, value: Any, message: str, fix: dict[str, str] | None = None) -> dict[str, Any]:
+    """One finding in the shape the server reports per override: the key, the value given, why it is wrong,
+    and (``fix``) the one edit the message proposes, so a client applies it without parsing English."""
+    out = {"key": key, "value": value, "message": message}
+    if fix is not None:
+        out["fix"] = fix
+    return out
+
+
+def edit(old: str, new: str) -> dict[str, str]:
+    """The fix "write ``new`` where ``old`` is written" (``new`` "": delete ``old``); see FieldError.fix."""
+    return {"replace": old, "with": new}

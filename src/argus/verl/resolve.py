@@ -58,10 +58,17 @@ def lock_resolvers() -> None:
         OmegaConf.register_new_resolver(name, refuse, replace=True)
 
 
-def resolved_paths(cfg: Any, full: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def hydra_values(full: Any) -> dict[str, tuple[Any, str | None]]:
+    """``HYDRA_PATH_KEYS`` resolved in the whole composition (they may interpolate the trainer's keys):
+    read before the worker drops the hydra node, for ``resolved_paths``."""
+    return {key: _select(full, key) for key in HYDRA_PATH_KEYS}
+
+
+def resolved_paths(cfg: Any, hydra: dict[str, tuple[Any, str | None]]) -> tuple[list[dict[str, Any]],
+                                                                                list[dict[str, Any]]]:
     """([{"key", "value"}] for every value that may name a path, [{"key", "value", "message"}] errors).
 
-    ``cfg`` is the trainer's config (no hydra node), ``full`` the same composition with it.
+    ``cfg`` is the trainer's config (no hydra node), ``hydra`` its hydra paths (``hydra_values``).
     """
     from omegaconf import OmegaConf
 
@@ -85,7 +92,7 @@ def resolved_paths(cfg: Any, full: Any) -> tuple[list[dict[str, Any]], list[dict
         for problem, (key, raw) in refused.items():
             errors.append({"key": key, "value": raw or None, "message": f"{key}: {problem}"})
     for key in HYDRA_PATH_KEYS:
-        value, problem = _select(full, key)
+        value, problem = hydra[key]
         if problem:
             errors.append({"key": key, "value": None, "message": f"{key} cannot be resolved: {problem}"})
         elif value is not None:

@@ -20,6 +20,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from argus.api.context import AppContext
 from argus.api.deps import get_ctx
 from argus.errors import NotFound
+from argus.services import audit, first_run
 from argus.services.principal import Principal
 from argus.services.tasks import get_task
 from argus.web import i18n
@@ -91,7 +92,8 @@ def _safe_next(target: str | None) -> str:
 
 @router.get("/tasks")
 def tasks_page(request: Request, principal: Principal = Depends(signed_in)) -> Response:
-    return render(request, "tasks.html", title_key="tasks.title", principal=principal)
+    return render(request, "tasks.html", title_key="tasks.title", principal=principal,
+                  doctor_spec=first_run.DOCTOR_SPEC, first_templates=first_run.FIRST_TEMPLATES)
 
 
 @router.get("/tasks/new")
@@ -108,11 +110,17 @@ def task_page(task_id: str, request: Request, ctx: AppContext = Depends(get_ctx)
               principal: Principal = Depends(signed_in)) -> Response:
     try:
         with ctx.db.session() as session:
-            get_task(session, principal, task_id)
+            get_task(session, principal, task_id, team_read=True)
     except NotFound:
         return not_found(request, principal)
     return render(request, "task.html", title_key="task.title", principal=principal, task_id=task_id,
                   ray_dashboard=ctx.settings.task_ray_dashboard)
+
+
+@router.get("/compare")
+def compare_page(request: Request, principal: Principal = Depends(signed_in)) -> Response:
+    """Compare runs (``?tasks=a,b``): the page fetches GET /api/v2/compare, which names any id the user cannot see."""
+    return render(request, "compare.html", title_key="compare.title", principal=principal)
 
 
 @router.get("/jobs/{task_id}/")
@@ -164,7 +172,8 @@ def admin_page(request: Request, principal: Principal = Depends(signed_in)) -> R
     """Admins only; anyone else gets the same 404 page as an unknown address (the API refuses them too)."""
     if not principal.is_admin:
         return not_found(request, principal)
-    return render(request, "admin.html", title_key="admin.title", principal=principal)
+    return render(request, "admin.html", title_key="admin.title", principal=principal,
+                  audit_actions=list(audit.ACTIONS))  # the audit filter offers the fixed vocabulary
 
 
 def not_found(request: Request, principal: Principal | None) -> HTMLResponse:

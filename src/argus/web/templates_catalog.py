@@ -2,7 +2,9 @@
 
 They are plain YAML files beside this module (comments in the page's language; the Advanced one
 is the founding design's template, §2.2, with its Chinese comments). tests/web/test_templates.py
-checks that each parses into a task spec.
+checks that each parses into a task spec. Their model and data paths are examples a new user has not
+uploaded: ``core/example_paths.EXAMPLE_PATHS`` lists them (tests/core/test_example_paths.py checks), so
+the first check says "upload your data first" once instead of an error per file.
 """
 
 from __future__ import annotations

@@ -39,6 +39,7 @@ class AuditPageOut(BaseModel):
 def list_audit(
     action: str | None = Query(None, description="only this action"),
     actor: str | None = Query(None, max_length=64, description="only events by this actor"),
+    user: str | None = Query(None, max_length=64, description="only events by or about this user (actor or target)"),
     since: datetime | None = Query(None, description="ISO 8601; without a zone, UTC"),
     limit: int = Query(100, description=f"1..{svc.MAX_PAGE}"),
     cursor: str | None = Query(None, max_length=200),
@@ -49,5 +50,5 @@ def list_audit(
     someone other than the owner, pruning), newest first."""
     if since is not None and since.tzinfo is None:
         since = since.replace(tzinfo=UTC)
-    page = svc.list_events(session, action=action, actor=actor, since=since, limit=limit, cursor=cursor)
+    page = svc.list_events(session, action=action, actor=actor, since=since, limit=limit, cursor=cursor, user=user)
     return AuditPageOut(events=[AuditEventOut.model_validate(e) for e in page.events], next_cursor=page.next_cursor)

@@ -3,7 +3,10 @@
 All confinement lives in ``services.files``; this module only speaks HTTP:
 Range requests for downloads (one range; several ranges get the whole file,
 which RFC 9110 allows), and uploads read from ``request.stream()`` chunk by
-chunk into an atomic upload, never buffering the whole body.
+chunk into an atomic upload, never buffering the whole body — except a small
+one (``SMALL_UPLOAD`` bytes declared), which is read whole and written in one
+thread job: a folder of many small files (issue 25) paid more for seven thread
+hops per PUT (auth, user, quota, open, write, commit, stat) than for its bytes.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from starlette.background import BackgroundTask
 from starlette.concurrency import run_in_threadpool
 
 from argus.api.context import AppContext
-from argus.api.deps import current_principal, get_ctx
+from argus.api.deps import Credentials, credentials, current_principal, get_ctx
 from argus.api.schemas import ErrorOut
 from argus.services import file_archive, file_preview
 from argus.services.files import UserFiles, shared_store, user_files
@@ -27,6 +30,7 @@ from argus.services.principal import Principal
 router = APIRouter(prefix="/api/v2/files", tags=["files"])
 _ERR = {c: {"model": ErrorOut} for c in (400, 403, 404, 409, 413)}
 _RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
+SMALL_UPLOAD = 1 << 20  # bytes: read whole, written in one thread job (at most this much held per request)
 
 
 class PathIn(BaseModel):
@@ -44,6 +48,10 @@ class MoveIn(BaseModel):
 
 
 def get_files(principal: Principal = Depends(current_principal), ctx: AppContext = Depends(get_ctx)) -> UserFiles:
+    return _files_of(principal, ctx)
+
+
+def _files_of(principal: Principal, ctx: AppContext) -> UserFiles:
     store = shared_store(ctx.extras, ctx.settings)
     with ctx.db.session() as session:
         return user_files(store, session, principal)
@@ -101,11 +109,22 @@ def download(request: Request, path: str = Query(...), files: UserFiles = Depend
 
 
 @router.put("/content", status_code=201, responses=_ERR)
-async def upload(request: Request, path: str = Query(...), files: UserFiles = Depends(get_files)) -> dict:
+async def upload(request: Request, path: str = Query(...), creds: Credentials = Depends(credentials),
+                 ctx: AppContext = Depends(get_ctx)) -> dict:
     """Stream the body into ``path`` atomically; over quota → 413 and no file is left behind."""
     length = request.headers.get("content-length")
-    if length and length.isdigit():
-        await run_in_threadpool(files.ensure_room, path, int(length))
+    declared = int(length) if length and length.isdigit() else None
+
+    def admit() -> UserFiles:  # who, their quota, and room for what they declared: one thread job
+        files = _files_of(creds.principal(), ctx)
+        if declared is not None:
+            files.ensure_room(path, declared)
+        return files
+
+    files = await run_in_threadpool(admit)
+    if declared is not None and declared <= SMALL_UPLOAD:  # authenticated first: then the body is read
+        data = await request.body()
+        return await run_in_threadpool(_write_whole, files, path, data)
     up = await run_in_threadpool(files.create_upload, path)
     try:
         async for chunk in request.stream():
@@ -116,6 +135,13 @@ async def upload(request: Request, path: str = Query(...), files: UserFiles = De
         up.abort()
         raise
     return (await run_in_threadpool(files.stat, path)).as_dict()
+
+
+def _write_whole(files: UserFiles, path: str, data: bytes) -> dict:
+    """A small body, already read: the same atomic upload (temp file, quota reserved, rename), one job."""
+    with files.create_upload(path) as up:  # commits on success, removes the temp file on an error
+        up.write(data)
+    return files.stat(path).as_dict()
 
 
 @router.get("/preview", responses=_ERR)

@@ -1,7 +1,9 @@
 """/api/v2/tasks/{id}/logs: bytes from the driver's log file, or a live SSE follow.
 
 Plain GET returns ``[offset, offset+limit)`` of the file as it is now, streamed in chunks,
-with ``X-Next-Offset`` for the next read. With ``Accept: text/event-stream`` (or
+with ``X-Next-Offset`` for the next read; ``lines=true`` trims the range to whole lines and says where it
+starts in ``X-Offset`` (the WebUI pages through a GB log this way). ``/logs/search`` finds matching
+lines anywhere in the file (services/log_search.py). With ``Accept: text/event-stream`` (or
 ``follow=true``) it sends ``log`` events — complete lines, ``id`` = the byte offset after
 them, so a client resumes with ``Last-Event-ID`` — until the attempt ends, then one
 ``end`` event with the task's status.
@@ -10,21 +12,26 @@ them, so a client resumes with ``Last-Event-ID`` — until the attempt ends, the
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import StreamingResponse
+from pydantic import BaseModel
 
 from argus.api.context import AppContext
 from argus.api.deps import current_principal, get_ctx
 from argus.api.schemas import ErrorOut
+from argus.core.log_text import line_search
 from argus.services import logs as svc
 from argus.services import telemetry
+from argus.services.log_search import search_log
 from argus.services.principal import Principal
 from argus.services.tasks import get_task
 
 router = APIRouter(prefix="/api/v2/tasks", tags=["logs"])
-HEARTBEAT_POLLS = 30  # an SSE comment every ~15 s of silence keeps proxies (and disconnect detection) alive
+HEARTBEAT_S = 15.0  # an SSE comment after 15 s of silence keeps proxies (and disconnect detection) alive
+FOLLOW_BACKSTOP_S = 0.5  # the follow wakes on inotify; this poll catches writes it cannot see (NFS)
 
 
 @router.get("/{task_id}/logs", responses={200: {"content": {"text/plain": {}, "text/event-stream": {}}},
@@ -36,6 +43,8 @@ def get_logs(
     offset: int = Query(0, ge=0, description="byte offset to start from"),
     limit: int | None = Query(None, ge=0, description="at most this many bytes (plain reads)"),
     follow: bool = Query(False, description="same as Accept: text/event-stream"),
+    lines: bool = Query(False, description="whole lines only: the start moves past a cut line, the end back to "
+                                           "the last newline; X-Offset says where it starts"),
     principal: Principal = Depends(current_principal),
     ctx: AppContext = Depends(get_ctx),
 ) -> StreamingResponse:
@@ -47,9 +56,53 @@ def get_logs(
         start = int(last) if last.isdigit() else offset
         return StreamingResponse(_sse(ctx, principal, ref, start), media_type="text/event-stream",
                                  headers={**headers, "X-Accel-Buffering": "no"})
-    end, chunks = svc.read_range(ref, offset, limit)
+    if lines:
+        start, end, chunks = svc.read_lines(ref, offset, limit)
+        headers["X-Offset"] = str(start)
+    else:
+        end, chunks = svc.read_range(ref, offset, limit)
     return StreamingResponse(chunks, media_type="text/plain; charset=utf-8",
                              headers={**headers, "X-Next-Offset": str(end)})
+
+
+class LogMatchOut(BaseModel):
+    offset: int
+    end: int
+    text: str
+
+
+class LogSearchOut(BaseModel):
+    attempt: int
+    matches: list[LogMatchOut]
+    scanned_from: int
+    scanned_to: int
+    size: int
+    complete: bool
+
+
+@router.get("/{task_id}/logs/search", response_model=LogSearchOut,
+            responses={400: {"model": ErrorOut}, 404: {"model": ErrorOut}})
+def search_logs(
+    task_id: str,
+    q: str = Query(..., description="text to find (any case), or a regular expression with regex=true"),
+    regex: bool = Query(False),
+    attempt: int | None = Query(None, ge=1, description="default: the latest attempt"),
+    offset: int = Query(0, ge=0, description="search forward from this byte"),
+    before: int | None = Query(None, ge=0, description="search backward: the last matches before this byte"),
+    max: int = Query(50, ge=1, le=1000, description="at most this many matching lines"),  # noqa: A002
+    principal: Principal = Depends(current_principal),
+    ctx: AppContext = Depends(get_ctx),
+) -> LogSearchOut:
+    """Matching lines with their byte offsets; one answer scans a bounded part of the file, and
+    ``scanned_to`` (forward) or ``scanned_from`` (backward) with ``complete`` say whether to ask again."""
+    search = line_search(q, regex)
+    with ctx.db.session() as session:
+        ref = svc.resolve_log(session, principal, task_id, attempt, ctx.layout)
+    found = search_log(ref, search, offset=offset, before=before, max_matches=max)
+    return LogSearchOut(attempt=ref.attempt, matches=[LogMatchOut(offset=m.offset, end=m.end, text=m.text)
+                                                      for m in found.matches],
+                        scanned_from=found.scanned_from, scanned_to=found.scanned_to, size=found.size,
+                        complete=found.complete)
 
 
 def _sse(ctx: AppContext, principal: Principal, ref: svc.LogRef, offset: int) -> Iterator[bytes]:
@@ -80,18 +133,18 @@ def _sse_events(ctx: AppContext, principal: Principal, ref: svc.LogRef, offset: 
         with ctx.db.session() as session:
             return svc.attempt_finished(session, ref.task_id, ref.attempt)
 
-    idle = 0
+    sent = time.monotonic()
     pos = offset
-    for pos, data in svc.follow(ref, offset, finished, poll_s=0.5, heartbeat=True):
+    for pos, data in svc.follow(ref, offset, finished, poll_s=FOLLOW_BACKSTOP_S, heartbeat=True):
         if not data:
-            idle += 1
-            if idle % HEARTBEAT_POLLS == 0:
+            if time.monotonic() - sent >= HEARTBEAT_S:
+                sent = time.monotonic()
                 yield b": keep-alive\n\n"
             continue
-        idle = 0
+        sent = time.monotonic()
         yield (f"id: {pos}\nevent: log\n" + "".join(f"data: {line}\n" for line in sse_lines(data)) + "\n").encode()
     with ctx.db.session() as session:
-        task = get_task(session, principal, ref.task_id)
+        task = get_task(session, principal, ref.task_id, team_read=True)
         end = {"status": task.status, "attempt": ref.attempt, "offset": pos,
                "termination_reason": task.termination_reason, "status_message": task.status_message}
     yield f"id: {pos}\nevent: end\ndata: {json.dumps(end)}\n\n".encode()

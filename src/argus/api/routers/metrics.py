@@ -1,4 +1,5 @@
-"""/api/v2/tasks/{id}/metrics: verl's per-step console metrics as a time series for charts."""
+"""/api/v2/tasks/{id}/metrics: verl's per-step console metrics as a time series for charts;
+/api/v2/compare: several tasks' specs aligned key by key for the Compare page."""
 
 from __future__ import annotations
 
@@ -9,10 +10,11 @@ from sqlalchemy.orm import Session
 from argus.api.context import AppContext
 from argus.api.deps import current_principal, get_ctx, get_session
 from argus.api.schemas import ErrorOut
+from argus.services.compare import compare_tasks, parse_task_ids
 from argus.services.metrics import get_task_metrics
 from argus.services.principal import Principal
 
-router = APIRouter(prefix="/api/v2/tasks", tags=["tasks"])
+router = APIRouter(prefix="/api/v2", tags=["tasks"])
 
 
 class MetricsOut(BaseModel):
@@ -22,9 +24,13 @@ class MetricsOut(BaseModel):
     points: dict[str, list[tuple[int, float | str]]] = Field(
         description='[step, value] per key; JSON has no NaN/Infinity, so those values are the strings '
         '"nan", "inf" and "-inf"')
+    times: dict[int, float] = Field(
+        default_factory=dict,
+        description="unix seconds at which each step's metrics line was written to the log (the driver's clock "
+        "beside the log); steps logged without a clock are absent")
 
 
-@router.get("/{task_id}/metrics", response_model=MetricsOut, responses={404: {"model": ErrorOut}})
+@router.get("/tasks/{task_id}/metrics", response_model=MetricsOut, responses={404: {"model": ErrorOut}})
 def get_metrics(
     task_id: str,
     key: list[str] | None = Query(None, description="only these keys (repeat or comma-separate); default all"),
@@ -35,4 +41,40 @@ def get_metrics(
     """Keys seen so far and ``[step, value]`` points per key, parsed from the task's logs (all attempts)."""
     series = get_task_metrics(session, principal, task_id, ctx.settings.root)
     wanted = [k.strip() for item in key or [] for k in item.split(",") if k.strip()] or None
-    return MetricsOut(task_id=task_id, keys=series.keys, last_step=series.last_step, points=series.as_lists(wanted))
+    return MetricsOut(task_id=task_id, keys=series.keys, last_step=series.last_step, points=series.as_lists(wanted),
+                      times=dict(sorted(series.times.items())))
+
+
+class CompareTaskOut(BaseModel):
+    task_id: str
+    name: str | None
+    status: str
+
+
+class DiffRowOut(BaseModel):
+    section: str = Field(description="override (Hydra key=value from argv), spec (resolved spec, dotted keys) "
+                         "or command (the other argv words)")
+    key: str
+    values: list[str | None] = Field(description="one per task, in the order of `tasks`; null: not set there")
+    differs: bool
+
+
+class CompareOut(BaseModel):
+    tasks: list[CompareTaskOut]
+    rows: list[DiffRowOut]
+
+
+@router.get("/compare", response_model=CompareOut, responses={400: {"model": ErrorOut}, 404: {"model": ErrorOut}})
+def get_compare(
+    tasks: list[str] | None = Query(None, description="task ids, comma-separated (or repeated), 1–8"),
+    principal: Principal = Depends(current_principal),
+    session: Session = Depends(get_session, scope="function"),
+) -> CompareOut:
+    """The tasks' resolved specs and Hydra overrides aligned by key; ``differs`` marks rows that are not all equal.
+
+    Any id the caller cannot see is a 404 whose ``errors`` name each such id.
+    """
+    result = compare_tasks(session, principal, parse_task_ids(tasks))
+    return CompareOut(
+        tasks=[CompareTaskOut(task_id=t.id, name=t.name, status=t.status) for t in result.tasks],
+        rows=[DiffRowOut(section=r.section, key=r.key, values=list(r.values), differs=r.differs) for r in result.rows])

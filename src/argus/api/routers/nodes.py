@@ -2,7 +2,7 @@
 
 Read-only: the view comes from ``AppContext.nodes`` (set by the composition root from the
 cluster inventory and the scheduler's ledger), plus ``queue``: the oldest waiting tasks with their
-pending reason (``services.queue_view``), and each holder's ``idle_gpus_since`` (its GPUs below 5 % for 10
+pending reason (``services.queue_view``), each node's ``gpu_use`` (``services.node_usage``), and each holder's ``idle_gpus_since`` (its GPUs below 5 % for 10
 minutes: ``services.task_usage``; shown for every holder, it names no one). Other users' task ids, names, users and reasons are not
 shown to non-admins — only that some GPUs are held or wanted.
 """
@@ -16,6 +16,7 @@ from fastapi import APIRouter, Depends
 from argus.api.context import AppContext
 from argus.api.deps import current_principal, get_ctx
 from argus.services import queue_view
+from argus.services.node_usage import gpu_use_by_node
 from argus.services.principal import Principal
 from argus.services.task_usage import running_usage
 
@@ -32,10 +33,18 @@ def list_nodes(principal: Principal = Depends(current_principal), ctx: AppContex
         view = ctx.nodes()
     with ctx.db.session() as session:
         view["queue"], view["queued_total"] = queue_view.waiting_tasks(session, limit=QUEUE_HEAD)
-        idle = {task_id: since for task_id, _u, _s, since in running_usage(session, ctx.settings.root) if since}
+        idle = {row[0]: row[-1] for row in running_usage(session, ctx.settings.root) if row[-1]}  # (id, …, since)
+        gpu_use = gpu_use_by_node(session, ctx.settings.root)
     for node in view["nodes"]:  # issue 24: GPUs held below 5 % for 10 min (core/resource_use.py)
         for t in node["tasks"]:
             t["idle_gpus_since"] = idle.get(t.get("task_id"))
+        # issue 25: each GPU's use from its tasks' telemetry (core/node_gpu.py); null: no fresh sample
+        node["gpu_use"] = gpu_use.get(node["node_id"])
+        node["cpu_only"] = not node.get("gpus_total") and node["gpu_use"] is None  # Ray sees none, no task sampled one
+        for g in (node["gpu_use"] or {}).get("gpus", []):  # whose task sampled it: admins and the owner only
+            owner = g.pop("user")
+            if not principal.is_admin and owner != principal.name:
+                g["task_id"] = None
     if not principal.is_admin:
         for node in view["nodes"]:
             node["tasks"] = [_redact(t, principal) for t in node["tasks"]]

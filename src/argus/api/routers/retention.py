@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy.orm import Session
 
@@ -85,10 +85,15 @@ def prune(body: PruneIn, request: Request, admin: Principal = Depends(require_ad
 
 @router.delete("/tasks/{task_id}/checkpoints", response_model=CheckpointsRemovedOut, responses=_ERR,
                tags=["checkpoints"])
-def delete_checkpoints(task_id: str, principal: Principal = Depends(current_principal),
+def delete_checkpoints(task_id: str,
+                       step: int | None = Query(None, ge=0, le=10**12, description="only this step's "
+                                                "global_step_<step> folder (refused for the latest one: 409)"),
+                       principal: Principal = Depends(current_principal),
                        session: Session = Depends(get_session, scope="function"),
                        ctx: AppContext = Depends(get_ctx)) -> CheckpointsRemovedOut:
-    """Delete ``$HOME/jobs/<id>/checkpoints`` of your own ended task (404 when there is none, 409 while the task
-    is active; a link in its place is refused, never followed). Logs and the task stay."""
-    removed = svc.remove_checkpoints(session, shared_store(ctx.extras, ctx.settings), principal, task_id)
+    """Delete ``$HOME/jobs/<id>/checkpoints`` of your own ended task, or with ``step`` only that step's folder
+    (404 when there is none, 409 while the task is active or for the step verl's tracker names as latest; a
+    link in its place is refused, never followed). Logs and the task stay."""
+    removed = svc.remove_checkpoints(session, shared_store(ctx.extras, ctx.settings), principal, task_id, step,
+                                 layout=ctx.layout)
     return CheckpointsRemovedOut(task_id=task_id, removed=removed)

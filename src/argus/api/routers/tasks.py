@@ -31,7 +31,7 @@ from argus.api.schemas import (
 from argus.core.states import TaskStatus
 from argus.errors import ClientError, Conflict, FieldError
 from argus.services import eta as eta_svc
-from argus.services import idempotency, telemetry
+from argus.services import idempotency, task_list, telemetry
 from argus.services import tasks as svc
 from argus.services.principal import Principal
 from argus.services.resume import resumed_by
@@ -93,10 +93,12 @@ async def submit(
             raise ClientError("body is not UTF-8 text", code="invalid_spec",
                               errors=[FieldError("(body)", None, "send the spec as UTF-8 YAML or JSON")]) from None
         if dry_run:  # before any Idempotency-Key handling: a dry run stores nothing, a key included
-            r = svc.preview(svc.check_spec(principal, body, policy=ctx.policy, content_type=content_type,
-                                           max_bytes=ctx.settings.max_spec_bytes, checks=ctx.checks),
-                            principal, ctx.policy)
-            return DryRunOut(warnings=r.warnings, info=r.info, resolved=r.resolved,
+            checked = svc.check_spec(principal, body, policy=ctx.policy, content_type=content_type,
+                                     max_bytes=ctx.settings.max_spec_bytes, checks=ctx.checks)
+            with ctx.db.session() as session:  # the team and class a submit would charge, refused alike
+                charges = svc.charges(session, principal, checked)
+            r = svc.preview(checked, principal, ctx.policy)
+            return DryRunOut(warnings=r.warnings, info={**r.info, **charges.info()}, resolved=r.resolved,
                              command_expanded=r.command_expanded)
         key = idempotency.parse_key(idempotency_key)
         if key is None:
@@ -165,17 +167,23 @@ def list_tasks(
     status: list[str] | None = Query(None, description="repeat or comma-separate: status=QUEUED,RUNNING"),
     workload: str | None = None,
     user: str | None = Query(None, description="admin only: one user's tasks"),
+    team: str | None = Query(None, description="one team's tasks, every member's (a team you are in)"),
     q: str | None = Query(None, max_length=128, description="a task id prefix or part of the name (any case)"),
     limit: int = Query(50, ge=1, le=500),
     offset: int = Query(0, ge=0, le=MAX_LIST_OFFSET),
+    sort: str | None = Query(None, max_length=32, description="a column: id, name, user, workload, status, gpus, "
+                             "created, duration, gpu_hours, reason; a leading '-' sorts descending (default -created)"),
     principal: Principal = Depends(current_principal),
     session: Session = Depends(get_session, scope="function"),
     ctx: AppContext = Depends(get_ctx),
 ) -> TaskListOut:
     statuses = [s.strip().upper() for item in status or [] for s in item.split(",") if s.strip()]
     rows, total = svc.list_tasks(session, principal, status=statuses or None, workload=workload, user=user,
-                                 search=q, limit=limit, offset=offset)
+                                 search=q, limit=limit, offset=offset, sort=sort, team=team)
     items = [_summary(r, r.owner) for r in rows]
+    for t, (hours, nodes) in zip(items, task_list.page_extras(session, rows, now=datetime.now(UTC)).values(),
+                                 strict=True):
+        t.gpu_hours, t.nodes = hours, nodes
     queued = [t.task_id for t in items if t.status == TaskStatus.QUEUED.value]
     if queued and ctx.queue_estimates is not None:  # one estimate for the page, not one per row
         estimates = ctx.queue_estimates.for_tasks(session, queued, now=datetime.now(UTC))
@@ -191,12 +199,13 @@ def get_task(
     session: Session = Depends(get_session, scope="function"), ctx: AppContext = Depends(get_ctx),
 ) -> TaskOut:
     """One task; a QUEUED one with ``queue`` (its place and estimated start), a RUNNING one with ``progress``."""
-    task = svc.get_task(session, principal, task_id)
+    task = svc.get_task(session, principal, task_id, team_read=True)
     attempts = [AttemptOut.model_validate(a) for a in svc.list_task_attempts(session, task_id)]
     owner = svc.user_name_of(session, task)
     summary = _summary(task, owner)
     queue = progress = None
     now = datetime.now(UTC)
+    summary.gpu_hours, summary.nodes = task_list.page_extras(session, [task], now=now)[task.id]
     if task.status == TaskStatus.QUEUED.value and ctx.queue_estimates is not None:
         e = ctx.queue_estimates.for_tasks(session, [task.id], now=now).get(task.id)
         if e is not None:
@@ -222,6 +231,8 @@ def get_task(
         resumed_by=resumed_by(session, task.id),
         failure_kind=task.failure_kind,
         failure_hint=task.failure_hint,
+        team=task.team,
+        priority_class=task.priority_class,
     )
 
 
@@ -229,7 +240,7 @@ def get_task(
 def get_spec(
     task_id: str, principal: Principal = Depends(current_principal), session: Session = Depends(get_session, scope="function")
 ) -> SpecOut:
-    task = svc.get_task(session, principal, task_id)
+    task = svc.get_task(session, principal, task_id, team_read=True)
     return SpecOut(raw=task.spec_raw, resolved=task.spec_resolved, command_raw=task.command_raw,
                    command_expanded=task.command_expanded, argv=task.argv)
 
@@ -259,5 +270,5 @@ def _summary(task: TaskModel | Row[Any], user: str) -> TaskSummaryOut:
         priority=task.priority, nnodes=task.nnodes, n_gpus_per_node=task.n_gpus_per_node,
         termination_reason=task.termination_reason, status_message=task.status_message,
         pending_reason=task.pending_reason, created_at=task.created_at, started_at=task.started_at,
-        finished_at=task.finished_at,
+        finished_at=task.finished_at, status_note=task_list.status_note(task.status_message),
     )

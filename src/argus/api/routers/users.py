@@ -6,12 +6,20 @@ from fastapi import APIRouter, Depends, Request, Response
 from sqlalchemy.orm import Session
 
 from argus.api.context import AppContext
-from argus.api.deps import client_ip, current_principal, get_ctx, get_session, require_admin
+from argus.api.deps import (
+    client_ip,
+    current_principal,
+    get_ctx,
+    get_session,
+    require_admin,
+    web_login_limiter,
+)
 from argus.api.schemas import (
     ErrorOut,
     KeyIn,
     KeyOut,
     MeOut,
+    MyPasswordIn,
     PasswordIn,
     RowId,
     TokenCreatedOut,
@@ -24,6 +32,7 @@ from argus.api.schemas import (
 from argus.services import audit
 from argus.services import users as svc
 from argus.services.files import shared_store
+from argus.services.logins import LoginLimiter, change_password_throttled
 from argus.services.principal import Principal
 
 router = APIRouter(prefix="/api/v2", tags=["users"])
@@ -34,13 +43,20 @@ _ERR = {400: {"model": ErrorOut}, 403: {"model": ErrorOut}, 404: {"model": Error
 def me(principal: Principal = Depends(current_principal), ctx: AppContext = Depends(get_ctx)) -> MeOut:
     s = ctx.settings
     sftp = f"sftp -P {s.sftp_port} {principal.name}@{s.sftp_public_host}" if s.sftp_enabled else None
-    return MeOut(name=principal.name, is_admin=principal.is_admin, home=str(ctx.layout.home(principal.name)), sftp=sftp)
+    with ctx.db.session() as session:
+        has_password = svc.has_password(session, principal.id)
+    return MeOut(name=principal.name, is_admin=principal.is_admin, home=str(ctx.layout.home(principal.name)), sftp=sftp,
+                 has_password=has_password)
 
 
-@router.post("/me/password", status_code=204, responses=_ERR)
-def set_password(body: PasswordIn, request: Request, principal: Principal = Depends(current_principal),
-                 session: Session = Depends(get_session, scope="function")) -> Response:
-    svc.set_password(session, principal.id, body.password)
+@router.post("/me/password", status_code=204, responses={**_ERR, 429: {"model": ErrorOut}})
+def set_password(body: MyPasswordIn, request: Request, principal: Principal = Depends(current_principal),
+                 session: Session = Depends(get_session, scope="function"),
+                 limiter: LoginLimiter = Depends(web_login_limiter)) -> Response:
+    """Set your sign-in and SFTP password; once one is set, ``current_password`` must be the current one
+    (wrong ones count like failed sign-ins: 429 after too many)."""
+    change_password_throttled(session, limiter, principal, body.password, body.current_password,
+                              client_ip(request) or "unknown")
     audit.record(session, actor=principal.name, action=audit.USER_PASSWORD_SET, target=principal.name,
                  source_ip=client_ip(request))
     return Response(status_code=204)
@@ -133,7 +149,7 @@ def create_user(body: UserIn, request: Request, admin: Principal = Depends(requi
 @router.post("/users/{name}/disable", response_model=UserOut, responses=_ERR)
 def disable_user(name: str, request: Request, admin: Principal = Depends(require_admin),
                  session: Session = Depends(get_session, scope="function")) -> UserOut:
-    user = svc.set_user_disabled(session, name, True)
+    user = svc.set_user_disabled(session, name, True, actor=admin.name)
     audit.record(session, actor=admin.name, action=audit.USER_DISABLED, target=user.name, source_ip=client_ip(request))
     return UserOut.model_validate(user)
 

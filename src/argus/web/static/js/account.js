@@ -17,6 +17,10 @@ async function loadMe() {
   document.getElementById("me-name").textContent = me.name;
   document.getElementById("me-role").textContent = me.is_admin ? t("account.role_admin") : t("account.role_user");
   document.getElementById("me-home").textContent = me.home;
+  // A first password needs no current one (the API's rule); once one is set, the field is required.
+  const current = document.getElementById("pw-current");
+  current.closest("label").hidden = !me.has_password;
+  current.required = me.has_password;
   const u = await api("/api/v2/files/usage");
   const bar = document.getElementById("storage-bar");
   bar.max = u.quota_bytes || Math.max(u.used_bytes, 1);
@@ -62,11 +66,15 @@ document.getElementById("pw-form").addEventListener("submit", async (ev) => {
   const pw = document.getElementById("pw-new").value, again = document.getElementById("pw-repeat").value;
   if (pw !== again) { status("pw-status", t("account.password_mismatch"), false); return; }
   try {
-    await api("/api/v2/me/password", { method: "POST", body: { password: pw } });
+    const current = document.getElementById("pw-current");
+    const body = current.closest("label").hidden ? { password: pw } : { password: pw, current_password: current.value };
+    await api("/api/v2/me/password", { method: "POST", body });
     status("pw-status", t("account.password_saved"), true);
     ev.target.reset();
+    current.closest("label").hidden = false; // now there is one: the next change needs it
+    current.required = true;
   } catch (e) {
-    status("pw-status", [e.message, ...e.errors.map((x) => x.message)].join(": "), false);
+    status("pw-status", [e.message, ...e.errors.map((x) => `${x.field}: ${x.message}`)].join(" — "), false);
   }
 });
 

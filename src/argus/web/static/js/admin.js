@@ -1,11 +1,18 @@
 // Admin page (admins only; the API refuses anyone else): users (create with a first password and
-// token shown once, disable/enable, reset password), storage per user, the queue across users.
-import { api, el, fmtBytes, fmtTime, gpus, poll, statusBadge, t } from "./common.js";
+// token shown once, disable/enable, reset password), each user's limits and storage quota edited in
+// place (PATCH /api/v2/users/{name}: the API validates, this page shows its answer as it is), GPU-hours
+// per user over 30 days (GET /api/v2/usage), storage per user, the queue across users. The audit log
+// is admin_audit.js. Rules live in the API: the page only mirrors one for comfort (no Disable button
+// on one's own row; the API refuses it with 409 anyway).
+import { api, el, fmtBytes, fmtTime, gpus, page, poll, statusBadge, t } from "./common.js";
 
+const GIB = 2 ** 30;
 const errorBox = document.getElementById("admin-error");
+
+/** The API's error as it said it: its message, then each field's problem (field: message). */
 function showError(e) {
   errorBox.hidden = !e;
-  errorBox.textContent = e ? [e.message, ...(e.errors || []).map((x) => x.message)].join(": ") : "";
+  errorBox.textContent = e ? [e.message, ...(e.errors || []).map((x) => `${x.field}: ${x.message}`)].join(" — ") : "";
 }
 
 /** A password for a new user, from the browser's CSPRNG (shown once, then changed by its user). */
@@ -15,28 +22,74 @@ function randomPassword() {
   return Array.from(bytes, (b) => alphabet[b % alphabet.length]).join("");
 }
 
+/** What an input holds, for the API: empty is null (the platform default), a number is a number, and
+ * anything else goes as typed so the API names the problem (the page does not judge it). */
+function limitValue(text, scale = 1) {
+  const s = text.trim();
+  if (s === "") return null;
+  const n = Number(s);
+  if (!Number.isFinite(n) || !/^[0-9.eE+-]+$/.test(s)) return s;
+  return scale === 1 ? n : Math.round(n * scale);  // a fraction of a count goes as typed: the API names it
+}
+
+function limitInput(cls, value, label, scale = 1) {
+  const shown = value === null || value === undefined ? "" : String(+(value / scale).toFixed(3));
+  return el("input", { class: `admin-limit ${cls}`, value: shown, inputmode: "decimal", size: 6,
+    placeholder: t("admin.default"), "aria-label": label });
+}
+
+function userRow(u, storage, hours) {
+  const self = u.name === page.user;
+  const gpusIn = limitInput("max-gpus", u.max_gpus, t("admin.max_gpus"));
+  const runIn = limitInput("max-running", u.max_running_tasks, t("admin.max_running"));
+  const quotaIn = limitInput("quota", u.quota_bytes, t("admin.quota_gib"), GIB);
+  const save = async () => {
+    try {
+      await api(`/api/v2/users/${encodeURIComponent(u.name)}`, { method: "PATCH", body: {
+        max_gpus: limitValue(gpusIn.value), max_running_tasks: limitValue(runIn.value),
+        quota_bytes: limitValue(quotaIn.value, GIB) } });
+      showError(null);
+      await loadUsers();
+    } catch (e) {
+      showError(e);
+      const bad = new Set((e.errors || []).map((x) => x.field));  // mark the inputs the API named
+      for (const [field, input] of [["max_gpus", gpusIn], ["max_running_tasks", runIn], ["quota_bytes", quotaIn]])
+        input.setAttribute("aria-invalid", bad.has(field) ? "true" : "false");
+    }
+  };
+  const toggleBtn = el("button", { type: "button", class: u.disabled ? "enable" : "disable", onclick: () => toggle(u),
+    disabled: self && !u.disabled, title: self && !u.disabled ? t("admin.cannot_disable_self") : null },
+  u.disabled ? t("admin.enable") : t("admin.disable"));
+  return el("tr", { "data-user": u.name },
+    el("td", { class: "mono" }, u.name),
+    el("td", {}, u.is_admin ? t("account.role_admin") : t("account.role_user")),
+    el("td", {}, u.disabled ? el("span", { class: "badge st-failed" }, t("admin.disabled")) : t("account.active")),
+    el("td", {}, gpusIn), el("td", {}, runIn), el("td", {}, quotaIn),
+    el("td", { class: "num gpu-hours" }, (hours || 0).toFixed(1)),
+    el("td", {}, storage.quota_bytes ? `${fmtBytes(storage.used_bytes)} / ${fmtBytes(storage.quota_bytes)}`
+      : fmtBytes(storage.used_bytes)),
+    el("td", {}, fmtTime(u.created_at)),
+    el("td", { class: "actions" },
+      el("button", { type: "button", class: "save-limits", onclick: save }, t("admin.save_limits")),
+      toggleBtn,
+      el("button", { type: "button", class: "reset-password", onclick: () => resetPassword(u) }, t("admin.reset_password"))));
+}
+
 async function loadUsers() {
-  const [users, storage] = await Promise.all([api("/api/v2/users"), api("/api/v2/users/storage")]);
+  document.dispatchEvent(new Event("admin-changed")); // the audit log (admin_audit.js) shows what was just done
+  const [users, storage, usage] = await Promise.all([
+    api("/api/v2/users"), api("/api/v2/users/storage"), api("/api/v2/usage?group_by=user")]);
   const used = new Map(storage.map((s) => [s.name, s]));
-  document.getElementById("users-body").replaceChildren(...users.map((u) => {
-    const s = used.get(u.name) || {};
-    return el("tr", { "data-user": u.name },
-      el("td", { class: "mono" }, u.name),
-      el("td", {}, u.is_admin ? t("account.role_admin") : t("account.role_user")),
-      el("td", {}, u.disabled ? el("span", { class: "badge st-failed" }, t("admin.disabled")) : t("account.active")),
-      el("td", {}, s.quota_bytes ? `${fmtBytes(s.used_bytes)} / ${fmtBytes(s.quota_bytes)}` : fmtBytes(s.used_bytes)),
-      el("td", {}, fmtTime(u.created_at)),
-      el("td", { class: "actions" },
-        el("button", { type: "button", class: u.disabled ? "enable" : "disable", onclick: () => toggle(u) },
-          u.disabled ? t("admin.enable") : t("admin.disable")),
-        el("button", { type: "button", class: "reset-password", onclick: () => resetPassword(u) }, t("admin.reset_password"))));
-  }));
+  const hours = new Map(usage.rows.map((r) => [r.key, r.gpu_hours]));
+  document.getElementById("users-body").replaceChildren(
+    ...users.map((u) => userRow(u, used.get(u.name) || {}, hours.get(u.name))));
 }
 
 async function toggle(u) {
   if (!u.disabled && !window.confirm(t("admin.disable_confirm", { name: u.name }))) return;
   try {
     await api(`/api/v2/users/${encodeURIComponent(u.name)}/${u.disabled ? "enable" : "disable"}`, { method: "POST" });
+    showError(null);
     await loadUsers();
   } catch (e) { showError(e); }
 }

@@ -1,14 +1,22 @@
 // Data page: a file browser over GET/PUT/POST/DELETE /api/v2/files (the layout SFTP shows).
 // The folder is in the URL (?path=); the server decides what exists and what is writable
 // (common/ is read-only: its listing says writable=false and the controls go away).
-// Uploads use XMLHttpRequest because fetch() reports no upload progress; each file is one
-// streamed PUT that the server writes to a hidden temp file and renames only when complete,
-// so a cancelled upload (xhr.abort) leaves nothing behind.
-import { api, ApiError, copyText, csrfToken, el, fmtBytes, fmtDuration, fmtTime, page, t } from "./common.js";
+// Uploads live in data_uploads.js, the virtual rows in data_vlist.js. The name filter and the
+// selection work on the sorted, filtered list (``state.view``), never on the rows in the DOM, so
+// they hold for rows scrolled out of it. Bulk move and delete are one request per item through the
+// same endpoints as the single actions (the server keeps every path rule), four at a time, and
+// every item gets its own result line.
+import { api, ApiError, copyText, el, fmtBytes, fmtTime, page, t } from "./common.js";
+import { busy as uploadsBusy, cancelAll, clearStopped, enqueue } from "./data_uploads.js";
+import { VirtualRows } from "./data_vlist.js";
 
 const params = new URLSearchParams(location.search);
-const state = { path: normalize(params.get("path") || "/"), sort: "name", desc: false, entries: [], writable: false };
+const state = {
+  path: normalize(params.get("path") || "/"), sort: "name", desc: false, entries: [], writable: false,
+  filter: "", view: [], selected: new Set(), anchor: -1,
+};
 const body = document.getElementById("files-body");
+const rows = new VirtualRows(document.getElementById("files-scroll"), body, row);
 const errorBox = document.getElementById("data-error");
 const IMAGE = /\.(png|jpe?g|gif|webp|svg|bmp)$/i;
 
@@ -62,7 +70,12 @@ function go(ev) {
 }
 
 function open(path) {
-  state.path = normalize(path);
+  const next = normalize(path);
+  if (next !== state.path) {
+    setFilter("");
+    document.getElementById("files-scroll").scrollTop = 0;
+  }
+  state.path = next;
   history.pushState(null, "", `?path=${encodeURIComponent(state.path)}`);
   closePreview();
   load();
@@ -82,7 +95,11 @@ function sorted(entries) {
   });
 }
 
-function row(e) {
+function selectable(e) {
+  return state.writable && e.writable && e.path !== "/common";
+}
+
+function row(e, index) {
   const isDir = e.type === "dir";
   const nameCell = isDir
     ? el("a", { href: `?path=${encodeURIComponent(e.path)}`, "data-path": e.path, class: "dir", onclick: go }, e.name + "/")
@@ -99,9 +116,15 @@ function row(e) {
     actions.push(el("button", { type: "button", class: "rename", onclick: () => rename(e) }, t("data.rename")));
     actions.push(el("button", { type: "button", class: "delete", onclick: () => remove(e) }, t("data.delete")));
   }
-  return el("tr", { "data-name": e.name, "data-type": e.type },
-    el("td", { class: "name" }, nameCell, e.type === "symlink" ? el("span", { class: "muted" }, " → ?") : null),
-    el("td", { class: "num" }, !isDir ? fmtBytes(e.size) : e.path === "/common" ? "—"
+  const picked = state.selected.has(e.path);
+  const box = selectable(e)
+    ? el("input", { type: "checkbox", class: "data-pick", checked: picked, "aria-label": t("data.select_one", { name: e.name }),
+      onclick: (ev) => pick(index, ev.currentTarget.checked, ev.shiftKey) })
+    : null;
+  return el("tr", { "data-name": e.name, "data-type": e.type, class: picked ? "data-picked" : null },
+    el("td", { class: "data-sel" }, box),
+    el("td", { class: "name", title: e.name }, nameCell, e.type === "symlink" ? el("span", { class: "muted" }, " → ?") : null),
+    el("td", { class: "num" }, !isDir ? fmtBytes(e.size) : e.path === "/common" ? "—" : e.summary ? sizeText(e.summary)
       : el("button", { type: "button", class: "link dir-size", onclick: (ev) => folderSize(e, ev.currentTarget) }, t("data.size_count"))),
     el("td", {}, fmtTime(new Date(e.mtime * 1000).toISOString())),
     el("td", { class: "actions" }, actions));
@@ -111,14 +134,25 @@ function row(e) {
 async function folderSize(e, button) {
   button.disabled = true;
   try {
-    const s = await api(`/api/v2/files/summary?path=${encodeURIComponent(e.path)}`);
-    button.replaceWith(`${s.truncated ? "≥ " : ""}${fmtBytes(s.bytes)} · ${t("data.n_files", { n: s.files })}`);
+    e.summary = await api(`/api/v2/files/summary?path=${encodeURIComponent(e.path)}`); // kept: rows are redrawn
+    button.replaceWith(sizeText(e.summary));
   } catch (err) { button.disabled = false; showError(err); }
 }
 
+function sizeText(s) {
+  return `${s.truncated ? "≥ " : ""}${fmtBytes(s.bytes)} · ${t("data.n_files", { n: s.files })}`;
+}
+
 function render() {
-  body.replaceChildren(...sorted(state.entries).map(row));
+  const needle = state.filter.toLowerCase();
+  state.view = sorted(state.entries).filter((e) => !needle || e.name.toLowerCase().includes(needle));
+  const visible = new Set(state.view.map((e) => e.path));
+  for (const p of state.selected) if (!visible.has(p)) state.selected.delete(p); // act only on what is shown
+  rows.set(state.view);
   document.getElementById("files-empty").hidden = state.entries.length > 0;
+  document.getElementById("data-shown").textContent = state.filter
+    ? t("data.filter_shown", { n: state.view.length, total: state.entries.length }) : "";
+  selectionChanged();
   for (const b of document.querySelectorAll("button.sort")) {
     b.classList.toggle("active", b.dataset.sort === state.sort);
     b.dataset.dir = b.dataset.sort === state.sort ? (state.desc ? "desc" : "asc") : "";
@@ -146,9 +180,12 @@ async function load() {
     showError(e);
   }
   document.getElementById("write-tools").hidden = !state.writable;
+  document.getElementById("data-select-all").hidden = !state.writable;
+  state.anchor = -1;
   document.getElementById("readonly-note").hidden = state.writable || !!errorBox.textContent;
   render();
   document.body.dataset.loaded = state.path;
+  quota();
 }
 
 for (const b of document.querySelectorAll("button.sort")) {
@@ -261,148 +298,177 @@ function parquetView(p) {
   ];
 }
 
+// ------------------------------------------------------------------ filter and selection
+
+function setFilter(value) {
+  state.filter = value;
+  document.getElementById("data-filter").value = value;
+}
+
+document.getElementById("data-filter").addEventListener("input", (ev) => {
+  state.filter = ev.currentTarget.value;
+  state.anchor = -1;
+  render();
+  document.body.dataset.filtered = String(state.view.length);
+});
+
+/** A click on row ``index``'s box; with Shift, every row from the last clicked one takes its state. */
+function pick(index, on, range) {
+  const from = range && state.anchor >= 0 ? Math.min(state.anchor, index) : index;
+  const to = range && state.anchor >= 0 ? Math.max(state.anchor, index) : index;
+  for (let i = from; i <= to; i++) {
+    const e = state.view[i];
+    if (!e || !selectable(e)) continue;
+    if (on) state.selected.add(e.path);
+    else state.selected.delete(e.path);
+  }
+  state.anchor = index;
+  rows.draw(true);
+  selectionChanged();
+}
+
+document.getElementById("data-select-all").addEventListener("click", (ev) => {
+  const on = ev.currentTarget.checked;
+  for (const e of state.view) if (selectable(e)) (on ? state.selected.add(e.path) : state.selected.delete(e.path));
+  rows.draw(true);
+  selectionChanged();
+});
+
+document.getElementById("data-bulk-clear").addEventListener("click", () => {
+  state.selected.clear();
+  rows.draw(true);
+  selectionChanged();
+});
+
+function selectionChanged() {
+  const n = state.selected.size;
+  const all = state.view.filter(selectable).length;
+  const head = document.getElementById("data-select-all");
+  head.checked = n > 0 && n === all;
+  head.indeterminate = n > 0 && n < all;
+  document.getElementById("data-bulk").hidden = n === 0;
+  document.getElementById("data-bulk-count").textContent = t("data.bulk_selected", { n });
+  document.body.dataset.selected = String(n);
+  const folders = new Set(["/", state.path.replace(/\/[^/]*$/, "") || "/",
+    ...state.entries.filter((e) => e.type === "dir" && e.writable).map((e) => e.path),
+    "/datasets", "/models", "/code"]);
+  document.getElementById("data-bulk-folders").replaceChildren(...[...folders].map((p) => el("option", { value: p })));
+}
+
+// ------------------------------------------------------------------ bulk actions
+
+/** Run ``job`` on every item, four at a time, collecting [item, error-or-null] in order. */
+async function eachItem(items, job) {
+  const out = new Array(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const i = next++;
+      try { await job(items[i]); out[i] = [items[i], null]; } catch (err) { out[i] = [items[i], err]; }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(4, items.length) }, worker));
+  return out;
+}
+
+function report(kind, results, summary) {
+  const ok = results.filter(([, err]) => !err).length;
+  document.getElementById("data-bulk-summary").textContent = summary(ok, results.length);
+  document.getElementById("data-bulk-list").replaceChildren(...results.map(([e, err]) =>
+    el("li", { "data-path": e.path, "data-result": err ? "failed" : "ok", class: err ? "error" : "" },
+      el("span", { class: "mono" }, e.name), " — ", err ? errText(err) : t("data.bulk_ok"))));
+  document.getElementById("data-bulk-results").hidden = false;
+  document.body.dataset.bulk = `${kind}:${ok}/${results.length}`;
+}
+
+function errText(err) {
+  return err instanceof ApiError ? err.message : String(err.message || err);
+}
+
+function chosen() {
+  return state.view.filter((e) => state.selected.has(e.path));
+}
+
+document.getElementById("data-bulk-results-close").addEventListener("click", () => {
+  document.getElementById("data-bulk-results").hidden = true;
+});
+
+document.getElementById("data-bulk-delete").addEventListener("click", async () => {
+  const items = chosen();
+  if (!items.length) return;
+  const dirs = items.filter((e) => e.type === "dir").length;
+  const names = items.slice(0, 5).map((e) => e.name).join(", ") + (items.length > 5 ? ", …" : "");
+  if (!window.confirm(t("data.bulk_confirm_delete", { n: items.length, dirs, names }))) return;
+  const results = await eachItem(items, (e) =>
+    api(`/api/v2/files?path=${encodeURIComponent(e.path)}&recursive=${e.type === "dir"}`, { method: "DELETE" }));
+  state.selected.clear();
+  report("delete", results, (ok, n) => t("data.bulk_delete_summary", { ok, n }));
+  await load();
+});
+
+document.getElementById("data-bulk-move").addEventListener("click", async () => {
+  const items = chosen();
+  const input = document.getElementById("data-bulk-dest");
+  const typed = input.value.trim();
+  if (!items.length) return;
+  if (!typed) { showError(new Error(t("data.bulk_dest_missing"))); input.focus(); return; }
+  const dest = normalize(typed.startsWith("/") ? typed : join(state.path, typed));
+  try { // the target must be a folder you have: the server says which, and why not
+    const info = await api(`/api/v2/files?path=${encodeURIComponent(dest)}`);
+    if (info.type !== "dir") throw new Error(t("data.bulk_dest_not_dir", { dest }));
+  } catch (err) {
+    showError(new Error(t("data.bulk_dest_bad", { dest, why: errText(err) })));
+    input.focus();
+    return;
+  }
+  showError(null);
+  const results = await eachItem(items, (e) =>
+    api("/api/v2/files/move", { method: "POST", body: { src: e.path, dst: join(dest, e.name) } }));
+  state.selected.clear();
+  report("move", results, (ok, n) => t("data.bulk_move_summary", { ok, n, dest }));
+  await load();
+});
+
+// ------------------------------------------------------------------ quota bar
+
+/** Used of quota from GET /api/v2/files/usage; its ``level`` (the server's call) colours the bar. */
+async function quota() {
+  const box = document.getElementById("data-quota");
+  let u;
+  try { u = await api("/api/v2/files/usage"); } catch { box.hidden = true; return; }
+  const fill = document.getElementById("data-quota-fill");
+  const bar = document.getElementById("data-quota-bar");
+  box.hidden = false;
+  box.dataset.level = u.level || "ok";
+  if (u.quota_bytes === null || u.quota_bytes === undefined) {
+    bar.hidden = true;
+    document.getElementById("data-quota-text").textContent = t("data.quota_none", { used: fmtBytes(u.used_bytes) });
+    return;
+  }
+  const pct = u.quota_bytes > 0 ? Math.min(100, (u.used_bytes * 100) / u.quota_bytes) : 100;
+  bar.hidden = false;
+  bar.setAttribute("aria-valuenow", String(Math.round(pct)));
+  fill.style.width = `${pct}%`;
+  document.getElementById("data-quota-text").textContent = t("data.quota_used", {
+    used: fmtBytes(u.used_bytes), quota: fmtBytes(u.quota_bytes), pct: pct < 10 ? pct.toFixed(1) : Math.round(pct) });
+}
+
 // ------------------------------------------------------------------ uploads
 
-const uploads = { queue: [], active: null, totalBytes: 0, doneBytes: 0, canceled: false, startedAt: 0, samples: [] };
+const host = {
+  names: () => state.entries.map((e) => e.name),
+  folder: () => state.path,
+  reload: () => load(),
+  error: showError,
+};
 
-function uploadRow(item) {
-  item.bar = el("progress", { max: item.file.size || 1, value: 0 });
-  item.text = el("span", { class: "muted up-text" }, t("data.waiting"));
-  item.cancelBtn = el("button", { type: "button", class: "up-cancel", onclick: () => cancel(item) }, t("data.cancel"));
-  item.node = el("li", { "data-upload": item.dest, "data-state": "waiting" },
-    el("span", { class: "mono up-name" }, item.rel), item.bar, item.text, item.cancelBtn);
-  return item.node;
-}
-
-function setItem(item, st, text) {
-  item.state = st;
-  item.node.dataset.state = st;
-  item.text.textContent = text;
-  if (st !== "waiting" && st !== "uploading") item.cancelBtn.remove();
-}
-
-function overall() {
-  const loaded = uploads.doneBytes + (uploads.active ? uploads.active.loaded : 0);
-  const now = performance.now();
-  uploads.samples.push([now, loaded]);
-  while (uploads.samples.length > 2 && now - uploads.samples[0][0] > 5000) uploads.samples.shift();
-  const [t0, b0] = uploads.samples[0];
-  const speed = now > t0 ? ((loaded - b0) * 1000) / (now - t0) : 0;
-  const left = uploads.totalBytes - loaded;
-  const bar = document.getElementById("up-overall");
-  bar.max = uploads.totalBytes || 1;
-  bar.value = loaded;
-  document.getElementById("up-overall-text").textContent = t("data.overall", {
-    done: fmtBytes(loaded), total: fmtBytes(uploads.totalBytes),
-    speed: speed > 0 ? `${fmtBytes(speed)}/s` : "—",
-    left: speed > 0 ? fmtDuration(left / speed) : "—",
-  });
-  return speed;
-}
-
-async function enqueue(files) {
-  // files: [{file, rel}] with rel the path below the current folder (folders keep their structure)
-  if (!files.length) return;
-  const existing = new Set(state.entries.map((e) => e.name));
-  const clashes = files.map((f) => f.rel.split("/")[0]).filter((n, i, all) => existing.has(n) && all.indexOf(n) === i);
-  if (clashes.length && !window.confirm(t("data.confirm_overwrite", { names: clashes.slice(0, 5).join(", ") }))) return;
-  try {
-    const u = await api("/api/v2/files/usage");
-    const need = files.reduce((s, f) => s + f.file.size, 0);
-    if (u.quota_bytes !== null && state.path !== "/common" && !state.path.startsWith("/common/")
-        && u.used_bytes + need > u.quota_bytes) {
-      showError(new Error(t("data.over_quota", { need: fmtBytes(need), used: fmtBytes(u.used_bytes), quota: fmtBytes(u.quota_bytes) })));
-      return;
-    }
-  } catch (e) { showError(e); return; }
-  document.getElementById("uploads").hidden = false;
-  const list = document.getElementById("up-list");
-  for (const f of files) {
-    const item = { file: f.file, rel: f.rel, dest: join(state.path, f.rel), loaded: 0, state: "waiting" };
-    list.append(uploadRow(item));
-    uploads.queue.push(item);
-    uploads.totalBytes += f.file.size;
-  }
-  if (!uploads.active) pump();
-}
-
-async function pump() {
-  const item = uploads.queue.shift();
-  if (!item) {
-    uploads.active = null;
-    overall();
-    await load();
-    document.body.dataset.uploads = "idle";
-    return;
-  }
-  document.body.dataset.uploads = "busy";
-  uploads.active = item;
-  if (!uploads.startedAt) uploads.startedAt = performance.now();
-  try {
-    const dir = item.dest.replace(/\/[^/]*$/, "");
-    if (item.rel.includes("/")) await api("/api/v2/files/mkdir", { method: "POST", body: { path: dir, parents: true } });
-    await put(item);
-    setItem(item, "done", t("data.done"));
-  } catch (e) {
-    if (item.state !== "canceled") setItem(item, "failed", e.message || String(e));
-  }
-  uploads.doneBytes += item.file.size;
-  item.loaded = 0;
-  pump();
-}
-
-async function put(item) {
-  const token = await csrfToken();
-  return new Promise((resolve, reject) => {
-    const xhr = new XMLHttpRequest();
-    item.xhr = xhr;
-    xhr.open("PUT", `/api/v2/files/content?path=${encodeURIComponent(item.dest)}`);
-    xhr.setRequestHeader("X-CSRF-Token", token);
-    xhr.setRequestHeader("Content-Type", "application/octet-stream");
-    xhr.upload.onprogress = (ev) => {
-      item.loaded = ev.loaded;
-      item.bar.value = ev.loaded;
-      const speed = overall();
-      const pct = item.file.size ? Math.floor((ev.loaded * 100) / item.file.size) : 100;
-      const left = speed > 0 ? fmtDuration((item.file.size - ev.loaded) / speed) : "—";
-      setItem(item, "uploading", `${pct}% · ${speed > 0 ? fmtBytes(speed) + "/s" : "—"} · ${t("data.left", { left })}`);
-    };
-    xhr.onload = () => {
-      if (xhr.status >= 200 && xhr.status < 300) { item.bar.value = item.file.size; resolve(); return; }
-      let data = null;
-      try { data = JSON.parse(xhr.responseText); } catch { data = null; }
-      reject(new ApiError(xhr.status, data));
-    };
-    xhr.onerror = () => reject(new Error(t("data.network_error")));
-    xhr.onabort = () => reject(new Error(t("data.canceled")));
-    setItem(item, "uploading", "0%");
-    xhr.send(item.file);
-  });
-}
-
-function cancel(item) {
-  if (item.state === "waiting") {
-    uploads.queue = uploads.queue.filter((x) => x !== item);
-    uploads.totalBytes -= item.file.size;
-    setItem(item, "canceled", t("data.canceled"));
-    overall();
-    return;
-  }
-  if (item.state === "uploading" && item.xhr) {
-    setItem(item, "canceled", t("data.canceled"));
-    item.xhr.abort();
-  }
-}
-
-document.getElementById("up-cancel-all").addEventListener("click", () => {
-  for (const item of [...uploads.queue]) cancel(item);
-  if (uploads.active) cancel(uploads.active);
-});
+document.getElementById("up-cancel-all").addEventListener("click", cancelAll);
+document.getElementById("up-clear").addEventListener("click", clearStopped);
 
 function picked(input) {
   const files = [...input.files].map((f) => ({ file: f, rel: f.webkitRelativePath || f.name }));
   input.value = "";
-  enqueue(files);
+  enqueue(files, host);
 }
 const fileInput = document.getElementById("file-input"), folderInput = document.getElementById("folder-input");
 document.getElementById("pick-files").addEventListener("click", () => fileInput.click());
@@ -440,11 +506,11 @@ zone.addEventListener("drop", async (ev) => {
   const out = [];
   if (entries.length) for (const entry of entries) await walkEntry(entry, "", out);
   else for (const f of ev.dataTransfer.files) out.push({ file: f, rel: f.name });
-  enqueue(out);
+  enqueue(out, host);
 });
 
 window.addEventListener("beforeunload", (ev) => {
-  if (uploads.active) { ev.preventDefault(); ev.returnValue = ""; }
+  if (uploadsBusy()) { ev.preventDefault(); ev.returnValue = ""; }
 });
 
 load();

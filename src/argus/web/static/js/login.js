@@ -27,7 +27,11 @@ form.addEventListener("submit", async (ev) => {
     location.assign(page.next || "/tasks");
     return;
   }
+  // The API says why in detail.code; a disabled account is told so only after right credentials.
+  let code = null;
+  try { code = ((await r.json()).detail || {}).code; } catch { /* not JSON: the status says enough */ }
   error.textContent = r.status === 401 ? t("login.failed") : t("login.error", { status: r.status });
   if (r.status === 429) error.textContent = t("login.throttled");
+  if (code === "user_disabled") error.textContent = t("login.disabled");
   error.hidden = false;
 });

@@ -116,3 +116,40 @@ export function textRange(lineEl, start, end) {
   }
   return started ? range : null;
 }
+
+// ---- filter helpers: a line's Ray actor prefix and its level (what the filter row chooses by) ----
+const PREFIX = /^\(([A-Za-z_][\w.]*)?(?:\s*pid=(\d+))?(?:,\s*ip=[^)\s]*)?\)/;
+
+/** Ray's "(TaskRunner pid=4242, ip=10.0.0.1)" → {name: "TaskRunner", label: "TaskRunner pid=4242"}; null when
+ * the line has no such prefix. The ip is dropped from the label: one actor is one pid on its node. */
+export function actorPrefix(text) {
+  const m = PREFIX.exec(text);
+  if (!m || (!m[1] && !m[2])) return null;
+  const name = m[1] || "pid";
+  return { name, label: m[2] ? `${m[1] ? `${m[1]} ` : ""}pid=${m[2]}` : name, length: m[0].length };
+}
+
+const LEVEL_ERROR = /\b(?:ERROR|CRITICAL|FATAL)\b|Traceback \(most recent call last\)|^[\w.]*(?:Error|Exception)\b(?::|$)/;
+const LEVEL_WARNING = /\bWARN(?:ING)?\b|\b\w*Warning:/;
+const LEVEL_INFO = /\bINFO\b/;
+const TRACEBACK = /^Traceback \(most recent call last\)/;
+
+/** The level of a line of visible text: "error", "warning", "info" or "" (none said). A Python traceback is an
+ * error from its "Traceback" line through its indented frames to the exception line; `tb` is a Map (one
+ * per window of lines) that carries "inside a traceback" from line to line, per actor prefix, since Ray
+ * interleaves the lines of several actors. */
+export function lineLevel(text, tb) {
+  const p = actorPrefix(text);
+  const key = p ? p.label : "";
+  const body = p ? text.slice(p.length).replace(/^ /, "") : text;
+  if (TRACEBACK.test(body)) { tb.set(key, true); return "error"; }
+  if (tb.get(key)) {
+    if (/^\s/.test(body) || body === "" || /^During handling|^The above exception/.test(body)) return "error";
+    tb.delete(key); // the exception line closes the traceback
+    return "error";
+  }
+  if (LEVEL_ERROR.test(body)) return "error";
+  if (LEVEL_WARNING.test(body)) return "warning";
+  if (LEVEL_INFO.test(body)) return "info";
+  return "";
+}

@@ -1,13 +1,32 @@
-// Nodes page: GET /api/v2/nodes (GPUs total / allocated / free per worker, who holds them) and the
+// Nodes page: GET /api/v2/nodes (GPUs total / allocated / free per worker, who holds them, each GPU's
+// use from the tasks' telemetry as a bar, CPU-only nodes named) and the
 // queue head (tasks not yet placed; my own waiting tasks with the scheduler's reason). Other users'
 // tasks arrive from the API without id or user for non-admins: shown as "another user's task".
-import { api, el, page, poll, statusBadge, t } from "./common.js";
+import { api, el, fmtTime, page, poll, statusBadge, t } from "./common.js";
 
 function holder(task) {
-  const idle = task.idle_gpus_since ? el("span", { class: "badge idle", title: t("nodes.idle_title") }, t("nodes.idle")) : "";
+  const idle = task.idle_gpus_since ? el("span", { class: "badge idle", title: t("nodes.idle_title") },
+    `${t("nodes.idle")} ${t("nodes.idle_since", { time: fmtTime(task.idle_gpus_since * 1000) })}`) : "";
   if (!task.task_id) return el("span", { class: "muted other" }, t("nodes.other_task", { gpus: task.gpus }), " ", idle);
   return el("span", {}, el("a", { href: `/tasks/${encodeURIComponent(task.task_id)}` }, task.task_id),
     page.is_admin ? ` (${task.user})` : "", ` · ${task.gpus} GPU `, idle);
+}
+
+/** Each sampled GPU of the node as a small bar (utilisation %) with its memory in use; what the API
+ * computed from the tasks' telemetry (`gpu_use`), or why there is nothing to draw. */
+function gpuUse(n) {
+  if (n.cpu_only) return el("span", { class: "muted nodes-cpu-only" }, t("nodes.cpu_only"));
+  if (!n.gpu_use) return el("span", { class: "muted nodes-no-sample" }, t("nodes.no_sample"));
+  const bars = n.gpu_use.gpus.map((g, i) => {
+    const pct = g.util_pct === null ? 0 : g.util_pct;
+    const label = `${g.util_pct === null ? "?" : Math.round(g.util_pct)} %` +
+      (g.mem_mib === null ? "" : ` · ${(g.mem_mib / 1024).toFixed(1)} GiB`);
+    return el("div", { class: "nodes-gpu", title: t("nodes.gpu_title", { i, task: g.task_id || t("nodes.another") }) },
+      el("span", { class: "nodes-bar" }, el("span", { class: "nodes-fill", style: `width:${pct}%` })),
+      el("span", { class: "nodes-gpu-label mono" }, label));
+  });
+  const mean = n.gpu_use.util_mean_pct === null ? "" : t("nodes.gpu_mean", { pct: Math.round(n.gpu_use.util_mean_pct) });
+  return el("div", { class: "nodes-gpus" }, el("span", { class: "hint nodes-gpu-mean" }, mean), ...bars);
 }
 
 async function load() {
@@ -22,6 +41,7 @@ async function load() {
     el("td", {}, el("span", { class: `badge ${n.alive ? "st-succeeded" : "st-failed"}` }, n.alive ? t("nodes.alive") : t("nodes.lost"))),
     el("td", { class: "num" }, n.gpus_total), el("td", { class: "num" }, n.gpus_allocated),
     el("td", { class: "num" }, Math.max(0, n.gpus_total - n.gpus_allocated)), el("td", { class: "num" }, n.cpus_total),
+    el("td", { class: "nodes-use" }, gpuUse(n)),
     el("td", {}, n.tasks.length ? n.tasks.map((x) => el("div", {}, holder(x))) : "—"))));
   document.getElementById("nodes-empty").hidden = view.nodes.length > 0;
   // The queue head: the oldest waiting tasks with the scheduler's reason (others' redacted by the

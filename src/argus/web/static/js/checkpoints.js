@@ -1,0 +1,93 @@
+// The task page's Checkpoints tab (issue 25): GET …/checkpoints (verl's global_step_N folders: state, size,
+// time), and per complete step Resume (POST …/resume: a new task), Export to a Hugging Face folder
+// (POST …/export: a CPU task), Delete (DELETE …/checkpoints?step=N), plus Delete all. What may be done is the
+// API's to say: a refused action shows the API's own message (e.g. "the task is RUNNING: … once it has
+// ended"), nothing is decided here. Refreshed every 10 s while the tab is open and the task runs.
+import { api, el, fmtBytes, fmtTime, poll, t } from "./common.js";
+
+function stateText(state) {
+  if (state === "complete") return t("task.ckpt_complete");
+  if (state === "writing") return t("task.ckpt_writing");
+  if (state === "incomplete") return t("task.ckpt_incomplete");
+  return state;
+}
+
+export function startCheckpoints(base, taskId, finished) {
+  const bodyEl = document.getElementById("ckpt-body");
+  const result = document.getElementById("ckpt-result");
+  const deleteAll = document.getElementById("ckpt-delete-all");
+  let poller = null;
+
+  function say(ok, text, link) {
+    result.hidden = false;
+    result.className = ok ? "" : "error";
+    result.dataset.ok = ok ? "1" : "0";
+    result.replaceChildren(text, link ? " " : "", link || "");
+  }
+
+  function taskLink(id) {
+    return el("a", { href: `/tasks/${encodeURIComponent(id)}`, class: "mono", "data-new-task": id }, id);
+  }
+
+  /** Run one API call; say what it answered (a submitted task — resume, export — is linked). */
+  async function act(fn, okText, submits = false) {
+    try {
+      const r = await fn();
+      say(true, okText(r), submits ? taskLink(r.task_id) : null);
+    } catch (e) {
+      say(false, e.message);
+    }
+    await load();
+  }
+
+  function row(s) {
+    const size = s.size_exact ? fmtBytes(s.size_bytes) : t("task.ckpt_size_more", { size: fmtBytes(s.size_bytes) });
+    const actions = s.complete ? [
+      el("button", { type: "button", "data-act": "resume", onclick: () => act(
+        () => api(`${base}/resume`, { method: "POST", body: { step: s.step } }), () => t("task.ckpt_resumed"), true) },
+      t("task.ckpt_resume")),
+      el("button", { type: "button", "data-act": "export", onclick: () => {
+        const to = window.prompt(t("task.ckpt_export_to", { step: s.step, id: taskId }), "");
+        if (to === null) return;
+        act(() => api(`${base}/export`, { method: "POST", body: { step: s.step, to: to.trim() || null } }),
+          () => t("task.ckpt_exported"), true);
+      } }, t("task.ckpt_export")),
+    ] : [];
+    actions.push(el("button", { type: "button", class: "danger", "data-act": "delete", onclick: () => {
+      if (!window.confirm(t("task.ckpt_delete_confirm", { step: s.step, id: taskId }))) return;
+      act(() => api(`${base}/checkpoints?step=${s.step}`, { method: "DELETE" }),
+        (r) => t("task.ckpt_deleted", { path: r.removed }));
+    } }, t("task.ckpt_delete")));
+    return el("tr", { "data-step": s.step, "data-state": s.state, title: s.path },
+      el("td", { class: "mono" }, String(s.step)),
+      el("td", {}, stateText(s.state)),
+      el("td", { class: "num" }, size),
+      el("td", {}, fmtTime(s.modified_at)),
+      el("td", { class: "ckpt-actions" }, actions));
+  }
+
+  async function load() {
+    const data = await api(`${base}/checkpoints`);
+    document.getElementById("ckpt-folder").textContent =
+      t("task.ckpt_folder", { folder: data.folder, latest: data.latest === null ? "—" : data.latest });
+    document.getElementById("ckpt-empty").hidden = data.steps.length > 0;
+    document.getElementById("ckpt-table").hidden = data.steps.length === 0;
+    deleteAll.hidden = data.steps.length === 0;
+    bodyEl.replaceChildren(...data.steps.slice().reverse().map(row)); // newest first
+    document.querySelector('[data-pane="checkpoints"]').dataset.loaded = "1";
+    if (finished() && poller) { poller.stop(); poller = null; }
+  }
+
+  deleteAll.addEventListener("click", () => {
+    if (!window.confirm(t("task.ckpt_delete_all_confirm", { id: taskId }))) return;
+    act(() => api(`${base}/checkpoints`, { method: "DELETE" }), (r) => t("task.ckpt_deleted", { path: r.removed }));
+  });
+
+  return {
+    open() {
+      if (poller) { poller.now(); return; }
+      poller = poll(load, 10000);
+      poller.now();
+    },
+  };
+}
