@@ -57,6 +57,8 @@ def upgrade_keeps_data(engine) -> None:  # noqa: ANN001
         command.upgrade(cfg, "head")
     with engine.connect() as conn:
         assert conn.execute(text("SELECT name, max_gpus FROM users ORDER BY id")).all() == [("alice", 4), ("bob", None)]
+        # 0008: every user there before directory sign-in stays a local user
+        assert [bool(d) for d, in conn.execute(text("SELECT directory FROM users ORDER BY id"))] == [False, False]
         assert conn.execute(text("SELECT user_id, prefix FROM api_tokens")).all() == [(1, "argus_ab")]
         assert conn.execute(text("SELECT id, user_id, status, n_gpus_per_node, team FROM tasks")).all() == [
             ("ppo-000001", 1, "SUCCEEDED", 8, None)]

@@ -10,7 +10,19 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, Boolean, DateTime, Float, ForeignKey, Index, Integer, String, Text
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    false,
+)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 from sqlalchemy.types import TypeDecorator
 
@@ -53,6 +65,9 @@ class UserModel(Base):
     # Per-user caps set by an admin (issue 14); None: the platform default from settings applies.
     max_gpus: Mapped[int | None] = mapped_column(Integer)
     max_running_tasks: Mapped[int | None] = mapped_column(Integer)
+    # Signs in with the LDAP directory (issue 26, services/directory.py): no local password, never checked
+    # locally; created at their first directory sign-in. A local user (False) is never checked against it.
+    directory: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false(), nullable=False)
 
 
 class ApiTokenModel(Base):
