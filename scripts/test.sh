@@ -16,6 +16,10 @@ command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)
 [[ -x /usr/bin/chromium ]] || need+=(chromium)
 # a CJK font, so the Chinese UI's screenshots show characters, not boxes
 [[ -e /usr/share/fonts/truetype/wqy/wqy-microhei.ttc ]] || need+=(fonts-wqy-microhei)
+# OpenLDAP's slapd: the directory sign-in tests start a private one (tests/ldap_fixtures.py; never the
+# package's own service or /etc/ldap config); ldap-utils: ldapsearch & co. to look into it by hand
+[[ -x /usr/sbin/slapd ]] || need+=(slapd)
+command -v ldapsearch >/dev/null 2>&1 || need+=(ldap-utils)
 if ((${#need[@]})); then
   echo "test: installing system packages: ${need[*]}" >&2
   SUDO=""; [[ $(id -u) -ne 0 ]] && SUDO="sudo"

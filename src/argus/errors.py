@@ -91,3 +91,7 @@ class QuotaExceeded(ArgusError):
 
 class TooManyRequests(ArgusError):
     """Refused for now: too many failed attempts (HTTP 429); the same request later may succeed."""
+
+
+class Unavailable(ArgusError):
+    """A service Argus relies on cannot be reached now, e.g. the LDAP directory (HTTP 503); try again later."""

@@ -147,6 +147,27 @@ class Settings(BaseSettings):
     # Browser sessions (services/web_sessions.py): how long a sign-in lasts (the cookie's Max-Age)
     web_session_hours: float = Field(default=12.0, gt=0, le=24 * 90)
 
+    # Sign-in with an LDAP directory (issue 26, services/directory.py); off while ldap_url is empty. A user is
+    # found under ldap_user_base with ldap_user_filter ({user}: the name typed, escaped), searching as
+    # ldap_bind_dn (anonymously without it), then bound as with their password. The filter also decides who is
+    # enabled (exclude a locked attribute, require a group). Groups: found under ldap_group_base with
+    # ldap_group_filter ({dn}: the user's DN, {user}: the name); ldap_team_groups maps them to teams as
+    # "group=team;group=team" (group: a DN or a cn); members of ldap_admin_group are site admins.
+    # ldaps:// URLs use TLS from the start; ldap_starttls upgrades ldap://; certificates are checked
+    # against the system's CAs or ldap_ca_file.
+    ldap_url: str = ""
+    ldap_user_base: str = ""
+    ldap_user_filter: str = "(uid={user})"
+    ldap_bind_dn: str = ""
+    ldap_bind_password: str = ""
+    ldap_group_base: str = ""
+    ldap_group_filter: str = "(|(member={dn})(uniqueMember={dn})(memberUid={user}))"
+    ldap_team_groups: str = ""
+    ldap_admin_group: str = ""
+    ldap_starttls: bool = False
+    ldap_ca_file: str = ""
+    ldap_timeout_s: float = Field(default=5.0, gt=0, le=120)
+
     # Operations (issue 14). GET /metrics answers an admin token or this bearer token (a scraper needs no admin
     # rights); never open without one.
     metrics_token: str | None = None
@@ -190,6 +211,22 @@ class Settings(BaseSettings):
         if lo <= port <= hi:
             raise ValueError(f"port {port} is inside Ray's worker port range {lo}-{hi}; choose one outside it")
         return port
+
+    @model_validator(mode="after")
+    def _ldap_complete(self) -> Settings:
+        """A half-configured directory is refused at start, in one line, not at the first sign-in."""
+        if not self.ldap_url:
+            return self
+        if not self.ldap_url.lower().startswith(("ldap://", "ldaps://")):
+            raise ValueError(f"ldap_url {self.ldap_url!r} must start with ldap:// or ldaps://")
+        if not self.ldap_user_base:
+            raise ValueError("ldap_url is set but ldap_user_base is empty: say where users are searched")
+        if "{user}" not in self.ldap_user_filter:
+            raise ValueError("ldap_user_filter must contain {user} (the name typed at sign-in)")
+        from argus.core.directory import parse_team_groups  # pure; the problem names the bad pair
+
+        parse_team_groups(self.ldap_team_groups)
+        return self
 
     def port_given(self, name: str) -> bool:
         """Whether a port setting was asked for (flag, ``ARGUS_*`` or YAML) rather than left at its default."""

@@ -49,6 +49,7 @@ from argus.errors import (
     QuotaExceeded,
     TooManyRequests,
     Unauthorized,
+    Unavailable,
 )
 from argus.web import install_web
 
@@ -61,6 +62,7 @@ _STATUS = [
     (Conflict, 409),
     (QuotaExceeded, 413),
     (TooManyRequests, 429),
+    (Unavailable, 503),
     (ClientError, 400),
 ]
 

@@ -159,11 +159,26 @@ def me(output: Output = output_option()) -> None:
 
 
 @handle_errors
-def login(url: str = typer.Option(..., "--url", prompt=True), token: str = typer.Option(..., "--token", prompt=True,
-                                                                                         hide_input=True)) -> None:
+def login(url: str = typer.Option(..., "--url", prompt=True),
+          token: str | None = typer.Option(None, "--token", help="an API token (asked for when neither --token nor "
+                                                                 "--user is given)"),
+          user: str | None = typer.Option(None, "--user", help="sign in with your user name and password instead "
+                                                               "(local, or your directory/LDAP one): a new token is "
+                                                               "made for this machine")) -> None:
     """Save the server URL and your token to ~/.config/argus/cli.yaml (mode 600)."""
-    cfg = CliConfig(url=url.rstrip("/"), token=token)
     from argus.cli.client import ArgusClient
+
+    url = url.rstrip("/")
+    if user:
+        import socket
+
+        password = typer.prompt("password", hide_input=True)
+        made = ArgusClient(url, None).post("/api/v2/session/token", json={
+            "user": user, "password": password, "name": f"argus login on {socket.gethostname()}"[:128]})
+        token = made["token"]
+    elif token is None:
+        token = typer.prompt("Token", hide_input=True)
+    cfg = CliConfig(url=url, token=token)
 
     who = ArgusClient(cfg.url, cfg.token).get("/api/v2/me")
     path = cfg.save()

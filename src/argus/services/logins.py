@@ -30,8 +30,10 @@ from datetime import UTC, datetime
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from argus.core.paths import USER_NAME_RE
 from argus.db.models import SshKeyModel, UserModel
 from argus.errors import ClientError, TooManyRequests
+from argus.services.directory import Directory
 from argus.services.principal import Principal
 from argus.services.users import change_own_password, password_too_long, verify_password
 
@@ -115,16 +117,24 @@ def _active_user(session: Session, name: str) -> UserModel | None:
     return None if user is None or user.disabled else user
 
 
-def login_with_password(session: Session, name: str, password: str) -> Principal | None:
+def login_with_password(session: Session, name: str, password: str, *, directory: Directory | None = None,
+                        address: str | None = None) -> Principal | None:
     """The principal when the password is right and the user enabled; argon2 is slow: call off the loop.
 
-    A password over ``MAX_PASSWORD_BYTES`` is refused before any look-up or hashing."""
+    A password over ``MAX_PASSWORD_BYTES`` is refused before any look-up or hashing. A local user is checked
+    locally and only there; with a ``directory`` (LDAP sign-in on), a directory user or an unknown name is
+    checked against it (services/directory.py), which may raise Forbidden (disabled in Argus, a name Argus
+    cannot take: told only after the directory accepted the password) or Unavailable (directory down)."""
     if password_too_long(password):
         return None
-    user = _active_user(session, name)
-    if user is None or not verify_password(user, password):
+    if USER_NAME_RE.fullmatch(name):
+        user = session.scalar(select(UserModel).where(UserModel.name == name))
+        if user is not None and not user.directory:
+            return Principal(id=user.id, name=user.name, is_admin=user.is_admin) if verify_password(user, password) \
+                else None
+    if directory is None:
         return None
-    return Principal(id=user.id, name=user.name, is_admin=user.is_admin)
+    return directory.sign_in(session, name, password, address=address)
 
 
 def login_with_key(session: Session, name: str, fingerprint: str) -> Principal | None:

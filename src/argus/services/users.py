@@ -233,6 +233,7 @@ def change_own_password(session: Session, user_id: int, password: object, curren
     someone else's uses ``set_password``."""
     user = session.get(UserModel, user_id)
     assert user is not None
+    _refuse_directory_user(user)
     if user.password_hash:
         if current is None or current == "":
             raise ClientError("current password required", code="current_password_required",
@@ -250,7 +251,20 @@ def has_password(session: Session, user_id: int) -> bool:
     return session.scalar(select(UserModel.password_hash).where(UserModel.id == user_id)) is not None
 
 
+def _refuse_directory_user(user: UserModel) -> None:
+    """A directory (LDAP) user's password is the directory's: a local one would never be checked
+    (services/logins.py asks the directory about them), so setting one is refused, saying where to go."""
+    if user.directory:
+        raise Conflict(f"{user.name!r} signs in with the directory (LDAP): change the password there, not in Argus",
+                       code="directory_user",
+                       errors=[FieldError("password", None, "is kept by your organisation's directory (LDAP); change "
+                                                            "it with your directory's own tools")])
+
+
 def set_password(session: Session, user_id: int, password: object) -> None:
+    user = session.get(UserModel, user_id)
+    assert user is not None
+    _refuse_directory_user(user)
     if not isinstance(password, str) or len(password) < MIN_PASSWORD_LEN:
         raise ClientError(
             "password too short",
@@ -264,8 +278,6 @@ def set_password(session: Session, user_id: int, password: object) -> None:
             errors=[FieldError("password", None, f"must be at most {MAX_PASSWORD_BYTES} bytes (UTF-8); "
                                                  "use a shorter passphrase or an SSH key")],
         )
-    user = session.get(UserModel, user_id)
-    assert user is not None
     user.password_hash = _hasher.hash(password)
 
 

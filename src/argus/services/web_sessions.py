@@ -33,6 +33,7 @@ from sqlalchemy.orm import Session
 from argus.core.paths import USER_NAME_RE
 from argus.db.models import UserModel, WebSessionModel, utcnow
 from argus.errors import Forbidden, TooManyRequests, Unauthorized
+from argus.services.directory import Directory
 from argus.services.logins import LoginLimiter, login_with_password
 from argus.services.principal import Principal
 from argus.services.users import authenticate_token, password_matches, password_too_long
@@ -81,19 +82,23 @@ def _spend_like_a_password_check(password: str) -> None:
 
 
 def authenticate_password(session: Session, limiter: LoginLimiter, name: str, password: str,
-                          address: str) -> Principal:
+                          address: str, *, directory: Directory | None = None) -> Principal:
     """The principal for a right password of an enabled user, else Unauthorized (one generic message).
 
     A *disabled* user with the right password gets Forbidden "this account is disabled" instead: they are
     owed the reason (else they retry and lock themselves out), and only whoever knows the password learns it,
     at the same Argon2 cost as a wrong guess (no timing or message oracle about the account's state).
 
-    Throttled per (name, address) and per address by ``limiter``; Argon2 is slow: call off the loop."""
+    With a ``directory`` (LDAP sign-in on), names that are not local users are checked against it
+    (services/directory.py); a directory that cannot be reached is Unavailable (503), never a failure counted
+    against the user. Throttled per (name, address) and per address by ``limiter``; Argon2 is slow: call
+    off the loop."""
     if limiter.blocked(name, address):
         raise TooManyRequests("too many failed sign-ins from your address; wait a minute and try again",
                               code="too_many_attempts")
     possible = USER_NAME_RE.fullmatch(name) is not None  # else never looked up (a NUL is an error on PostgreSQL)
-    principal = login_with_password(session, name, password) if possible else None
+    principal = login_with_password(session, name, password, directory=directory, address=address) \
+        if possible or directory is not None else None
     if principal is None:
         user = session.scalar(select(UserModel).where(UserModel.name == name)) if possible else None
         if user is not None and user.disabled and password_matches(user, password):

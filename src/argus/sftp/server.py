@@ -2,7 +2,9 @@
 
 SFTP only: no shell, no exec, no port/agent/X11 forwarding, no SCP. Users log in
 with their Argus name and either the password they set (``argus passwd``) or a
-registered public key (``argus keys add``). Disabled users are refused; failed
+registered public key (``argus keys add``); with LDAP sign-in on (``ldap_url``), directory users log in
+with their directory password (services/directory.py; the child process gets the LDAP settings with the
+others on its stdin). Disabled users are refused; failed
 logins are limited per (user, address) with a ceiling per address; valid keys are never
 throttled (``services.logins``). Argon2
 verification and database look-ups run in a worker thread so one slow login
@@ -32,7 +34,9 @@ from typing import TYPE_CHECKING
 
 import asyncssh
 
+from argus.errors import ArgusError
 from argus.services import audit
+from argus.services.directory import Directory
 from argus.services.files import FileStore, user_files
 from argus.services.logins import LoginLimiter, login_with_key, login_with_password
 from argus.services.principal import Principal
@@ -90,7 +94,7 @@ class _Connection(asyncssh.SSHServer):
         if password_too_long(password):  # refused before any thread, look-up or hashing
             limiter.failed(username, self.address)
             return False
-        principal = await asyncio.to_thread(self.owner.check_password, username, password)
+        principal = await asyncio.to_thread(self.owner.check_password, username, password, self.address)
         if principal is None:
             limiter.failed(username, self.address)
             return False
@@ -118,15 +122,22 @@ class SftpServer:
         self.store = store
         self.limiter = LoginLimiter(settings.login_max_failures, settings.login_window_s,
                                     on_lockout=audit.lockout_recorder(db.session, "sftp"))
+        self.directory = Directory.from_settings(settings)
         self._acceptor: asyncssh.SSHAcceptor | None = None
 
     @property
     def banner(self) -> str:
         return f"SFTP: sftp -P {self.settings.sftp_port} <user>@{self.settings.sftp_host}"
 
-    def check_password(self, username: str, password: str) -> Principal | None:
-        with self.db.session() as session:
-            return login_with_password(session, username, password)
+    def check_password(self, username: str, password: str, address: str | None = None) -> Principal | None:
+        """SSH has no way to say why: a directory user disabled in Argus, a name Argus cannot take, or a
+        directory that cannot be reached (logged by services/directory.py) are a refused password too."""
+        try:
+            with self.db.session() as session:
+                return login_with_password(session, username, password, directory=self.directory, address=address)
+        except ArgusError as exc:
+            log.info("sftp: password login for %r refused: %s", username[:80], exc)
+            return None
 
     def check_key(self, username: str, fingerprint: str) -> Principal | None:
         with self.db.session() as session:

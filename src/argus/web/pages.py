@@ -80,7 +80,8 @@ def login_page(request: Request, ctx: AppContext = Depends(get_ctx)) -> Response
     nxt = _safe_next(request.query_params.get("next"))
     if principal is not None:
         return RedirectResponse(nxt, status_code=303)
-    return render(request, "login.html", title_key="login.title", principal=None, next=nxt)
+    return render(request, "login.html", title_key="login.title", principal=None, next=nxt,
+                  directory=bool(ctx.settings.ldap_url))
 
 
 def _safe_next(target: str | None) -> str:

@@ -33,5 +33,7 @@ form.addEventListener("submit", async (ev) => {
   error.textContent = r.status === 401 ? t("login.failed") : t("login.error", { status: r.status });
   if (r.status === 429) error.textContent = t("login.throttled");
   if (code === "user_disabled") error.textContent = t("login.disabled");
+  if (code === "directory_unavailable") error.textContent = t("login.directory_down");
+  if (code === "invalid_directory_name") error.textContent = t("login.directory_name");
   error.hidden = false;
 });
