@@ -23,7 +23,8 @@ def test_admin_creates_a_team_a_team_admin_manages_members(live: LiveServer, peo
     assert r.status_code == 201, r.text
     assert r.json() | {"members": None} == {"name": "nlp", "weight": 2.0, "max_gpus": 16, "max_running_tasks": None,
                                             "gpu_hours_month": 5000.0, "quota_bytes": None, "my_role": None,
-                                            "member_count": 0, "members": None}
+                                            "member_count": 0, "members": None, "running_tasks": 0,
+                                            "gpus_held": 0, "gpu_hours_used_month": 0.0}
     assert admin.post("/api/v2/teams", json={"name": "nlp"}).status_code == 409
     assert alice.post("/api/v2/teams", json={"name": "mine"}).status_code == 403
 
@@ -189,6 +190,24 @@ def test_tasks_are_charged_to_a_team_and_a_spent_budget_refuses_at_submit(live: 
     assert 'argus_team_gpu_hours_budget{team="nlp"} 10.0' in text
     assert 'argus_team_gpus_held{team="vision"} 0.0' in text
     assert 'argus_team_gpu_hours_budget{team="vision"}' not in text
+
+    # the Teams page's figures and CSV links: use this month against the budget, tasks and GPUs held now
+    r = people["bob"].get("/api/v2/usage", params={"team": "nlp", "group_by": "user", "format": "csv"})
+    assert r.status_code == 200 and r.headers["content-type"].startswith("text/csv"), r.text
+    assert 'attachment; filename="argus-usage-user-nlp-' in r.headers["content-disposition"]
+    lines = r.text.splitlines()
+    assert lines[0] == "user,gpu_hours,cpu_hours,attempts" and lines[1].startswith("alice,1.2000,0.0000,"), lines
+    assert carol.get("/api/v2/usage", params={"team": "nlp", "format": "csv"}).status_code == 404
+    from sqlalchemy import select
+
+    from argus.db.models import TaskModel
+
+    with live.ctx.db.session() as s:  # one of vision's tasks (2 GPUs) running now
+        s.scalars(select(TaskModel).where(TaskModel.team == "vision").limit(1)).one().status = "RUNNING"
+    teams = {t["name"]: t for t in alice.get("/api/v2/teams").json()}
+    assert (teams["nlp"]["gpu_hours_used_month"], teams["nlp"]["running_tasks"]) == (1.2, 0)
+    assert (teams["vision"]["running_tasks"], teams["vision"]["gpus_held"]) == (1, 2), teams["vision"]
+    assert people["bob"].get("/api/v2/teams/nlp").json()["gpu_hours_used_month"] == 1.2
 
 
 def test_priority_classes_who_may_use_them_and_tasks_that_carry_them(live: LiveServer, people) -> None:  # noqa: ANN001

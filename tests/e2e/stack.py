@@ -83,8 +83,8 @@ class Stack:
     def head_node_id(self) -> str:
         return self.cluster.head.node_id
 
-    def add_worker(self, gpus: int) -> str:
-        return self.cluster.add_worker(gpus=gpus).name
+    def add_worker(self, gpus: int, cpus: int | None = None) -> str:
+        return self.cluster.add_worker(gpus=gpus, cpus=cpus).name
 
     def kill_worker(self, name: str) -> None:
         self.cluster.kill_worker(name)

@@ -13,6 +13,8 @@ their own use and is refused (403) when asking for another user's — except a t
 
 from __future__ import annotations
 
+import csv
+import io
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
@@ -157,3 +159,13 @@ def _order(group_by: str) -> Any:
     if group_by == "day":
         return lambda row: date.fromisoformat(row.key)
     return lambda row: (-row.gpu_seconds, -row.cpu_seconds, row.key)
+
+
+def usage_csv(report: UsageReport) -> str:
+    """The report's rows as CSV (the same columns as ``argus usage --csv``), for a spreadsheet."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow([report.group_by, "gpu_hours", "cpu_hours", "attempts"])
+    for r in report.rows:
+        writer.writerow([r.key, f"{r.gpu_seconds / 3600:.4f}", f"{r.cpu_seconds / 3600:.4f}", r.attempts])
+    return out.getvalue()

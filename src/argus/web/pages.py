@@ -1,4 +1,4 @@
-"""Page routes: sign-in, tasks, New Task, one task, Data, Account, Nodes, Environments, Admin; a 404 page
+"""Page routes: sign-in, tasks, New Task, one task, Data, Account, Nodes, Environments, Teams, Admin; a 404 page
 otherwise.
 
 Signed-out page requests get a 303 to ``/login?next=…``. A task page is rendered only when the
@@ -166,6 +166,12 @@ def nodes_page(request: Request, principal: Principal = Depends(signed_in)) -> R
 def envs_page(request: Request, principal: Principal = Depends(signed_in)) -> Response:
     """The training environments tasks can name in ``env:`` (GET /api/v2/envs); managing them is the CLI's."""
     return render(request, "envs.html", title_key="envs.title", principal=principal)
+
+
+@router.get("/teams")
+def teams_page(request: Request, principal: Principal = Depends(signed_in)) -> Response:
+    """Your teams (a site admin: every team) and usage by team; the page fetches /api/v2/teams and /usage."""
+    return render(request, "teams.html", title_key="teams.title", principal=principal)
 
 
 @router.get("/admin")

@@ -18,6 +18,7 @@ from argus.api.schemas import ErrorOut
 from argus.services import audit
 from argus.services import teams as svc
 from argus.services.principal import Principal
+from argus.services.team_load import TeamLoad, team_load
 
 router = APIRouter(prefix="/api/v2/teams", tags=["teams"])
 _ERR = {400: {"model": ErrorOut}, 403: {"model": ErrorOut}, 404: {"model": ErrorOut}, 409: {"model": ErrorOut}}
@@ -65,14 +66,27 @@ class TeamOut(BaseModel):
     my_role: str | None = Field(description="your role in the team; null when you administer it without being in it")
     member_count: int
     members: list[MemberOut] | None = Field(None, description="in GET /teams/{name} only")
+    running_tasks: int = Field(0, description="the team's tasks starting, running or being canceled now")
+    gpus_held: int = Field(0, description="GPUs those tasks hold")
+    gpu_hours_used_month: float = Field(0.0, description="GPU-hours charged to the team this calendar month (UTC), "
+                                                         "against gpu_hours_month")
 
 
-def _out(team: Any, role: svc.TeamRole | None, count: int, members: tuple[svc.Member, ...] | None = None) -> TeamOut:
+def _out(team: Any, role: svc.TeamRole | None, count: int, members: tuple[svc.Member, ...] | None = None,
+         load: TeamLoad | None = None) -> TeamOut:
+    load = load or TeamLoad()
     return TeamOut(name=team.name, weight=team.weight, max_gpus=team.max_gpus,
                    max_running_tasks=team.max_running_tasks, gpu_hours_month=team.gpu_hours_month,
                    quota_bytes=team.quota_bytes, my_role=role.value if role else None, member_count=count,
                    members=None if members is None else [MemberOut(name=m.name, role=m.role.value,
-                                                                   is_default=m.is_default) for m in members])
+                                                                   is_default=m.is_default) for m in members],
+                   running_tasks=load.running_tasks, gpus_held=load.gpus_held,
+                   gpu_hours_used_month=round(load.gpu_hours_month, 4))
+
+
+def _view_out(session: Session, view: svc.TeamView) -> TeamOut:
+    return _out(view.team, view.my_role, len(view.members), view.members,
+                team_load(session, [view.team.name])[view.team.name])
 
 
 def _settings(body: TeamSettingsIn) -> dict[str, Any]:
@@ -82,8 +96,10 @@ def _settings(body: TeamSettingsIn) -> dict[str, Any]:
 @router.get("", response_model=list[TeamOut])
 def list_teams(principal: Principal = Depends(current_principal),
                session: Session = Depends(get_session, scope="function")) -> list[TeamOut]:
-    """Your teams (a site admin: every team)."""
-    return [_out(t, r, n) for t, r, n in svc.list_teams(session, principal)]
+    """Your teams (a site admin: every team), each with its use now and this month."""
+    teams = svc.list_teams(session, principal)
+    load = team_load(session, [t.name for t, _, _ in teams])
+    return [_out(t, r, n, load=load[t.name]) for t, r, n in teams]
 
 
 @router.post("", status_code=201, response_model=TeamOut, responses=_ERR)
@@ -99,8 +115,7 @@ def create_team(body: TeamIn, request: Request, principal: Principal = Depends(c
 @router.get("/{name}", response_model=TeamOut, responses=_ERR)
 def get_team(name: str, principal: Principal = Depends(current_principal),
              session: Session = Depends(get_session, scope="function")) -> TeamOut:
-    view = svc.get_team(session, principal, name)
-    return _out(view.team, view.my_role, len(view.members), view.members)
+    return _view_out(session, svc.get_team(session, principal, name))
 
 
 @router.patch("/{name}", response_model=TeamOut, responses=_ERR)
@@ -111,8 +126,7 @@ def update_team(name: str, body: TeamSettingsIn, request: Request, principal: Pr
     team = svc.update_team(session, principal, name, changes)
     audit.record(session, actor=principal.name, action=audit.TEAM_CHANGED, target=team.name, detail=changes,
                  source_ip=client_ip(request))
-    view = svc.get_team(session, principal, name)
-    return _out(view.team, view.my_role, len(view.members), view.members)
+    return _view_out(session, svc.get_team(session, principal, name))
 
 
 @router.delete("/{name}", status_code=204, responses=_ERR)
