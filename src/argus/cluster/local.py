@@ -360,7 +360,8 @@ class LocalCluster:
                 raise LocalClusterError(f"Ray {node.name} exited while waiting for {what}"
                                         f"{f' ({why})' if why else ''}; see {node.log_path}")
             if time.monotonic() > deadline:
-                raise LocalClusterError(f"Ray {node.name}: no {what} after {self.timeout_s:.0f} s; see {node.log_path}")
+                raise LocalClusterError(f"Ray {node.name}: still waiting for {what} after {self.timeout_s:.0f} s; "
+                                        f"see {node.log_path}")
             time.sleep(0.1)
 
     # -- the record of a running cluster, and the one an earlier run left -------------------
