@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from tests.web.conftest import Pages, Up, shot, sign_in, sign_in_with_token
-from tests.web.test_browser import submit_api
+from tests.web.test_browser import set_editor, submit_api
 
 pytestmark = [pytest.mark.browser, pytest.mark.e2e]
 
@@ -20,6 +20,8 @@ PHONE = {"width": 390, "height": 844}
 NAV = ['a[data-nav="tasks"]', 'a[data-nav="new"]', 'a[data-nav="data"]', 'a[data-nav="nodes"]',
        'a[data-nav="envs"]', 'a[data-nav="account"]', "#sign-out", "#lang-switch"]
 ECHO = "kind: advanced\nworkload: job\nname: phone\nnnodes: 1\nn_gpus_per_node: 0\ncommand: python3 -m argus.jobs.echo\n"
+LONG = ECHO.replace("argus.jobs.echo", "argus.jobs.echo " + " ".join(f"--pad{i}=$HOME/datasets/gsm8k/train.parquet"
+                                                                      for i in range(12)))
 
 # Elements sticking out to the right, outside any box that scrolls or clips sideways: what makes the page
 # scroll sideways (or would, were the body to clip it).
@@ -82,6 +84,11 @@ def _visit_all(page, up: Up, who: str, tid: str) -> None:  # noqa: ANN001
     page.goto(f"{up.url}/tasks/new")
     page.locator("#editor .cm-editor").wait_for()
     check(page, f"{who}-new-task", ["#check", "#submit", "#editor"])
+    # a checked spec shows its command after $HOME expansion: one long line that must wrap, not widen the page
+    set_editor(page, LONG)
+    page.locator("#expanded pre", has_text="--pad11=").wait_for(timeout=60_000)
+    page.on("dialog", lambda d: d.accept())  # leaving with an edited draft asks first: yes
+    check(page, f"{who}-new-task-checked", ["#check", "#submit", "#expanded pre"])
     page.goto(f"{up.url}/tasks/{tid}")
     page.locator("#t-status [data-status]").wait_for()
     tabs = page.locator("#tabs .tab").evaluate_all("(ts) => ts.map((t) => t.dataset.tab)")
