@@ -17,6 +17,9 @@ bulk-inserted through the DB layer after one real submit per user. Then Playwrig
   average 3–6, 20 edits each: before (900 ms debounce) p50 1016 ms / p95 1140 ms; after (250 ms
   debounce, the worker no longer deep-copies the composed config to drop its hydra node) p50 398 ms /
   p95 610 ms; the dry-run request alone p50 80 ms / p95 119 ms (at load ~15: 787 / 916 ms).
+* Data page (issue 25): a folder of 100 small files uploaded through the page, and a 2 000-file folder
+  opened (listing API + render, rows in the DOM), are ``bench/web_upload.py --folder 100 --listing 2000``
+  (a separate script: it runs ``argus server`` in a subprocess, as for its upload-memory figures).
 
 Prints figures; asserts nothing.
 
