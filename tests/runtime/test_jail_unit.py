@@ -152,3 +152,40 @@ def test_a_real_sandbox_has_a_private_tmp_and_a_sized_shm(tmp_path: Path) -> Non
     assert lines[:2] == ["[]", "32"]
     assert not any(d.startswith("nvidia") for d in eval(lines[2]))  # noqa: S307 - our own probe's list
     assert (Path(cfg.scratch_dir) / "t-1" / "tmp" / "mine").read_text() == "x"  # on the node's disk, per task
+
+
+@needs_bwrap
+def test_a_real_sandbox_shows_the_owners_team_folders_and_no_other_team(tmp_path: Path) -> None:
+    """Issue 26: a member's task reads and writes its team's folder, at <root>/teams/<team> and at
+    $HOME/teams/<team>; another team's folder (alice is not in it) is not there at all."""
+    cfg = _config(tmp_path, jail.bwrap_available() or "")
+    root = tmp_path / "private"
+    for team in ("nlp", "vision"):
+        (root / "teams" / team).mkdir(parents=True)
+    (root / "teams" / "nlp" / "data.txt").write_text("bob's rows")
+    (root / "teams" / "vision" / "secret").write_text("vision only")
+    home = root / "users" / "alice"
+    probe = (f"import os; print(open({str(root / 'teams/nlp/data.txt')!r}).read()); "
+             f"print(open({str(home / 'teams/nlp/data.txt')!r}).read()); "
+             f"print(sorted(os.listdir({str(root / 'teams')!r}))); "
+             f"print(os.path.exists({str(root / 'teams/vision/secret')!r})); "
+             f"open({str(home / 'teams/nlp/out.txt')!r}, 'w').write('alice wrote')")
+    out = _run(cfg, tmp_path, probe, teams=["nlp", "../users/bob"])
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[:4] == ["bob's rows", "bob's rows", "['nlp']", "False"]
+    assert (root / "teams" / "nlp" / "out.txt").read_text() == "alice wrote"  # in the team's folder for real
+
+
+def test_team_binds_skip_links_and_names_that_are_not_teams(tmp_path: Path) -> None:
+    root, home = tmp_path / "private", tmp_path / "private" / "users" / "alice"
+    home.mkdir(parents=True)
+    (root / "teams" / "nlp").mkdir(parents=True)
+    (root / "teams" / "linked").symlink_to(root / "users")
+    args = jail.team_binds(root, home, ["nlp", "linked", "../users", "Bad"])
+    assert args == ["--bind", str(root / "teams/nlp"), str(root / "teams/nlp"),
+                    "--bind", str(root / "teams/nlp"), str(home / "teams/nlp")]
+    new = str(root / "teams/newteam")
+    assert jail.team_binds(root, home, ["newteam"])[:3] == ["--bind", new, new]
+    assert (root / "teams" / "newteam").is_dir()  # made when missing: no member has opened it yet
+    (home / "teams").symlink_to(tmp_path)  # $HOME/teams made a link: the team is still shown at its own path
+    assert jail.team_binds(root, home, ["nlp"]) == ["--bind", str(root / "teams/nlp"), str(root / "teams/nlp")]

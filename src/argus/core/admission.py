@@ -31,7 +31,7 @@ from argus.core.interpolation import (
     find_interpolations,
     unresolved_path_errors,
 )
-from argus.core.pathrules import REWARD_KEYS, TRAIN_KEYS, check_literal_path, display
+from argus.core.pathrules import REWARD_KEYS, TRAIN_KEYS, check_literal_path, code_dirs, display, team_refusal
 from argus.core.paths import DataLayout, is_under, normalize
 from argus.core.resources import RESOURCES_KEY, task_need
 from argus.core.taskspec import AdvancedTaskSpec, BasicTaskSpec, TaskSpec
@@ -86,6 +86,8 @@ class Admitted:
     entry_module: str | None = None
     overrides: dict[str, str] = field(default_factory=dict)
     unresolved: list[FieldError] = field(default_factory=list)
+    # The layout the paths were judged in (with the owner's teams): later checks judge resolved values alike.
+    layout: DataLayout | None = None
 
 
 @dataclass
@@ -213,6 +215,7 @@ def _admit_advanced(
         _check_hydra_flags(parsed, user, layout, errors)
         _weak_checks(spec, parsed, warnings)
     return Admitted(spec=spec, command_expanded=expanded, entry_module=parsed.module, overrides=overrides,
+                    layout=policy.layout,
                     unresolved=unresolved)
 
 
@@ -397,18 +400,19 @@ def _admit_basic(
         unresolved.extend(unresolved_path_errors(key, value, fld=fld))
         overrides[key] = value
     entry = "verl.trainer.sft_trainer" if spec.workload == "sft" else "verl.trainer.main_ppo"
-    return Admitted(spec=spec, entry_module=entry, overrides=overrides, unresolved=unresolved)
+    return Admitted(spec=spec, entry_module=entry, overrides=overrides, unresolved=unresolved, layout=policy.layout)
 
 
 def _check_model_id(model_id: str, user: str, layout: DataLayout, errors: list[FieldError]) -> None:
     if model_id.startswith(("/", "$", "~", ".")):
         real = normalize(layout.expand(model_id, user))
-        allowed = (layout.home(user), layout.hf_dir)
+        allowed = (*layout.own_areas(user), layout.hf_dir)
         check_foreign_paths(str(real), user, layout, errors, fld="model_id")
         if not any(is_under(real, base) for base in allowed) and not _has_error(errors, "model_id"):
             errors.append(
                 FieldError("model_id", model_id,
-                           "a model path must be under $HOME/models (your uploads) or $HOME/common/hf (shared cache)")
+                           "a model path must be under $HOME/models (your uploads), a team folder of yours "
+                           "($HOME/teams/<team>/...) or $HOME/common/hf (shared cache)")
             )
     elif not _HF_ID.match(model_id):
         errors.append(
@@ -433,6 +437,10 @@ def check_foreign_paths(text: str, user: str, layout: DataLayout, errors: list[F
             real = normalize(piece, cwd)
         else:
             continue
+        refusal = team_refusal(real, layout)
+        if refusal:
+            errors.append(FieldError(fld, display(str(real), user, layout), refusal))
+            continue
         if not is_under(real, layout.users_dir) or real == layout.users_dir:
             if real == layout.users_dir:
                 errors.append(FieldError(fld, display(piece, user, layout),
@@ -453,6 +461,10 @@ def check_foreign_paths(text: str, user: str, layout: DataLayout, errors: list[F
                 FieldError(fld, display(m.group(0), user, layout),
                            "a path under the users directory must name your own home literally (no variables or globs)")
             )
+    for m in re.finditer(re.escape(str(layout.teams_dir)) + r"/+([^/\s]*)", text.replace("'", "").replace('"', "")):
+        if _GLOB_OR_VAR.search(m.group(1)):
+            errors.append(FieldError(fld, display(m.group(0), user, layout),
+                                     "a team folder must be named literally ($HOME/teams/<team>, no variables or globs)"))
 
 
 def _check_override_paths(key: str, value: str, user: str, layout: DataLayout, errors: list[FieldError], *,
@@ -485,7 +497,7 @@ def check_override_key(key: str, errors: list[FieldError], *, fld: str) -> None:
 
 
 def check_data_paths(value: str, user: str, layout: DataLayout, errors: list[FieldError], *, fld: str) -> None:
-    allowed = (layout.home(user), layout.datasets_dir, layout.legacy_datasets_dir)
+    allowed = (*layout.own_areas(user), layout.datasets_dir, layout.legacy_datasets_dir)
     for item in split_list_value(value):
         if not item.startswith("/"):
             errors.append(
@@ -494,19 +506,21 @@ def check_data_paths(value: str, user: str, layout: DataLayout, errors: list[Fie
             )
             continue
         real = normalize(item)
-        if not any(is_under(real, base) for base in allowed):
+        refusal = team_refusal(real, layout)
+        if refusal:
+            errors.append(FieldError(fld, display(item, user, layout), refusal))
+        elif not any(is_under(real, base) for base in allowed):
             errors.append(
                 FieldError(fld, display(item, user, layout),
-                           "training data must be under your home ($HOME/datasets/...) or the shared datasets "
-                           "($HOME/common/datasets/...)")
+                           "training data must be under your home ($HOME/datasets/...), a team folder of yours "
+                           "($HOME/teams/<team>/...) or the shared datasets ($HOME/common/datasets/...)")
             )
 
 
 def check_reward_path(value: str, user: str, layout: DataLayout, errors: list[FieldError], *, fld: str) -> None:
     item = value.strip().strip("'\"")
     real = normalize(item)
-    code = layout.code_dir(user)
-    if not item.startswith("/") or not is_under(real, code) or real == code:
+    if not item.startswith("/") or not any(is_under(real, code) and real != code for code in code_dirs(user, layout)):
         errors.append(
             FieldError(fld, display(item, user, layout), "the reward function file must be under $HOME/code/ (upload it there, "
                        "e.g. $HOME/code/reward.py)")

@@ -16,6 +16,9 @@ never reach what a literal could not. For a value under key ``key``:
     in the data root is refused; outside the data root is left to the task's jail (the
     training environment is readable there, and verl has defaults such as
     ``/tmp/ray/.../prometheus.yml``).
+* a team's folder (``$HOME/teams/<team>`` → ``<root>/teams/<team>``) counts as the owner's home when
+  they are in the team (``DataLayout.with_teams``), with its own ``code/`` for reward files, and as
+  another user's home otherwise;
 * URLs (``hdfs://``, ``s3://``, ...) are not local paths and are not judged here.
 
 Lexical by design, like the rest of admission: the jail on the nodes and the file
@@ -37,6 +40,22 @@ REWARD_KEYS = ("custom_reward_function.path", "reward.custom_reward_function.pat
 JOB_PLACEHOLDER = "<task>"  # the task id is not known at admission; any one name has the same depth
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*://")
 _SHARED = "use your own files ($HOME/...) and the shared $HOME/common/datasets and $HOME/common/hf"
+
+
+def team_refusal(real: PurePosixPath, layout: DataLayout) -> str | None:
+    """Why ``real`` is not the owner's to use when it is in the teams folder outside their teams; else None."""
+    team = layout.team_of(real)
+    if team is None or team in layout.teams:
+        return None
+    if team == "":
+        return "names the folder of all teams; use $HOME/teams/<team>/... for a team you are in"
+    return (f"is in the folder of team {team}, which you are not in; use $HOME/teams/<team>/... for a team "
+            f"you are in (argus teams lists them), your own files ($HOME/...) or the shared $HOME/common/...")
+
+
+def code_dirs(user: str, layout: DataLayout) -> tuple[PurePosixPath, ...]:
+    """Where a reward function file may live: ``$HOME/code/`` and each of the owner's teams' ``code/``."""
+    return (layout.code_dir(user), *(layout.team_dir(t) / "code" for t in sorted(layout.teams)))
 
 
 def where(value: str, user: str, layout: DataLayout) -> PurePosixPath | None:
@@ -67,23 +86,28 @@ def check_path_value(key: str, value: str, user: str, layout: DataLayout, *, fld
     at = f"{shown} ({seen})" if seen != display(v, user, layout) else shown
     if real == layout.users_dir or (is_under(real, layout.users_dir) and real.relative_to(layout.users_dir).parts[0] != user):
         return [FieldError(fld, seen, f"{at} is in another user's home; {_SHARED}")]
+    refusal = team_refusal(real, layout)
+    if refusal:
+        return [FieldError(fld, seen, f"{at} {refusal}")]
     if not is_path_key(key):
         return []
-    home = layout.home(user)
+    own = layout.own_areas(user)
     if key in TRAIN_KEYS:
-        if not any(is_under(real, b) for b in (home, layout.datasets_dir, layout.legacy_datasets_dir)):
-            return [FieldError(fld, seen, f"{at}: training data must be under your home ($HOME/datasets/...) "
-                               "or the shared datasets ($HOME/common/datasets/...)")]
+        if not any(is_under(real, b) for b in (*own, layout.datasets_dir, layout.legacy_datasets_dir)):
+            return [FieldError(fld, seen, f"{at}: training data must be under your home ($HOME/datasets/...), "
+                               "a team folder of yours ($HOME/teams/<team>/...) or the shared datasets "
+                               "($HOME/common/datasets/...)")]
     elif key in REWARD_KEYS:
-        code = layout.code_dir(user)
-        if not is_under(real, code) or real == code:
-            return [FieldError(fld, seen, f"{at}: the reward function file must be under $HOME/code/")]
+        if not any(is_under(real, code) and real != code for code in code_dirs(user, layout)):
+            return [FieldError(fld, seen, f"{at}: the reward function file must be under $HOME/code/ (or a "
+                               "team's $HOME/teams/<team>/code/)")]
     elif is_output_key(key):
-        if not is_under(real, home):
+        if not any(is_under(real, b) for b in own):
             return [FieldError(fld, seen, f"{at}: verl writes there, and a task may only write inside your "
-                               f"home; use $HOME/jobs/... or a relative path (relative to $HOME/jobs/<task>)")]
+                               f"home or your teams' folders; use $HOME/jobs/... or a relative path (relative "
+                               f"to $HOME/jobs/<task>)")]
     elif is_under(real, layout.root) and not any(
-        is_under(real, b) for b in (home, layout.datasets_dir, layout.hf_dir, layout.legacy_datasets_dir)
+        is_under(real, b) for b in (*own, layout.datasets_dir, layout.hf_dir, layout.legacy_datasets_dir)
     ):
         return [FieldError(fld, seen, f"{at} is in the data root but outside your home and the shared "
                            f"folders; {_SHARED}")]

@@ -1,15 +1,16 @@
 """The shared-filesystem layout and ``$HOME`` macro expansion.
 
 Users write paths as they see them over SFTP (``$HOME/datasets/x``,
-``$HOME/common/datasets/y``); the training process sees the real filesystem.
-``DataLayout`` is the one place that knows both views (seed 000 §2.3, §4).
+``$HOME/common/datasets/y``, ``$HOME/teams/<team>/z``); the training process sees the real
+filesystem. ``DataLayout`` is the one place that knows both views (seed 000 §2.3, §4).
 """
 
 from __future__ import annotations
 
 import posixpath
 import re
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath
 
 USER_NAME_RE = re.compile(r"^[a-z][a-z0-9_-]{1,31}$")
@@ -21,6 +22,7 @@ _HOME = r"(?:\$HOME(?![A-Za-z0-9_])|\$\{HOME\})"
 _END = r"(?=/|$|[^A-Za-z0-9_.\-])"
 _COMMON_DATASETS = re.compile(_HOME + r"/common/datasets" + _END)
 _COMMON_HF = re.compile(_HOME + r"/common/hf" + _END)
+_TEAMS = re.compile(_HOME + r"/teams" + _END)
 _HOME_ONLY = re.compile(_HOME)
 # A leading tilde at a word start (`~`, `~/x`) means the user's home for the user; `~name` is rejected
 # by admission because bash would expand it to a Unix account's home.
@@ -29,13 +31,21 @@ _TILDE_HOME = re.compile(r"(?<![^\s=,'\"\[(:])~(?=/|\s|$|[,'\"\])])")
 
 @dataclass(frozen=True)
 class DataLayout:
-    """Where things live under the data root (``/private`` in cluster mode)."""
+    """Where things live under the data root (``/private`` in cluster mode).
+
+    ``teams``: the teams of the user whose paths are judged (``with_teams``); their folders count as that
+    user's own files in the path rules (``core.pathrules``). Empty: no team folder is anyone's."""
 
     root: PurePosixPath
+    teams: frozenset[str] = field(default=frozenset(), compare=False)
 
     @classmethod
     def at(cls, root: str | PurePosixPath) -> DataLayout:
         return cls(PurePosixPath(str(root)))
+
+    def with_teams(self, teams: Iterable[str]) -> DataLayout:
+        """The same layout as seen by a member of ``teams``."""
+        return replace(self, teams=frozenset(teams))
 
     @property
     def users_dir(self) -> PurePosixPath:
@@ -54,6 +64,24 @@ class DataLayout:
         """``<root>/common/datasets``: the v3.0 location, still accepted (seed §8.2)."""
         return self.root / "common" / "datasets"
 
+    @property
+    def teams_dir(self) -> PurePosixPath:
+        """``<root>/teams``: one folder per team, shown to members as ``$HOME/teams/<team>``."""
+        return self.root / "teams"
+
+    def team_dir(self, team: str) -> PurePosixPath:
+        return self.teams_dir / team
+
+    def team_of(self, path: PurePosixPath) -> str | None:
+        """The team whose folder holds ``path`` (normalised); "" for the teams folder itself; None elsewhere."""
+        if not is_under(path, self.teams_dir):
+            return None
+        return "" if path == self.teams_dir else path.relative_to(self.teams_dir).parts[0]
+
+    def own_areas(self, user: str) -> tuple[PurePosixPath, ...]:
+        """Where ``user``'s own files are: their home and their teams' folders (read-write for them)."""
+        return (self.home(user), *(self.team_dir(t) for t in sorted(self.teams)))
+
     def home(self, user: str) -> PurePosixPath:
         return self.users_dir / user
 
@@ -71,6 +99,7 @@ class DataLayout:
         """Expand ``$HOME`` macros in the documented order (common folders first)."""
         text = _COMMON_DATASETS.sub(lambda _m: str(self.datasets_dir), text)
         text = _COMMON_HF.sub(lambda _m: str(self.hf_dir), text)
+        text = _TEAMS.sub(lambda _m: str(self.teams_dir), text)
         home = str(self.home(user))
         text = _HOME_ONLY.sub(lambda _m: home, text)
         return _TILDE_HOME.sub(lambda _m: home, text)
@@ -81,6 +110,7 @@ class DataLayout:
         for base, shown in (
             (self.datasets_dir, "$HOME/common/datasets"),
             (self.hf_dir, "$HOME/common/hf"),
+            (self.teams_dir, "$HOME/teams"),
             (self.home(user), "$HOME"),
         ):
             if p == base or base in p.parents:

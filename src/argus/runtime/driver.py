@@ -90,6 +90,7 @@ def parse_args(args: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--env", default="", help="the name of that training environment (for messages)")
     p.add_argument("--attention", choices=["auto"], help="choose verl's attention kernel from what this worker has")
     p.add_argument("--user", help="the task's owner: its sandbox shows this home")
+    p.add_argument("--team", action="append", default=[], help="a team of the owner's: its folder is shown too")
     p.add_argument("--sandbox", action="store_true", help="run the command in the owner's sandbox (refuse without)")
     p.add_argument("--private-ray", action="store_true", help="start the task's own Ray cluster in the sandbox")
     p.add_argument("--ray-dashboard", action="store_true", help="with --private-ray: with its dashboard (for its owner)")

@@ -42,6 +42,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from argus.core.envvars import NODE_ENV_KEEP, env_kept
+from argus.core.teams import TEAM_NAME_RE
 
 CONFIG_ENV = "ARGUS_JAIL_CONFIG"
 JAILED_ENV = "ARGUS_JAILED"  # set inside the sandbox to the owner's name
@@ -288,9 +289,40 @@ def inside_ids(cfg: JailConfig) -> tuple[int, int]:
     return uid, gid
 
 
+def team_binds(root: Path, home: Path, teams: Iterable[str]) -> list[str]:
+    """``--bind`` pairs that show each of ``teams``' folders (``<root>/teams/<team>``) read-write, at its own
+    path (what ``$HOME/teams/<team>`` in a spec expands to) and at ``$HOME/teams/<team>`` (what a script
+    that builds the path from ``$HOME`` at run time reaches). A team's folder is made when missing (no
+    member has opened it yet); a name that is not a team name, or a link where the folder should be, is
+    skipped; so is the ``$HOME/teams`` place when the user (or a task) made ``$HOME/teams`` something other
+    than a plain folder."""
+    args: list[str] = []
+    in_home = home / "teams"
+    try:
+        home_ok = not in_home.is_symlink() and (not in_home.exists() or in_home.is_dir())
+    except OSError:
+        home_ok = False
+    for team in teams:
+        folder = root / "teams" / team
+        if not TEAM_NAME_RE.match(team) or folder.is_symlink() or (root / "teams").is_symlink():
+            continue
+        if not folder.exists():
+            folder.mkdir(mode=0o755, parents=True, exist_ok=True)
+        if not folder.is_dir():
+            continue
+        args += ["--bind", str(folder), str(folder)]
+        place = in_home / team
+        if home_ok and not place.is_symlink() and (not place.exists() or place.is_dir()):
+            args += ["--bind", str(folder), str(place)]
+    return args
+
+
 def sandbox_argv(cfg: JailConfig, *, user: str, scratch: Path, env: Mapping[str, str], devices: list[str],
-                 mask: Iterable[str] = (), shm_bytes: int, bind_ro: Iterable[str] = ()) -> list[str]:
+                 mask: Iterable[str] = (), shm_bytes: int, bind_ro: Iterable[str] = (),
+                 teams: Iterable[str] = ()) -> list[str]:
     """``bwrap … --`` for a process tree of ``user``'s task; ``env`` is its whole environment.
+
+    ``teams``: the owner's teams; their folders are shown read-write (``team_binds``), no other team's.
 
     ``bind_ro``: shown read-only on top of the node's own list — the task's training environment
     (its prefix and base installation), which may live under the hidden data root (``<root>/envs``).
@@ -331,6 +363,7 @@ def sandbox_argv(cfg: JailConfig, *, user: str, scratch: Path, env: Mapping[str,
         if Path(path).exists():
             args += ["--ro-bind", path, path]
     args += ["--bind", str(home), str(home)]
+    args += team_binds(root, home, teams)
     for shared in ("datasets", "hf", "envs"):  # envs: the cluster's training environments (argus env list)
         if (root / shared).is_dir():
             args += ["--ro-bind", str(root / shared), str(root / shared)]

@@ -136,8 +136,11 @@ class Sandbox:
         self.scratch.chmod(0o700)
         self.active = True
         prefix = jail.sandbox_argv(self.cfg, user=self.ns.user, scratch=self.scratch, env=env, devices=self.devices,
-                                   mask=self.mask, shm_bytes=self.shm_bytes(), bind_ro=self.env_paths)
-        self.note = (f"sandbox: {self.ns.user}'s home read-write, shared datasets/hf read-only, no other home; own "
+                                   mask=self.mask, shm_bytes=self.shm_bytes(), bind_ro=self.env_paths,
+                                   teams=getattr(self.ns, "team", None) or ())
+        teams = getattr(self.ns, "team", None) or []
+        shown = f", team folder(s) {', '.join(teams)} read-write" if teams else ""
+        self.note = (f"sandbox: {self.ns.user}'s home read-write{shown}, shared datasets/hf read-only, no other home; own "
                      f"PID/IPC/UTS{'/user' if self.cfg.user_ns else ''} namespaces, no capabilities, "
                      f"{self.gpu_files} GPU device file(s), "
                      f"/dev/shm {self.shm_bytes() >> 20} MiB, cleared environment")

@@ -28,7 +28,7 @@ from argus.core.gpu_binding import uses_ray
 from argus.core.paths import DataLayout
 from argus.core.resources import RESOURCES_KEY, NodeNeed, default_cpus
 from argus.core.states import LIVE_ATTEMPT, TERMINAL, TaskStatus
-from argus.db.models import TaskAttemptModel, TaskModel, utcnow
+from argus.db.models import TaskAttemptModel, TaskModel, TeamMemberModel, TeamModel, utcnow
 from argus.db.session import Database
 from argus.envs.catalog import uv_bin
 from argus.envs.registry import BUILTIN, Registry
@@ -155,7 +155,14 @@ def task_python(ctx: LoopContext, user: str, task: TaskModel) -> tuple[str, str]
     return name, env.python if env is not None else ""
 
 
-def driver_argv(ctx: LoopContext, user: str, task: TaskModel, attempt: int) -> list[str]:
+def owner_teams(session: Session, task: TaskModel) -> list[str]:
+    """The teams the task's owner is in now: their folders go into its sandbox (issue 26). Read when an
+    attempt is submitted, so a member who left a team no longer reaches its folder from a later attempt."""
+    return list(session.scalars(select(TeamModel.name).join(TeamMemberModel, TeamMemberModel.team_id == TeamModel.id)
+                                .where(TeamMemberModel.user_id == task.user_id).order_by(TeamModel.name)))
+
+
+def driver_argv(ctx: LoopContext, user: str, task: TaskModel, attempt: int, teams: list[str] | None = None) -> list[str]:
     """``<launcher_python> -I -m argus.runtime.driver …`` with the task's argv after ``--``.
 
     The launcher is platform code and runs in Argus's own interpreter; the task's processes run in
@@ -165,6 +172,7 @@ def driver_argv(ctx: LoopContext, user: str, task: TaskModel, attempt: int) -> l
     shadow the launcher; the user's code is on the path of the task's processes only.
     Basic templates ask the launcher to pick the attention kernel the worker really has.
     The task's share of a node (``--cpus/--gpus/--memory``) sizes its private Ray cluster.
+    ``teams``: the owner's teams (``owner_teams``), whose folders the sandbox shows read-write.
     """
     need, ray = task_node_need(task), uses_ray(list(task.argv))
     env, python = task_python(ctx, user, task)
@@ -175,6 +183,7 @@ def driver_argv(ctx: LoopContext, user: str, task: TaskModel, attempt: int) -> l
         "--python", python, "--env", env,
         *(["--attention", "auto"] if task.kind == "basic" else []),
         "--user", user,
+        *(arg for team in teams or () for arg in ("--team", team)),
         *(["--sandbox"] if ctx.sandbox else []),
         *(["--private-ray"] if ray else []),
         *(["--ray-dashboard"] if ray and ctx.settings.task_ray_dashboard else []),

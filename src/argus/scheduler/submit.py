@@ -36,6 +36,7 @@ from argus.scheduler.common import (
     entrypoint,
     log,
     node_need,
+    owner_teams,
     runtime_env,
     submission_id,
     task_node_need,
@@ -279,7 +280,7 @@ class SubmitQueuedTasks:
                 resume_after_node_loss(ctx, s, task, user_of(s, task), n)  # same transaction: same argv on resubmit
             user = user_of(s, task)
             sid, attempt, created_at = att.submission_id, att.attempt, att.created_at
-            argv = driver_argv(ctx, user, task, attempt)
+            argv = driver_argv(ctx, user, task, attempt, owner_teams(s, task))
             task_argv, n_gpus, need = list(task.argv), task.n_gpus_per_node, task_node_need(task)
         # 2. act: no transaction open across the Ray call
         adopted = False
@@ -402,7 +403,7 @@ def resubmit_same_id(ctx: LoopContext, task_id: str, sid: str) -> None:
         if task is None or att is None or task.submission_id != sid or task.status != TaskStatus.SUBMITTED.value:
             return
         user = user_of(s, task)
-        argv = driver_argv(ctx, user, task, att.attempt)
+        argv = driver_argv(ctx, user, task, att.attempt, owner_teams(s, task))
         task_argv, n_gpus, need = list(task.argv), task.n_gpus_per_node, task_node_need(task)
     log.info("Ray does not know %s of SUBMITTED task %s; submitting it again with the same id", sid, task_id)
     try:

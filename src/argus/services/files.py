@@ -1,6 +1,6 @@
 """The per-user virtual filesystem: the ONE place that confines file access (SFTP and HTTP).
 
-The virtual layout (``/``, ``/common/datasets``, ``/common/hf``) and the path
+The virtual layout (``/``, ``/common/datasets``, ``/common/hf``, ``/teams/<team>``) and the path
 primitives (rules 1-5 below) live in ``services.fs_paths``; this module holds the
 operations built on them. Callers use only ``UserFiles`` (and the store helpers).
 
@@ -9,7 +9,7 @@ Confinement rules, in order:
 1. Virtual paths are lexically normalised; NUL bytes are refused and a ``..``
    that would climb above ``/`` is Forbidden (no clamping: it is an attempt).
 2. The real path is ``realpath``-ed and must lie inside one of the user's areas
-   (their home, the datasets or hf folder); it then takes *that* area's rights.
+   (their home, the datasets or hf folder, their teams' folders); it then takes *that* area's rights.
    A symlink the user (or a task) planted that leads elsewhere is Forbidden; one
    that stays inside an area works (HF caches are made of such links).
 3. The checked path is then opened component by component from the area root
@@ -39,11 +39,20 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from argus.db.models import UserModel
+from argus.db.models import TeamMemberModel, TeamModel, UserModel
 from argus.errors import ArgusError, ClientError, Conflict, Forbidden, NotFound
-from argus.services.fs_paths import PART_PREFIX, RESUME_TTL_S, SHARED, Area, ConfinedPaths, os_errors
+from argus.services.fs_paths import (
+    PART_PREFIX,
+    RESUME_TTL_S,
+    SHARED,
+    SYNTHETIC,
+    Area,
+    ConfinedPaths,
+    os_errors,
+)
 from argus.services.principal import Principal
 from argus.services.quota import UsageLedger, usage_level
 from argus.services.uploads import Upload, resume_name
@@ -83,14 +92,28 @@ class FileStore:
         self.default_quota = default_quota
         self.admin_writes_shared = admin_writes_shared
         self.ledger = UsageLedger(self.root / "users", ttl_s=usage_ttl_s)
+        self.team_ledger = UsageLedger(self.root / "teams", ttl_s=usage_ttl_s, quota_name="team {}'s storage quota")
 
     @classmethod
     def from_settings(cls, settings: Settings) -> FileStore:
         return cls(settings.root, default_quota=settings.quota_bytes,
                    admin_writes_shared=settings.admin_writes_shared)
 
-    def for_user(self, principal: Principal, quota: int | None = None) -> UserFiles:
-        return UserFiles(self, principal, quota)
+    def for_user(self, principal: Principal, quota: int | None = None,
+                 teams: dict[str, int | None] | None = None) -> UserFiles:
+        """``teams``: the user's teams and each one's storage quota (None: none); their folders are made
+        here when missing, so a new team's folder exists the first time a member looks."""
+        for team in teams or {}:
+            team_folder(self.root, team)
+        return UserFiles(self, principal, quota, teams or {})
+
+
+def team_folder(root: Path, team: str) -> Path:
+    """``<root>/teams/<team>``, created (group-less, 0755 like homes) when missing."""
+    folder = root / "teams" / team
+    if not folder.is_dir():
+        folder.mkdir(mode=0o755, parents=True, exist_ok=True)
+    return folder
 
 
 _STORE_LOCK = threading.Lock()
@@ -116,18 +139,43 @@ def user_files(store: FileStore, session: Session, principal: Principal) -> User
     if user is None or user.disabled:
         raise Forbidden(f"user {principal.name!r} is disabled or gone", code="user_disabled")
     quota = user.quota_bytes if user.quota_bytes is not None else store.default_quota
-    return store.for_user(principal, quota)
+    teams = dict(session.execute(
+        select(TeamModel.name, TeamModel.quota_bytes).join(TeamMemberModel, TeamMemberModel.team_id == TeamModel.id)
+        .where(TeamMemberModel.user_id == user.id)).all())
+    return store.for_user(principal, quota, teams)
 
 
 class UserFiles(ConfinedPaths):
     """One user's view. Every method takes a virtual path string and raises errors.py types."""
 
-    def __init__(self, store: FileStore, principal: Principal, quota: int | None) -> None:
+    def __init__(self, store: FileStore, principal: Principal, quota: int | None,
+                 teams: dict[str, int | None] | None = None) -> None:
         shared_rw = principal.is_admin and store.admin_writes_shared
-        super().__init__(store.root, principal.name, shared_writable=shared_rw)
+        self.team_quotas = dict(teams or {})
+        super().__init__(store.root, principal.name, shared_writable=shared_rw, teams=tuple(self.team_quotas))
         self.store = store
         self.user = principal.name
         self.quota = quota
+
+    def _account(self, area: Area) -> tuple[UsageLedger, str, int | None] | None:
+        """Whose quota a write in ``area`` counts against: the home's owner, or the team of a team
+        folder (ledger, key, quota); None for the shared folders, which have none."""
+        if area is self.home:
+            return self.store.ledger, self.user, self.quota
+        if area.team is not None:
+            return self.store.team_ledger, area.team, self.team_quotas.get(area.team)
+        return None
+
+    def _credit(self, area: Area, nbytes: int) -> None:
+        account = self._account(area)
+        if account is not None and nbytes:
+            account[0].charge(account[1], -nbytes, None)
+
+    def _forget(self, *areas: Area) -> None:
+        for area in areas:
+            account = self._account(area)
+            if account is not None:
+                account[0].invalidate(account[1])
 
     # ------------------------------------------------------------ reading
 
@@ -140,12 +188,16 @@ class UserFiles(ConfinedPaths):
         fake = os.stat_result((mode, 0, 0, 2, st.st_uid, st.st_gid, 0, st.st_atime, st.st_mtime, st.st_ctime),
                               {"st_atime_ns": st.st_atime_ns, "st_mtime_ns": st.st_mtime_ns,
                                "st_ctime_ns": st.st_ctime_ns})
-        return FileInfo(name, "/common", "dir", 0, st.st_mtime, mode, False, fake)
+        return FileInfo(name, f"/{name}", "dir", 0, st.st_mtime, mode, False, fake)
 
     def stat(self, path: object, *, follow: bool = True) -> FileInfo:
         parts = self.virtual(path)
         if parts == ("common",):
             return self._common_info()
+        if parts == ("teams",):
+            if not self.team_areas:
+                raise NotFound("/teams: no such file or directory (you are in no team)", code="not_found")
+            return self._common_info("teams")
         with self._parent(path, follow_last=follow, allow_root=True) as (fd, name, area, vpath), os_errors(vpath):
             st = os.stat(name, dir_fd=fd, follow_symlinks=False)
             if follow and stat.S_ISLNK(st.st_mode):  # swapped in after realpath
@@ -157,13 +209,16 @@ class UserFiles(ConfinedPaths):
         vpath = self.show(parts)
         if parts == ("common",):
             return [self.stat(f"/common/{k}") for k in SHARED]
+        if parts == ("teams",):
+            self.stat("/teams")  # not found when in no team
+            return [self.stat(a.virtual) for a in self.team_areas]
         area, rel, vpath = self.resolve(path)
         fd = self.open_dir(area, rel, vpath)
         out: list[FileInfo] = []
         try:
             with os_errors(vpath):
                 for entry in os.scandir(fd):
-                    if entry.name.startswith(PART_PREFIX) or (area is self.home and not rel and entry.name == "common"):
+                    if entry.name.startswith(PART_PREFIX) or (area is self.home and not rel and entry.name in SYNTHETIC):
                         continue
                     try:
                         st = entry.stat(follow_symlinks=False)
@@ -174,6 +229,8 @@ class UserFiles(ConfinedPaths):
             os.close(fd)
         if area is self.home and not rel:
             out.append(self._common_info())
+            if self.team_areas:
+                out.append(self._common_info("teams"))
         return sorted(out, key=lambda f: f.name)
 
     def readlink(self, path: object) -> str:
@@ -207,8 +264,8 @@ class UserFiles(ConfinedPaths):
     def create_upload(self, path: object, *, truncate: bool = True, exclusive: bool = False) -> Upload:
         """Start an atomic write: bytes go to a hidden temp file, ``commit`` renames it into place."""
         parts = self.virtual(path)
-        if parts == ("common",):
-            raise Forbidden("/common: read-only", code="read_only")
+        if parts in (("common",), ("teams",)):
+            raise Forbidden(f"/{parts[0]}: read-only", code="read_only")
         with self._parent(path, follow_last=False, write=True) as (fd, name, area, vpath), os_errors(vpath):
             try:
                 old = os.stat(name, dir_fd=fd, follow_symlinks=False)
@@ -222,9 +279,10 @@ class UserFiles(ConfinedPaths):
                                       "that folder", code="is_directory")
                 if not truncate:
                     self._check_regular(old, vpath)
-            charged = area is self.home
+            account = self._account(area)
+            charged = account is not None
             # a new file: an interrupted upload of it is continued (reput: no TRUNC) or discarded (put)
-            partial = self._take_partial(fd, name, charged, keep=not (truncate or exclusive)) if old is None else None
+            partial = self._take_partial(fd, name, area, keep=not (truncate or exclusive)) if old is None else None
             if partial is not None:
                 tmp, wfd, partial_size = partial
             else:
@@ -233,8 +291,9 @@ class UserFiles(ConfinedPaths):
                               dir_fd=fd)
             pfd = os.dup(fd)
         old_size = old.st_size if old is not None and stat.S_ISREG(old.st_mode) and old.st_nlink == 1 else 0
-        upload = Upload(self.store.ledger, self.user, self.quota if charged else None, pfd, wfd, tmp, name,
-                        vpath, old_size=old_size if charged else 0, charged=charged)
+        ledger, key, quota = account or (self.store.ledger, self.user, None)
+        upload = Upload(ledger, key, quota, pfd, wfd, tmp, name, vpath, old_size=old_size if charged else 0,
+                        charged=charged)
         upload.resumable = old is None
         if partial is not None:
             upload.continue_partial(partial_size)
@@ -242,7 +301,7 @@ class UserFiles(ConfinedPaths):
             upload.copy_from_existing(old)
         return upload
 
-    def _take_partial(self, fd: int, name: str, charged: bool, *, keep: bool) -> tuple[str, int, int] | None:
+    def _take_partial(self, fd: int, name: str, area: Area, *, keep: bool) -> tuple[str, int, int] | None:
         """The kept partial of ``name`` as (temp name, fd, size) to continue, when ``keep`` and it is usable;
         otherwise it is deleted. Renamed to a fresh temp name first, so two sessions never share one."""
         pname = resume_name(name)
@@ -258,29 +317,29 @@ class UserFiles(ConfinedPaths):
             except FileNotFoundError:  # another session took it first
                 return None
             except OSError:  # not a file we made (a link a task put there)
-                self._drop_partial(fd, tmp, None, charged)
+                self._drop_partial(fd, tmp, None, area)
                 return None
             fst = os.fstat(wfd)
             if (fst.st_dev, fst.st_ino) == (st.st_dev, st.st_ino):
                 return tmp, wfd, fst.st_size
             os.close(wfd)
             pname, st = tmp, fst
-        self._drop_partial(fd, pname, st, charged)
+        self._drop_partial(fd, pname, st, area)
         return None
 
-    def _drop_partial(self, fd: int, pname: str, st: os.stat_result | None, charged: bool) -> None:
+    def _drop_partial(self, fd: int, pname: str, st: os.stat_result | None, area: Area) -> None:
         try:
             os.unlink(pname, dir_fd=fd)
         except FileNotFoundError:
             return
-        if charged and st is not None and stat.S_ISREG(st.st_mode) and st.st_nlink == 1:
-            self.store.ledger.charge(self.user, -st.st_size, None)
+        if st is not None and stat.S_ISREG(st.st_mode) and st.st_nlink == 1:
+            self._credit(area, st.st_size)
 
     def stat_partial(self, path: object) -> FileInfo | None:
         """A missing file with a kept partial upload, as SFTP shows it to ``reput`` (its size is where the
         upload continues); None otherwise. Listings, the HTTP API and tasks never see it."""
         parts = self.virtual(path)
-        if not parts or parts == ("common",):
+        if not parts or parts in (("common",), ("teams",)):
             return None
         try:
             with self._parent(path, follow_last=False, write=True) as (fd, name, area, vpath):
@@ -295,7 +354,7 @@ class UserFiles(ConfinedPaths):
                 except FileNotFoundError:
                     return None
                 if not _usable_partial(st):
-                    self._drop_partial(fd, pname, st, area is self.home)
+                    self._drop_partial(fd, pname, st, area)
                     return None
                 return self._info(parts[-1], vpath, st, True)
         except (ArgusError, OSError):
@@ -325,16 +384,16 @@ class UserFiles(ConfinedPaths):
             else:
                 if info.type == "dir":
                     return info
-        if parts == ("common",):
-            raise Conflict("/common: already exists", code="exists")
+        if parts in (("common",), ("teams",)):
+            raise Conflict(f"/{parts[0]}: already exists", code="exists")
         with self._parent(path, follow_last=False, write=True) as (fd, name, _area, vpath), os_errors(vpath):
             os.mkdir(name, (mode & 0o777) | 0o700, dir_fd=fd)
         return self.stat(path)
 
     def remove(self, path: object, *, recursive: bool = False, expect: str | None = None) -> None:
         """Remove a file or link (never its target), an empty directory, or a tree if ``recursive``."""
-        if self.virtual(path) == ("common",):
-            raise Forbidden("/common: read-only", code="read_only")
+        if self.virtual(path) in (("common",), ("teams",)):
+            raise Forbidden(f"{self.show(self.virtual(path))}: read-only", code="read_only")
         with self._parent(path, follow_last=False, write=True) as (fd, name, area, vpath), os_errors(vpath):
             st = os.stat(name, dir_fd=fd, follow_symlinks=False)
             is_dir = stat.S_ISDIR(st.st_mode)
@@ -344,20 +403,20 @@ class UserFiles(ConfinedPaths):
                 raise ClientError(f"{vpath}: not a directory", code="not_directory")
             if is_dir and recursive:
                 shutil.rmtree(name, dir_fd=fd)  # fd-based walk on Linux: immune to symlink races
-                self.store.ledger.invalidate(self.user)
+                self._forget(area)
             elif is_dir:
                 os.rmdir(name, dir_fd=fd)
             else:
                 os.unlink(name, dir_fd=fd)
-                if area is self.home and stat.S_ISREG(st.st_mode) and st.st_nlink == 1:
-                    self.store.ledger.charge(self.user, -st.st_size, None)
+                if stat.S_ISREG(st.st_mode) and st.st_nlink == 1:
+                    self._credit(area, st.st_size)
 
     def move(self, src: object, dst: object, *, overwrite: bool = False) -> FileInfo:
         """Rename within the user's writable areas; a link is moved as a link, never followed."""
         sparts, dparts = self.virtual(src), self.virtual(dst)
         for p in (sparts, dparts):
-            if p == ("common",):
-                raise Forbidden("/common: read-only", code="read_only")
+            if p in (("common",), ("teams",)):
+                raise Forbidden(f"/{p[0]}: read-only", code="read_only")
         if sparts and dparts[:len(sparts)] == sparts and dparts != sparts:
             raise ClientError(f"{self.show(dparts)}: cannot move {self.show(sparts)} into itself; pick a folder "
                               "outside it", code="move_into_itself")
@@ -375,7 +434,7 @@ class UserFiles(ConfinedPaths):
                         pass
                 os.rename(sname, dname, src_dir_fd=sfd, dst_dir_fd=dfd)
         if sarea is not darea or overwrite:
-            self.store.ledger.invalidate(self.user)
+            self._forget(sarea, darea)
         return self.stat(dst, follow=False)
 
     def setstat(self, path: object, *, mode: int | None = None, times_ns: tuple[int, int] | None = None) -> None:
@@ -385,8 +444,9 @@ class UserFiles(ConfinedPaths):
         admins) are the platform's: other users and every task read them, so chmod there is refused.
         """
         with self._parent(path, write=True, allow_root=True) as (fd, name, area, vpath), os_errors(vpath):
-            if mode is not None and (area is not self.home or name == "."):
-                where = "your home folder itself" if area is self.home else "/common"
+            if mode is not None and ((area is not self.home and area.team is None) or name == "."):
+                where = ("your home folder itself" if area is self.home else
+                         "a team folder itself" if area.team is not None else "/common")
                 raise Forbidden(f"{vpath}: permission denied: the modes of {where} are set by the platform",
                                 code="forbidden")
             st = os.stat(name, dir_fd=fd, follow_symlinks=False)
@@ -408,21 +468,30 @@ class UserFiles(ConfinedPaths):
     def ensure_room(self, path: object, nbytes: int) -> None:
         """Fail early (before any byte is read) when a declared upload size cannot fit the quota."""
         area, rel, vpath = self.resolve(path, follow_last=False, write=True)
-        if area is not self.home or self.quota is None or not rel:
+        account = self._account(area)
+        if account is None or account[2] is None or not rel:
             return
+        ledger, key, quota = account
         try:
             old = self.stat(path, follow=False)
             nbytes -= old.size if old.type == "file" and old.st is not None and old.st.st_nlink == 1 else 0
         except NotFound:
             pass
         if nbytes > 0:
-            self.store.ledger.charge(self.user, nbytes, self.quota)
-            self.store.ledger.charge(self.user, -nbytes, None)
+            ledger.charge(key, nbytes, quota)
+            ledger.charge(key, -nbytes, None)
 
     def usage(self) -> dict:
-        """Bytes used in the home, the quota (None: none) and ``level`` ("ok", "near", "full")."""
+        """Bytes used in the home, the quota (None: none) and ``level`` ("ok", "near", "full"); ``teams``: the
+        same for each of the user's team folders."""
         used = self.store.ledger.usage(self.user)
-        return {"used_bytes": used, "quota_bytes": self.quota, "level": usage_level(used, self.quota)}
+        teams = []
+        for area in self.team_areas:
+            team_used, quota = self.store.team_ledger.usage(area.team), self.team_quotas.get(area.team)
+            teams.append({"team": area.team, "path": area.virtual, "used_bytes": team_used, "quota_bytes": quota,
+                          "level": usage_level(team_used, quota)})
+        return {"used_bytes": used, "quota_bytes": self.quota, "level": usage_level(used, self.quota),
+                "teams": teams}
 
 
 class ReadHandle:

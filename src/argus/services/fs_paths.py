@@ -6,10 +6,14 @@ What a user sees (seed 000 §2.3.1, §4)::
     /common            synthetic, read-only, always lists datasets and hf
     /common/datasets   <root>/datasets        read-only (admins: writable if settings.admin_writes_shared)
     /common/hf         <root>/hf              idem
+    /teams             synthetic, read-only, lists the user's teams (only when they are in one)
+    /teams/<team>      <root>/teams/<team>    read-write, for the team's members only
 
-``/common`` is synthetic: a real ``<home>/common`` directory (a task may create
+``/common`` and ``/teams`` are synthetic: a real ``<home>/common`` directory (a task may create
 one) is shadowed, never listed and unreachable here, exactly as task admission
-expands ``$HOME/common/datasets`` to the shared folder and not into the home.
+expands ``$HOME/common/datasets`` (and ``$HOME/teams/<team>``) to the shared folder and not into the
+home. A team the user is not in does not exist here (not found, never "forbidden"): team names are
+not disclosed to non-members.
 
 This module holds the path half of the confinement rules listed in
 ``services.files`` (rules 1-5): lexical normalisation, ``realpath`` + prefix
@@ -37,6 +41,8 @@ PART_PREFIX = ".argus-part-"
 RESUME_PREFIX = PART_PREFIX + "resume-"
 RESUME_TTL_S = 24 * 3600.0
 SHARED = ("datasets", "hf")
+SYNTHETIC = ("common", "teams")  # top-level names the platform shows in every home, shadowing real ones
+TEAM_KEY = "team:"  # Area.key prefix of a team folder
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 # Bounds on a directory a user creates: deeper trees serve no training job and every later
 # access pays one openat per level (Linux refuses real paths over PATH_MAX=4096 anyway).
@@ -48,10 +54,14 @@ MAX_PATH_BYTES = 4096
 class Area:
     """A real directory tree shown at a virtual mount point with one set of rights."""
 
-    key: str  # "home" | "datasets" | "hf"
+    key: str  # "home" | "datasets" | "hf" | "team:<name>"
     real: str  # realpath of the area root
-    virtual: str  # "/" | "/common/datasets" | "/common/hf"
+    virtual: str  # "/" | "/common/datasets" | "/common/hf" | "/teams/<name>"
     writable: bool
+
+    @property
+    def team(self) -> str | None:
+        return self.key[len(TEAM_KEY):] if self.key.startswith(TEAM_KEY) else None
 
     def to_virtual(self, rel: tuple[str, ...]) -> str:
         base = "" if self.virtual == "/" else self.virtual
@@ -99,9 +109,13 @@ def check_regular(st: os.stat_result, vpath: str) -> None:
 class ConfinedPaths:
     """One user's areas and the resolution of virtual paths into confined directory fds."""
 
-    def __init__(self, root: Path, user: str, *, shared_writable: bool) -> None:
+    def __init__(self, root: Path, user: str, *, shared_writable: bool, teams: tuple[str, ...] = ()) -> None:
+        """``teams``: the teams ``user`` is a member of now (their folders are read-write)."""
         self.home = Area("home", str(root / "users" / user), "/", True)
-        self.areas = (self.home, *(Area(k, str(root / k), f"/common/{k}", shared_writable) for k in SHARED))
+        self.team_areas = tuple(Area(f"{TEAM_KEY}{t}", str(root / "teams" / t), f"/teams/{t}", True)
+                                for t in sorted(teams))
+        self.areas = (self.home, *(Area(k, str(root / k), f"/common/{k}", shared_writable) for k in SHARED),
+                      *self.team_areas)
 
     @staticmethod
     def virtual(path: object, *, clamp: bool = False) -> tuple[str, ...]:
@@ -131,7 +145,7 @@ class ConfinedPaths:
     _check_regular = staticmethod(check_regular)
 
     def _locate(self, parts: tuple[str, ...], write: bool = False) -> tuple[Area | None, tuple[str, ...]]:
-        """The area a virtual path names and the components inside it; (None, ()) is ``/common``."""
+        """The area a virtual path names and the components inside it; (None, ()) is ``/common`` or ``/teams``."""
         if parts and parts[0] == "common":
             if len(parts) == 1:
                 return None, ()
@@ -140,6 +154,14 @@ class ConfinedPaths:
                 raise Forbidden(f"{self.show(parts)}: /common is read-only", code="read_only")
             if area is None:
                 raise NotFound(f"{self.show(parts)}: no such file or directory", code="not_found")
+            return area, parts[2:]
+        if parts and parts[0] == "teams":
+            if len(parts) == 1:
+                return None, ()
+            area = next((a for a in self.team_areas if a.team == parts[1]), None)
+            if area is None:  # another team's folder, or none: the same answer, so names stay private
+                raise NotFound(f"{self.show(parts)}: no such file or directory (team folders are "
+                               "/teams/<team> for the teams you are in)", code="not_found")
             return area, parts[2:]
         return self.home, parts
 
@@ -245,4 +267,4 @@ class ConfinedPaths:
             os.close(fd)
 
 
-__all__ = ["MAX_NEW_DEPTH", "MAX_PATH_BYTES", "PART_PREFIX", "RESUME_PREFIX", "RESUME_TTL_S", "SHARED", "Area", "ConfinedPaths", "check_regular", "os_errors"]
+__all__ = ["MAX_NEW_DEPTH", "MAX_PATH_BYTES", "PART_PREFIX", "RESUME_PREFIX", "RESUME_TTL_S", "SHARED", "SYNTHETIC", "TEAM_KEY", "Area", "ConfinedPaths", "check_regular", "os_errors"]

@@ -81,8 +81,11 @@ def human(n: int) -> str:
 class UsageLedger:
     """Cached bytes used per home, adjusted by every write that goes through the service."""
 
-    def __init__(self, users_dir: Path, ttl_s: float = 60.0) -> None:
+    def __init__(self, users_dir: Path, ttl_s: float = 60.0, *, quota_name: str = "storage quota") -> None:
+        """``users_dir``: the folder holding one folder per key (homes; team folders for the team ledger).
+        ``quota_name``: how a refusal names the quota, ``{}`` the key (e.g. "team {}'s storage quota")."""
         self.users_dir = users_dir
+        self.quota_name = quota_name
         self.ttl_s = ttl_s
         self._lock = threading.Lock()
         self._usage: dict[str, tuple[float, int]] = {}
@@ -108,7 +111,7 @@ class UsageLedger:
             stamp, used = self._usage.get(user) or (time.monotonic(), walk_usage(self.users_dir / user))
             if delta > 0 and quota is not None and used + delta > quota:
                 raise QuotaExceeded(
-                    f"storage quota exceeded: {human(used)} used of {human(quota)}; this write needs "
+                    f"{self.quota_name.format(user)} exceeded: {human(used)} used of {human(quota)}; this write needs "
                     f"{human(delta)} more", code="quota_exceeded")
             self._usage[user] = (stamp, max(0, used + delta))
 

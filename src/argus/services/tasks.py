@@ -9,7 +9,7 @@ writes the timeline event in the same transaction.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -99,6 +99,13 @@ def submit_task(
     checked = check_spec(principal, body, policy=policy, content_type=content_type, max_bytes=max_bytes,
                          checks=checks)
     return queue_task(session, principal, checked, policy=policy, resumed_from=resumed_from)
+
+
+def policy_for(session: Session, principal: Principal, policy: AdmissionPolicy) -> AdmissionPolicy:
+    """``policy`` as it applies to ``principal``: their teams' folders count as their own files (issue 26).
+    Read at each submit, so joining or leaving a team takes effect at once."""
+    member_of = [name for name, _role, _default in teams.teams_of(session, principal.id)]
+    return replace(policy, layout=policy.layout.with_teams(member_of)) if member_of else policy
 
 
 def check_spec(principal: Principal, body: str, *, policy: AdmissionPolicy, content_type: str | None = None,

@@ -22,6 +22,7 @@ import difflib
 import re
 import time
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -119,6 +120,10 @@ def _unquote(value: str) -> str:
     return v[1:-1] if len(v) >= 2 and v[0] == v[-1] and v[0] in "'\"" else v
 
 
+# The layout of the submit being judged, for the helpers below (a check may run in several threads at once).
+_JUDGED_IN: ContextVar[DataLayout | None] = ContextVar("argus_verl_check_layout", default=None)
+
+
 class VerlCheck:
     """Callable SpecCheck: each task is judged by its training environment's validator (``ValidatorPool``),
     or by one fixed validator (``validator``, no environments: unit tests, tools)."""
@@ -129,6 +134,10 @@ class VerlCheck:
         self.validator = validator
         self.validators = validators
 
+    def _layout(self) -> DataLayout:
+        """The layout of the submit being judged (with its owner's teams: ``Admitted.layout``)."""
+        return _JUDGED_IN.get() or DataLayout.at(self.settings.root)
+
     def _validator(self, admitted: Admitted, user: str) -> tuple[VerlValidator | None, bool]:
         """(the validator for this task's environment, whether to check at all: an unknown environment
         is refused by argus.envs.check, with no second message from here)."""
@@ -137,6 +146,13 @@ class VerlCheck:
         return self.validators(admitted, user)
 
     def __call__(self, admitted: Admitted, user: str, template: list[str]) -> CheckOutcome:
+        token = _JUDGED_IN.set(admitted.layout)
+        try:
+            return self._judge(admitted, user, template)
+        finally:
+            _JUDGED_IN.reset(token)
+
+    def _judge(self, admitted: Admitted, user: str, template: list[str]) -> CheckOutcome:
         out = CheckOutcome()
         kind = KIND_FOR_ENTRY.get(admitted.entry_module or "")
         if self.settings.verl_validation == "off" or kind is None:
@@ -173,7 +189,7 @@ class VerlCheck:
                      user: str, out: CheckOutcome) -> None:
         """Models, datasets, prompt lengths and the reward function, at the values verl will use; nothing is
         opened at a key whose path was refused (``refused``: path rules, then symbolic links)."""
-        layout = DataLayout.at(self.settings.root)
+        layout = self._layout()
         for p in values.paths:  # first where symbolic links lead: nothing is opened through a refused one
             key = str(p["key"])
             if key in refused:
@@ -215,7 +231,7 @@ class VerlCheck:
     def _check_paths(self, paths: list[dict[str, Any]], spec: Any, user: str, overrides: list[str],
                      out: CheckOutcome) -> set[str]:
         """Argus's path rules on every value about to be judged; the keys refused (never opened)."""
-        layout = DataLayout.at(self.settings.root)
+        layout = self._layout()
         seen: set[tuple[str, str]] = set()
         refused: set[str] = set()
         for p in paths:
@@ -305,7 +321,7 @@ class VerlCheck:
                 return False
             return True
         folder = flags.config_path or ""
-        layout = DataLayout.at(self.settings.root)
+        layout = self._layout()
         shown = layout.to_virtual(folder, user)
         files = read_config_folder(folder, layout.home(user))
         if isinstance(files, str):
@@ -373,7 +389,7 @@ class VerlCheck:
             return
         wanted = set(MODEL_KEYS) | {k for k in MODEL_KEYS.values() if k}
         values = {str(p["key"]): str(p["value"]) for p in paths if p["key"] in wanted}
-        for problem in check_models(values, user, DataLayout.at(self.settings.root)):
+        for problem in check_models(values, user, self._layout()):
             if self.settings.model_check == "required":
                 out.errors.append(FieldError(self._field(spec, problem.key, overrides), problem.shown,
                                              problem.message))
@@ -383,7 +399,7 @@ class VerlCheck:
     def _check_datasets(self, validator: VerlValidator | None, workload: str, resolved: dict[str, Any], spec: Any,
                         user: str, overrides: list[str], out: CheckOutcome) -> None:
         cols = required_columns(workload, resolved)
-        layout = DataLayout.at(self.settings.root)
+        layout = self._layout()
         info = validator.info if validator is not None else None
         formats = (".parquet",) if workload == "sft" else tuple(info["data_formats"]) if info and info.get(
             "data_formats") else None  # verl's SFT datasets read parquet only
@@ -425,7 +441,7 @@ class VerlCheck:
             out.info["prompt_tokens_max_sampled"] = max(lengths)
         if lengths and max(lengths) > limit:
             msg = (f"a sampled prompt has {max(lengths)} tokens > data.max_prompt_length={limit} (first "
-                   f"{len(lengths)} rows, {DataLayout.at(self.settings.root).to_virtual(model, user)}'s "
+                   f"{len(lengths)} rows, {self._layout().to_virtual(model, user)}'s "
                    "chat template)")
             if resolved.get("data.truncation") == "error":
                 out.errors.append(FieldError(self._field(spec, "data.max_prompt_length", overrides), limit,

@@ -13,6 +13,7 @@ from argus.api.context import AppContext
 from argus.api.deps import current_principal, get_ctx, get_session
 from argus.api.schemas import ErrorOut, SubmitOut
 from argus.services import resume as svc
+from argus.services import tasks as tasks_svc
 from argus.services.checkpoints import Listing
 from argus.services.principal import Principal
 
@@ -90,7 +91,8 @@ async def resume(
     submit and shows ``resumed_from``. 409 ``no_checkpoint`` / ``task_active``; 400 ``bad_step``."""
     def work() -> SubmitOut:
         with ctx.db.session() as session:
-            r = svc.resume_task(session, principal, task_id, step=body.step, policy=ctx.policy, checks=ctx.checks,
+            policy = tasks_svc.policy_for(session, principal, ctx.policy)
+            r = svc.resume_task(session, principal, task_id, step=body.step, policy=policy, checks=ctx.checks,
                                 max_bytes=ctx.settings.max_spec_bytes)
             return SubmitOut(task_id=r.task.id, status=r.task.status, warnings=r.warnings, info=r.info)
 
@@ -111,7 +113,8 @@ async def export(
     it writes a Hugging Face folder usable as the ``model_id`` of a next task. The answer is that task."""
     def work() -> SubmitOut:
         with ctx.db.session() as session:
-            r = svc.export_task(session, principal, task_id, step=body.step, to=body.to, policy=ctx.policy,
+            policy = tasks_svc.policy_for(session, principal, ctx.policy)
+            r = svc.export_task(session, principal, task_id, step=body.step, to=body.to, policy=policy,
                                 checks=ctx.checks, max_bytes=ctx.settings.max_spec_bytes)
             return SubmitOut(task_id=r.task.id, status=r.task.status, warnings=r.warnings, info=r.info)
 

@@ -28,6 +28,7 @@ from argus.api.schemas import (
     TaskOut,
     TaskSummaryOut,
 )
+from argus.core.admission import AdmissionPolicy
 from argus.core.states import TaskStatus
 from argus.errors import ClientError, Conflict, FieldError
 from argus.services import eta as eta_svc
@@ -92,36 +93,38 @@ async def submit(
         except UnicodeDecodeError:
             raise ClientError("body is not UTF-8 text", code="invalid_spec",
                               errors=[FieldError("(body)", None, "send the spec as UTF-8 YAML or JSON")]) from None
+        with ctx.db.session() as session:
+            policy = svc.policy_for(session, principal, ctx.policy)
         if dry_run:  # before any Idempotency-Key handling: a dry run stores nothing, a key included
-            checked = svc.check_spec(principal, body, policy=ctx.policy, content_type=content_type,
+            checked = svc.check_spec(principal, body, policy=policy, content_type=content_type,
                                      max_bytes=ctx.settings.max_spec_bytes, checks=ctx.checks)
             with ctx.db.session() as session:  # the team and class a submit would charge, refused alike
                 charges = svc.charges(session, principal, checked)
-            r = svc.preview(checked, principal, ctx.policy)
+            r = svc.preview(checked, principal, policy)
             return DryRunOut(warnings=r.warnings, info={**r.info, **charges.info()}, resolved=r.resolved,
                              command_expanded=r.command_expanded)
         key = idempotency.parse_key(idempotency_key)
         if key is None:
-            return queue(principal, body, None, "")
+            return queue(principal, policy, body, None, "")
         req_hash = idempotency.request_hash(body, content_type)
         with ctx.db.session() as session:
             if replay := idempotency.lookup(session, principal.id, key, req_hash):
                 return replay
         try:
-            return queue(principal, body, key, req_hash)
+            return queue(principal, policy, body, key, req_hash)
         except idempotency.KeyRace:
             return after_race(principal, key, req_hash)
 
-    def queue(principal: Principal, body: str, key: str | None, req_hash: str) -> SubmitOut:
+    def queue(principal: Principal, policy: AdmissionPolicy, body: str, key: str | None, req_hash: str) -> SubmitOut:
         started = time.monotonic()
         try:  # the checks (verl validation: 0.1–1 s) before the write lock, never inside it
-            checked = svc.check_spec(principal, body, policy=ctx.policy, content_type=content_type,
+            checked = svc.check_spec(principal, body, policy=policy, content_type=content_type,
                                      max_bytes=ctx.settings.max_spec_bytes, checks=ctx.checks)
         except ClientError as exc:
             telemetry.observe_rejection(exc)
             raise
         with ctx.db.writer() as session:
-            result = svc.queue_task(session, principal, checked, policy=ctx.policy)
+            result = svc.queue_task(session, principal, checked, policy=policy)
             out = SubmitOut(task_id=result.task.id, status=result.task.status, warnings=result.warnings,
                             info=result.info)
             if key is not None:  # same transaction as the task: both or neither (a racing twin: KeyRace)
