@@ -123,3 +123,14 @@ def test_a_spec_may_use_the_team_folder_only_for_members(live: LiveServer, team)
     assert r.status_code == 400, r.text
     errors = r.json()["detail"]["errors"]
     assert errors and all("team nlp, which you are not in" in e["message"] for e in errors)
+
+
+def test_a_team_made_again_under_a_deleted_ones_name_starts_empty(live: LiveServer, team) -> None:  # noqa: ANN001
+    admin, alice, carol = live.admin(), team["alice"], team["carol"]
+    put(alice, "/teams/nlp/old.txt", b"the old team's")
+    assert admin.delete("/api/v2/teams/nlp").status_code == 204
+    assert admin.post("/api/v2/teams", json={"name": "nlp"}).status_code == 201
+    assert admin.post("/api/v2/teams/nlp/members", json={"user": "carol"}).status_code == 201
+    assert names(carol, "/teams/nlp") == []  # carol never sees the old team's files
+    kept = [p.name for p in (live.ctx.settings.root / "teams").iterdir() if p.name.startswith(".deleted-nlp-")]
+    assert len(kept) == 1  # kept aside for an administrator, reachable by no one's view or task

@@ -108,6 +108,18 @@ class FileStore:
         return UserFiles(self, principal, quota, teams or {})
 
 
+def retire_team_folder(root: Path, team: str) -> str | None:
+    """Move a deleted team's folder aside (``teams/.deleted-<team>-<UTC time>``), so a team created later
+    under the same name starts empty and never inherits its files; the name kept (None: no folder).
+    No member's view or task reaches it (not a team name); an administrator removes it."""
+    folder = root / "teams" / team
+    if folder.is_symlink() or not folder.is_dir():
+        return None
+    kept = f".deleted-{team}-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
+    folder.rename(folder.with_name(kept))
+    return kept
+
+
 def team_folder(root: Path, team: str) -> Path:
     """``<root>/teams/<team>``, created (group-less, 0755 like homes) when missing."""
     folder = root / "teams" / team

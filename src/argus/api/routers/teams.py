@@ -13,10 +13,12 @@ from fastapi import APIRouter, Depends, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy.orm import Session
 
-from argus.api.deps import client_ip, current_principal, get_session
+from argus.api.context import AppContext
+from argus.api.deps import client_ip, current_principal, get_ctx, get_session
 from argus.api.schemas import ErrorOut
 from argus.services import audit
 from argus.services import teams as svc
+from argus.services.files import retire_team_folder
 from argus.services.principal import Principal
 from argus.services.team_load import TeamLoad, team_load
 
@@ -131,9 +133,12 @@ def update_team(name: str, body: TeamSettingsIn, request: Request, principal: Pr
 
 @router.delete("/{name}", status_code=204, responses=_ERR)
 def delete_team(name: str, request: Request, principal: Principal = Depends(current_principal),
-                session: Session = Depends(get_session, scope="function")) -> Response:
+                session: Session = Depends(get_session, scope="function"),
+                ctx: AppContext = Depends(get_ctx)) -> Response:
     svc.delete_team(session, principal, name)
-    audit.record(session, actor=principal.name, action=audit.TEAM_DELETED, target=name, source_ip=client_ip(request))
+    kept = retire_team_folder(ctx.settings.root, name)
+    audit.record(session, actor=principal.name, action=audit.TEAM_DELETED, target=name, source_ip=client_ip(request),
+                 detail={"folder_kept_as": f"teams/{kept}"} if kept else None)
     return Response(status_code=204)
 
 
