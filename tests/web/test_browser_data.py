@@ -492,3 +492,30 @@ def test_quota_is_checked_before_and_enforced_during_an_upload(browser, tmp_path
             ctx.close()
         home_dir = tmp_path / "state" / "private" / "users" / "gina" / "datasets"
         assert list(home_dir.iterdir()) == []
+
+
+def test_a_team_folder_on_the_data_page(up: Up, pages: Pages, tmp_path: Path) -> None:
+    """Issue 26: alice and bob (team tdata) share /teams/tdata on the page; the quota bar there is the team's;
+    the synthetic /teams is listed but has no write controls."""
+    with up.api() as a:
+        assert a.post("/api/v2/teams", json={"name": "tdata", "quota_bytes": 10 * 2**20}).status_code == 201
+        for who in ("alice", "bob"):
+            assert a.post("/api/v2/teams/tdata/members", json={"user": who}).status_code == 201
+    src = tmp_path / "shared.txt"
+    src.write_text("team rows\n")
+    page = pages.new(user="alice")
+    page.goto(f"{up.url}/data")
+    page.wait_for_function("() => document.body.dataset.loaded === '/'")
+    assert page.locator('#files-body tr[data-name="teams"]').count() == 1
+    page.goto(f"{up.url}/data?path=%2Fteams")
+    page.wait_for_function("() => document.body.dataset.loaded === '/teams'")
+    assert page.locator('#files-body tr[data-name="tdata"]').count() == 1
+    assert not page.locator("#write-tools").is_visible()
+    page.goto(f"{up.url}/data?path=%2Fteams%2Ftdata")
+    page.wait_for_function("() => document.body.dataset.loaded === '/teams/tdata'")
+    page.wait_for_function("() => /10\\.0 MiB/.test(document.getElementById('data-quota-text').textContent)")
+    page.set_input_files("#file-input", str(src))
+    page.wait_for_function("() => document.body.dataset.uploads === 'idle' && document.body.dataset.uploadsDone === '1'")
+    assert (up.root / "teams" / "tdata" / "shared.txt").read_text() == "team rows\n"
+    with up.api("bob") as c:
+        assert c.get("/api/v2/files/content", params={"path": "/teams/tdata/shared.txt"}).text == "team rows\n"

@@ -7,7 +7,7 @@
 // same endpoints as the single actions (the server keeps every path rule), four at a time, and
 // every item gets its own result line.
 import { api, ApiError, copyText, el, fmtBytes, fmtTime, page, t } from "./common.js";
-import { busy as uploadsBusy, cancelAll, clearStopped, enqueue } from "./data_uploads.js";
+import { busy as uploadsBusy, cancelAll, clearStopped, enqueue, quotaFor } from "./data_uploads.js";
 import { VirtualRows } from "./data_vlist.js";
 
 const params = new URLSearchParams(location.search);
@@ -95,8 +95,11 @@ function sorted(entries) {
   });
 }
 
+/** The platform's own folders shown in every home (/common, /teams): listed, never changed or sized. */
+const SYNTHETIC = new Set(["/common", "/teams"]);
+
 function selectable(e) {
-  return state.writable && e.writable && e.path !== "/common";
+  return state.writable && e.writable && !SYNTHETIC.has(e.path);
 }
 
 function row(e, index) {
@@ -108,11 +111,11 @@ function row(e, index) {
     el("button", { type: "button", class: "copy-path", title: homePath(e.path), onclick: () => copyPath(e) }, t("data.copy_path")),
   ];
   if (e.type === "file") actions.push(el("a", { class: "button download", href: contentUrl(e.path), download: e.name }, t("data.download")));
-  if (isDir && e.path !== "/common") {
+  if (isDir && !SYNTHETIC.has(e.path)) {
     actions.push(el("a", { class: "button download-dir", href: `/api/v2/files/archive?path=${encodeURIComponent(e.path)}`,
       download: `${e.name}.tar` }, t("data.download_tar")));
   }
-  if (e.writable && e.path !== "/common") {
+  if (e.writable && !SYNTHETIC.has(e.path)) {
     actions.push(el("button", { type: "button", class: "rename", onclick: () => rename(e) }, t("data.rename")));
     actions.push(el("button", { type: "button", class: "delete", onclick: () => remove(e) }, t("data.delete")));
   }
@@ -124,7 +127,7 @@ function row(e, index) {
   return el("tr", { "data-name": e.name, "data-type": e.type, class: picked ? "data-picked" : null },
     el("td", { class: "data-sel" }, box),
     el("td", { class: "name", title: e.name }, nameCell, e.type === "symlink" ? el("span", { class: "muted" }, " → ?") : null),
-    el("td", { class: "num" }, !isDir ? fmtBytes(e.size) : e.path === "/common" ? "—" : e.summary ? sizeText(e.summary)
+    el("td", { class: "num" }, !isDir ? fmtBytes(e.size) : SYNTHETIC.has(e.path) ? "—" : e.summary ? sizeText(e.summary)
       : el("button", { type: "button", class: "link dir-size", onclick: (ev) => folderSize(e, ev.currentTarget) }, t("data.size_count"))),
     el("td", {}, fmtTime(new Date(e.mtime * 1000).toISOString())),
     el("td", { class: "actions" }, actions));
@@ -172,7 +175,7 @@ async function load() {
       return;
     }
     state.entries = data.entries;
-    state.writable = data.writable && state.path !== "/common";
+    state.writable = data.writable && !SYNTHETIC.has(state.path);
     showError(null);
   } catch (e) {
     state.entries = [];
@@ -436,6 +439,7 @@ async function quota() {
   const box = document.getElementById("data-quota");
   let u;
   try { u = await api("/api/v2/files/usage"); } catch { box.hidden = true; return; }
+  u = quotaFor(u, state.path);
   const fill = document.getElementById("data-quota-fill");
   const bar = document.getElementById("data-quota-bar");
   box.hidden = false;

@@ -9,6 +9,13 @@
 // canceled upload (xhr.abort) leaves nothing behind.
 import { api, ApiError, csrfToken, el, fmtBytes, fmtDuration, t } from "./common.js";
 
+/** The figures of GET /api/v2/files/usage that apply in ``folder``: a team folder's own (``usage.teams``,
+ * each with its ``path``) inside it, else the home's. */
+export function quotaFor(usage, folder) {
+  const team = (usage.teams || []).find((x) => folder === x.path || folder.startsWith(`${x.path}/`));
+  return team || usage;
+}
+
 export const POOL = 4;
 
 const up = {
@@ -94,7 +101,7 @@ export async function enqueue(files, host) {
     return;
   }
   try {
-    const u = await api("/api/v2/files/usage");
+    const u = quotaFor(await api("/api/v2/files/usage"), host.folder());
     const need = files.reduce((s, f) => s + f.file.size, 0);
     if (u.quota_bytes !== null && !host.folder().startsWith("/common") && u.used_bytes + need > u.quota_bytes) {
       host.error(new Error(t("data.over_quota", { need: fmtBytes(need), used: fmtBytes(u.used_bytes), quota: fmtBytes(u.quota_bytes) })));
