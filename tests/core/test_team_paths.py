@@ -8,8 +8,8 @@ from dataclasses import replace
 import pytest
 
 from argus.core.admission import AdmissionPolicy, Admitted, Rejected, admit
-from argus.core.paths import DataLayout
 from argus.core.pathrules import check_path_value
+from argus.core.paths import DataLayout
 from argus.core.taskspec import parse_taskspec
 from argus.settings import DEFAULT_ENTRY_ALLOWLIST
 
