@@ -170,8 +170,10 @@ def test_an_idle_teams_gpus_are_lent_and_its_task_goes_first_when_a_gpu_frees(st
                                           for st in _statuses(stack, [t_b, *queued_a]).values()), 120,
                "a GPU freed and the next task started")
         after = _statuses(stack, [t_b, *queued_a, *first])
-        assert "SUBMITTED" in after[t_b], after  # tbb's task took the first GPU that freed ...
-        assert all("SUBMITTED" not in after[t] for t in queued_a), after  # ... before tba's next ones
+        # tbb's task took the first GPU that freed; tba's next ones may start in the same pass only when more
+        # GPUs freed at once (a loaded machine sees two of tba's tasks end between passes), and after it: the
+        # order of the starts is checked below
+        assert "SUBMITTED" in after[t_b], after
         _drive(runner, stack, lambda: len(_ended(stack, [t_b, *queued_a, *first])) == len(first) + 3, 120,
                "every task ended")
     events = _events(stack, [t_b, *queued_a, *first])
