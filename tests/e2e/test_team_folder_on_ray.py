@@ -11,9 +11,7 @@ folder is not in her sandbox. Users have names of their own so the session's oth
 
 from __future__ import annotations
 
-import asyncio
 import shutil
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -25,6 +23,7 @@ from argus.services.files import shared_store
 from argus.sftp.server import SftpServer
 from tests.e2e.stack import Stack, spec, submit, wait_status
 from tests.helpers import free_port, post_spec
+from tests.sftp.conftest import LoopThread
 
 pytestmark = pytest.mark.e2e
 PASSWORD = "correct horse battery"
@@ -73,22 +72,6 @@ def compute_score(data_source, solution_str, ground_truth, extra_info=None, **kw
 """
 
 
-class _Loop:
-    """An asyncio loop in a thread to host the asyncssh server beside the stack's uvicorn server."""
-
-    def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
-        self.thread.start()
-
-    def run(self, coro, timeout: float = 30):  # noqa: ANN001, ANN201
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
-
-    def close(self) -> None:
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(5)
-
-
 @dataclass
 class Team:
     stack: Stack
@@ -122,7 +105,7 @@ def team(stack: Stack) -> Iterator[Team]:
             assert r.status_code == 201, r.text
     settings = stack.settings.model_copy(update={"sftp_enabled": True, "sftp_port": free_port()})
     server = SftpServer(settings, stack.server.ctx.db, shared_store(stack.server.ctx.extras, settings))
-    loop = _Loop()
+    loop = LoopThread()
     loop.run(server.start())
     try:
         yield Team(stack, settings.sftp_port)

@@ -104,18 +104,26 @@ def up(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Up]:
             proc.wait(10)
 
 
-@pytest.fixture(scope="module")
-def browser(up: Up) -> Iterator[object]:
+def launched_chromium() -> Iterator[object]:
+    """Debian's Chromium under Playwright, for a fixture to yield from (skips the test where it is not
+    installed); screenshots go to ARTIFACTS."""
+    if not CHROMIUM.exists():
+        pytest.skip(f"{CHROMIUM} is not installed (scripts/test.sh installs Debian's chromium)")
     from playwright.sync_api import sync_playwright
 
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    print(f"\nWebUI screenshots: {ARTIFACTS}")
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path=str(CHROMIUM))
         try:
             yield b
         finally:
             b.close()
+
+
+@pytest.fixture(scope="module")
+def browser(up: Up) -> Iterator[object]:
+    print(f"\nWebUI screenshots: {ARTIFACTS}")
+    yield from launched_chromium()
 
 
 class Pages:

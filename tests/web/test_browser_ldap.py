@@ -12,7 +12,7 @@ import pytest
 from argus.settings import Settings
 from tests.helpers import LiveServer, free_port, live_server
 from tests.ldap_fixtures import USERS, Slapd, slapd  # noqa: F401 - fixture
-from tests.web.conftest import ARTIFACTS, CHROMIUM, shot
+from tests.web.conftest import launched_chromium, shot
 
 pytestmark = [pytest.mark.browser]
 
@@ -30,17 +30,7 @@ def server(tmp_path_factory: pytest.TempPathFactory, slapd: Slapd) -> Iterator[L
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[object]:
-    if not CHROMIUM.exists():
-        pytest.skip(f"{CHROMIUM} is not installed (scripts/test.sh installs Debian's chromium)")
-    from playwright.sync_api import sync_playwright
-
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM))
-        try:
-            yield b
-        finally:
-            b.close()
+    yield from launched_chromium()
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ import pytest
 from argus.settings import Settings
 from tests.helpers import LiveServer
 from tests.notify_fixtures import Mailbox, Receiver, notifying_server
-from tests.web.conftest import ARTIFACTS, CHROMIUM, sign_in_with_token
+from tests.web.conftest import ARTIFACTS, launched_chromium, sign_in_with_token
 
 pytestmark = [pytest.mark.browser]
 
@@ -29,16 +29,7 @@ def server(tmp_path, mailbox: Mailbox) -> Iterator[LiveServer]:
 
 @pytest.fixture
 def chromium() -> Iterator[object]:
-    if not CHROMIUM.exists():
-        pytest.skip(f"{CHROMIUM} is not installed (scripts/test.sh installs Debian's chromium)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM))
-        try:
-            yield b
-        finally:
-            b.close()
+    yield from launched_chromium()
 
 
 def test_add_a_webhook_send_a_test_see_it_delivered_and_remove_it(

@@ -135,10 +135,9 @@ class Sandbox:
         self.scratch.mkdir(parents=True, exist_ok=True)
         self.scratch.chmod(0o700)
         self.active = True
+        teams = getattr(self.ns, "team", None) or []  # a Namespace built by hand (tests) may have none
         prefix = jail.sandbox_argv(self.cfg, user=self.ns.user, scratch=self.scratch, env=env, devices=self.devices,
-                                   mask=self.mask, shm_bytes=self.shm_bytes(), bind_ro=self.env_paths,
-                                   teams=getattr(self.ns, "team", None) or ())
-        teams = getattr(self.ns, "team", None) or []
+                                   mask=self.mask, shm_bytes=self.shm_bytes(), bind_ro=self.env_paths, teams=teams)
         shown = f", team folder(s) {', '.join(teams)} read-write" if teams else ""
         self.note = (f"sandbox: {self.ns.user}'s home read-write{shown}, shared datasets/hf read-only, no other home; own "
                      f"PID/IPC/UTS{'/user' if self.cfg.user_ns else ''} namespaces, no capabilities, "

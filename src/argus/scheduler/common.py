@@ -28,13 +28,14 @@ from argus.core.gpu_binding import uses_ray
 from argus.core.paths import DataLayout
 from argus.core.resources import RESOURCES_KEY, NodeNeed, default_cpus
 from argus.core.states import LIVE_ATTEMPT, TERMINAL, TaskStatus
-from argus.db.models import TaskAttemptModel, TaskModel, TeamMemberModel, TeamModel, utcnow
+from argus.db.models import TaskAttemptModel, TaskModel, utcnow
 from argus.db.session import Database
 from argus.envs.catalog import uv_bin
 from argus.envs.registry import BUILTIN, Registry
 from argus.runtime import jail
 from argus.services.home_files import read_attempt_status
 from argus.services.tasks import user_name_of
+from argus.services.teams import teams_of
 from argus.settings import Settings
 
 log = logging.getLogger("argus.scheduler")
@@ -158,8 +159,7 @@ def task_python(ctx: LoopContext, user: str, task: TaskModel) -> tuple[str, str]
 def owner_teams(session: Session, task: TaskModel) -> list[str]:
     """The teams the task's owner is in now: their folders go into its sandbox (issue 26). Read when an
     attempt is submitted, so a member who left a team no longer reaches its folder from a later attempt."""
-    return list(session.scalars(select(TeamModel.name).join(TeamMemberModel, TeamMemberModel.team_id == TeamModel.id)
-                                .where(TeamMemberModel.user_id == task.user_id).order_by(TeamModel.name)))
+    return [name for name, _role, _default in teams_of(session, task.user_id)]
 
 
 def driver_argv(ctx: LoopContext, user: str, task: TaskModel, attempt: int, teams: list[str] | None = None) -> list[str]:
