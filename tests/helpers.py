@@ -7,7 +7,6 @@ import signal
 import socket
 import subprocess
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ from argus.api.app import create_app
 from argus.api.context import AppContext
 from argus.server import build_context
 from argus.settings import Settings
+from tests.waiting import wait_until
 
 
 def free_port() -> int:
@@ -133,10 +133,7 @@ def live_server(settings: Settings, configure=None) -> Iterator[LiveServer]:
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        assert time.monotonic() < deadline, "server did not start"
-        time.sleep(0.02)
+    wait_until(lambda: server.started, 20, every=0.02, what="server did not start")
     try:
         yield LiveServer(url=f"http://127.0.0.1:{port}", admin_token=token, ctx=ctx)
     finally:

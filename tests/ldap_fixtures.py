@@ -21,7 +21,6 @@ import signal
 import socket
 import subprocess
 import tempfile
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -30,6 +29,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import free_port
+from tests.waiting import wait_until
 
 SLAPD = Path("/usr/sbin/slapd")
 SLAPADD = Path("/usr/sbin/slapadd")
@@ -170,17 +170,14 @@ class Slapd:
 
 
 def _wait_listening(port: int, proc: subprocess.Popen, log: Path, timeout: float = 20) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        if proc.poll() is not None:
+    def listening() -> bool:
+        if proc.poll() is not None:  # it will not come up: say why now, not after the time-out
             raise RuntimeError(f"slapd exited with {proc.returncode}:\n{log.read_text(errors='replace')[-3000:]}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return
-        except OSError:
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"slapd did not listen on {port}:\n{log.read_text(errors='replace')[-3000:]}") from None
-            time.sleep(0.05)
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+            return True
+
+    wait_until(listening, timeout, every=0.05, ignore=(OSError,),
+               what=lambda: f"slapd did not listen on {port}:\n{log.read_text(errors='replace')[-3000:]}")
 
 
 @contextmanager

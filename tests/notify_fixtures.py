@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -23,6 +22,7 @@ import pytest
 from argus.server import notification_sender
 from argus.settings import Settings
 from tests.helpers import LiveServer, free_port, live_server
+from tests.waiting import wait_until
 
 
 @dataclass
@@ -43,10 +43,8 @@ class Receiver:
     released: threading.Event = field(default_factory=threading.Event)
 
     def wait_for(self, n: int, timeout: float = 30.0) -> list[Hit]:
-        deadline = time.monotonic() + timeout
-        while len(self.hits) < n:
-            assert time.monotonic() < deadline, f"{len(self.hits)} of {n} requests arrived"
-            time.sleep(0.05)
+        wait_until(lambda: len(self.hits) >= n, timeout, every=0.05,
+                   what=lambda: f"{len(self.hits)} of {n} requests arrived")
         return self.hits
 
 
@@ -98,10 +96,8 @@ class Mailbox:
     messages: list[tuple[str, list[str], Message]] = field(default_factory=list)  # (mail from, rcpt to, message)
 
     def wait_for(self, n: int, timeout: float = 30.0) -> list[tuple[str, list[str], Message]]:
-        deadline = time.monotonic() + timeout
-        while len(self.messages) < n:
-            assert time.monotonic() < deadline, f"{len(self.messages)} of {n} e-mails arrived"
-            time.sleep(0.05)
+        wait_until(lambda: len(self.messages) >= n, timeout, every=0.05,
+                   what=lambda: f"{len(self.messages)} of {n} e-mails arrived")
         return self.messages
 
 

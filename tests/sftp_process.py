@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -18,6 +17,7 @@ from pathlib import Path
 import httpx
 
 from tests.helpers import free_port
+from tests.waiting import wait_until
 
 TOKEN = "argus_sftp_process_admin_token_0123456789"
 SERVE = """
@@ -42,17 +42,16 @@ class SftpServerProcess:
         """The SFTP server's own process (a child of the server, see argus/sftp/process.py)."""
         import psutil
 
-        deadline = time.monotonic() + timeout
-        while True:
+        def child() -> int | None:
             for p in psutil.Process(self.proc.pid).children():
                 try:
                     if "argus.sftp.child" in p.cmdline():
                         return p.pid
                 except psutil.Error:  # a crashed one not reaped yet
                     continue
-            if time.monotonic() > deadline:
-                raise RuntimeError("no SFTP child process")
-            time.sleep(0.1)
+            return None
+
+        return wait_until(child, timeout, what="no SFTP child process")
 
     def sftp_cmd(self, *extra: str) -> list[str]:
         """OpenSSH `sftp` in batch mode (commands on stdin) logged in as the user with their key."""
@@ -72,15 +71,13 @@ def sftp_server_process(tmp: Path, user: str, *, quiet: bool = False, serve: str
                             stdout=out, stderr=out)
     try:
         url = f"http://127.0.0.1:{api}"
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{url}/api/v2/health").status_code == 200:
-                    break
-            except httpx.TransportError:
-                if time.monotonic() > deadline or proc.poll() is not None:
-                    raise RuntimeError("argus server did not start") from None
-                time.sleep(0.1)
+
+        def healthy() -> bool:
+            if proc.poll() is not None:  # it will not come up: fail now, not after the time-out
+                raise RuntimeError(f"argus server did not start (exited with {proc.returncode})")
+            return httpx.get(f"{url}/api/v2/health").status_code == 200
+
+        wait_until(healthy, 60, ignore=(httpx.TransportError,), what="argus server did not start")
         key = tmp / "key"
         subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
         with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {TOKEN}"}) as admin:
