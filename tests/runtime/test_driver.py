@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 from argus.runtime.driver import ray_node_id
+from tests.waiting import wait_until
 
 DRIVER = [sys.executable, "-m", "argus.runtime.driver"]
 
@@ -27,13 +28,6 @@ def run(job_dir: Path, *argv: str, **kw) -> tuple[int, str]:
     p = start(job_dir, *argv, **kw)
     out, _ = p.communicate(timeout=60)
     return p.returncode, out
-
-
-def wait_for(pred, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not pred():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.05)
 
 
 def alive(pid: int) -> bool:
@@ -89,12 +83,12 @@ def test_sigterm_reaches_the_whole_child_group(tmp_path: Path) -> None:
     job = tmp_path / "j"
     p = start(job, "bash", "-c", "sleep 300 & echo $! > grandchild.pid; wait")
     pid_file = job / "grandchild.pid"
-    wait_for(lambda: pid_file.exists() and pid_file.read_text().strip())
+    wait_until(lambda: pid_file.exists() and pid_file.read_text().strip(), 10, every=0.05, what="grandchild.pid")
     grandchild = int(pid_file.read_text())
     p.send_signal(signal.SIGTERM)
     p.communicate(timeout=20)
     assert p.returncode == 128 + signal.SIGTERM  # bash died of the forwarded SIGTERM
-    wait_for(lambda: not alive(grandchild))
+    wait_until(lambda: not alive(grandchild), 10, every=0.05, what="the grandchild to end")
     assert json.loads((job / "status.json").read_text())["signal"] == "SIGTERM"
 
 
@@ -102,11 +96,11 @@ def test_child_dies_with_a_killed_driver(tmp_path: Path) -> None:
     job = tmp_path / "j"
     p = start(job, sys.executable, "-c", "import os, time; open('child.pid', 'w').write(str(os.getpid())); time.sleep(300)")
     pid_file = job / "child.pid"
-    wait_for(lambda: pid_file.exists() and pid_file.read_text())
+    wait_until(lambda: pid_file.exists() and pid_file.read_text(), 10, every=0.05, what="child.pid")
     child = int(pid_file.read_text())
     p.kill()  # SIGKILL: the driver cannot forward anything; the parent-death signal does the job
     p.wait(10)
-    wait_for(lambda: not alive(child))
+    wait_until(lambda: not alive(child), 10, every=0.05, what="the child to end")
 
 
 def test_leftover_background_process_is_killed_when_the_child_exits(tmp_path: Path) -> None:
@@ -114,7 +108,8 @@ def test_leftover_background_process_is_killed_when_the_child_exits(tmp_path: Pa
     started = time.monotonic()
     code, _ = run(job, "bash", "-c", "sleep 300 & echo $! > bg.pid; echo done")
     assert code == 0 and time.monotonic() - started < 20  # did not wait for the background sleep
-    wait_for(lambda: not alive(int((job / "bg.pid").read_text())))
+    wait_until(lambda: not alive(int((job / "bg.pid").read_text())), 10, every=0.05,
+               what="the background process to end")
 
 
 def test_ray_node_id_is_none_outside_ray() -> None:

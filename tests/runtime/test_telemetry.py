@@ -7,8 +7,11 @@ import subprocess
 import sys
 import time
 
+import psutil
+
 from argus.core.resource_use import downsample, idle_since, summarize
 from argus.runtime.telemetry import Nvml, Sampler
+from tests.waiting import wait_until
 
 BURN = "import time\nx = bytearray(64 * 2**20)\nfor i in range(0, len(x), 4096): x[i] = 1\nt = time.time()\n" \
        "while time.time() - t < 6: pass\n"
@@ -20,9 +23,11 @@ def test_the_tree_under_the_child_is_sampled_and_appended(tmp_path):
     try:
         path = tmp_path / "telemetry" / "attempt-1.jsonl"
         sampler = Sampler(child.pid, path, visible="", nvml=None)
-        time.sleep(1.0)
+        # a process counts from its first sample: take it once the grandchild has touched its 64 MiB
+        wait_until(lambda: any(p.memory_info().rss >= 64 * 2**20 for p in psutil.Process(child.pid).children()),
+                   30, ignore=(psutil.Error,), what="the busy grandchild")
         sampler.record()
-        time.sleep(2.0)
+        time.sleep(2.0)  # time passing is the input here, not a wait: the CPU figure is busy time over it
         second = sampler.record()
         assert second is not None and 0.6 <= second["cpu"] <= 1.4, second  # one busy core, in the grandchild
         assert second["rss"] >= 64 * 2**20 and "gpu" not in second

@@ -28,11 +28,11 @@ def _latencies(folder: Path, *, inotify: bool, n: int = 8, poll_s: float = 1.0) 
 
     def writer() -> None:
         for i in range(n):
-            time.sleep(0.05)
+            time.sleep(0.05)  # pacing the writer (lines arrive one by one), not a wait
             with ref.path.open("ab") as f:
                 written.append(time.monotonic())
                 f.write(f"line {i}\n".encode())
-        time.sleep(0.05)
+        time.sleep(0.05)  # the end comes a little after the last line, as a task's does: not a wait
         state["done"] = True
         with ref.path.open("ab"):  # a last touch wakes the follower to see the end
             pass
