@@ -19,6 +19,7 @@ from argus.cli.client import ArgusClient
 from argus.db.models import IdempotencyKeyModel, TaskModel, utcnow
 from argus.db.session import Database
 from tests.helpers import free_port
+from tests.waiting import wait_until
 
 SPEC = """\
 kind: advanced
@@ -138,16 +139,11 @@ def start_server(state: Path, port: int) -> subprocess.Popen[bytes]:
 
 
 def wait_healthy(port: int, proc: subprocess.Popen[bytes], state: Path) -> None:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
+    def healthy() -> bool:
         assert proc.poll() is None, (state / "server.log").read_text()[-3000:]
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/api/v2/health", timeout=1).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.1)
-    raise AssertionError("server did not become healthy")
+        return httpx.get(f"http://127.0.0.1:{port}/api/v2/health", timeout=1).status_code == 200
+
+    wait_until(healthy, 60, ignore=(httpx.TransportError,), what="server did not become healthy")
 
 
 def test_the_same_key_retried_across_a_kill_9_and_restart_gets_the_same_task(tmp_path):

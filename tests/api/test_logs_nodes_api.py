@@ -71,7 +71,7 @@ def test_follow_holds_partial_lines_and_ends_after_draining(tmp_path):
     got = []
 
     def writer():
-        time.sleep(0.15)
+        time.sleep(0.15)  # the rest is written later on purpose (live follow is the test), not a wait
         with p.open("ab") as f:
             f.write(b"o\nthree")
         state["done"] = True
@@ -111,7 +111,7 @@ def test_logs_sse_follows_until_the_task_ends(settings):
         log.parent.mkdir(parents=True)
         log.write_bytes(b"first\n")
 
-        def later():
+        def later():  # the sleeps are the input (a line, then the end, come later): not waits
             time.sleep(0.8)
             with log.open("ab") as f:
                 f.write(b"second\n")

@@ -4,7 +4,6 @@ HTTP receiver and a real SMTP server (issue 24)."""
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator
 
 import pytest
@@ -12,6 +11,7 @@ import pytest
 from argus.settings import Settings
 from tests.helpers import LiveServer, post_spec
 from tests.notify_fixtures import Mailbox, Receiver, notifying_server
+from tests.waiting import wait_until
 
 SLEEPER = "kind: advanced\nworkload: job\nname: nap\nnnodes: 1\nn_gpus_per_node: 0\ncommand: python3 -m argus.jobs.sleep 60\n"
 
@@ -27,14 +27,16 @@ def server(tmp_path, mailbox: Mailbox) -> Iterator[LiveServer]:
 
 
 def deliveries(client, channel_id: int, *, until: str, timeout: float = 20.0) -> list[dict]:
-    deadline = time.monotonic() + timeout
-    while True:
+    seen: dict[str, object] = {}
+
+    def reached() -> list[dict] | None:
         r = client.get(f"/api/v2/notifications/{channel_id}/deliveries")
         assert r.status_code == 200, r.text
-        if r.json() and r.json()[0]["state"] == until:
-            return r.json()
-        assert time.monotonic() < deadline, r.json()
-        time.sleep(0.1)
+        seen["deliveries"] = got = r.json()
+        return got if got and got[0]["state"] == until else None
+
+    return wait_until(reached, timeout,
+                      what=lambda: f"the newest delivery {until}; deliveries: {seen.get('deliveries')}")
 
 
 def test_webhook_created_listed_tested_and_told_about_a_cancel(server: LiveServer, receiver: Receiver) -> None:

@@ -16,6 +16,7 @@ from argus.services.tasks import switch_task_status
 from tests.api.test_tasks_api import ADV, submit
 from tests.helpers import live_server
 from tests.scheduler.fakes import FakeRay, make_ctx
+from tests.waiting import wait_until
 
 
 def scrape(client) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
@@ -192,26 +193,25 @@ def test_background_processes_and_log_streams(live):
 
 
 def test_warm_up_counts_before_the_first_scrape(live):
-    import time
-
     from argus.api.routers.prometheus import warm_up
 
     alice = live.new_user("alice")
     submit(alice, ADV)
     warm_up(live.ctx)
-    deadline = time.monotonic() + 20
-    while (registry := live.ctx.extras.get("metrics_registry")) is None or \
-            next(c for c in registry._collector_to_names if isinstance(c, telemetry.PlatformCollector)) \
-            .counts._counts is None:
-        assert time.monotonic() < deadline, "the warm-up did not count"
-        time.sleep(0.05)
+
+    def counted() -> bool:
+        if (registry := live.ctx.extras.get("metrics_registry")) is None:
+            return False
+        platform = next(c for c in registry._collector_to_names if isinstance(c, telemetry.PlatformCollector))
+        return platform.counts._counts is not None
+
+    wait_until(counted, 20, every=0.05, what="the warm-up did not count")
     with live.admin() as admin:
         _assert_counts_match(live, scrape(admin))
 
 
 def test_log_follow_streams_are_counted_while_open(live):
     import threading
-    import time
 
     alice = live.new_user("alice")
     tid = submit(alice, ADV).json()["task_id"]  # queued: its log stream stays open until the task ends
@@ -226,14 +226,8 @@ def test_log_follow_streams_are_counted_while_open(live):
 
         reader = threading.Thread(target=follow, daemon=True)
         reader.start()
-        deadline = time.monotonic() + 20
-        while scrape(admin)[key] != before + 1:
-            assert time.monotonic() < deadline, "the open stream was not counted"
-            time.sleep(0.1)
+        wait_until(lambda: scrape(admin)[key] == before + 1, 20, what="the open stream was not counted")
         assert alice.post(f"/api/v2/tasks/{tid}/cancel").status_code == 200  # the stream ends with the task
         reader.join(20)
         assert any(line.startswith("event: end") for line in lines)
-        deadline = time.monotonic() + 20
-        while scrape(admin)[key] != before:
-            assert time.monotonic() < deadline, "the ended stream is still counted"
-            time.sleep(0.1)
+        wait_until(lambda: scrape(admin)[key] == before, 20, what="the ended stream is still counted")
