@@ -83,7 +83,8 @@ def test_sigterm_reaches_the_whole_child_group(tmp_path: Path) -> None:
     job = tmp_path / "j"
     p = start(job, "bash", "-c", "sleep 300 & echo $! > grandchild.pid; wait")
     pid_file = job / "grandchild.pid"
-    wait_until(lambda: pid_file.exists() and pid_file.read_text().strip(), 10, every=0.05, what="grandchild.pid")
+    wait_until(lambda: pid_file.exists() and pid_file.read_text().strip(), 10, every=0.05,
+               what="grandchild.pid")
     grandchild = int(pid_file.read_text())
     p.send_signal(signal.SIGTERM)
     p.communicate(timeout=20)

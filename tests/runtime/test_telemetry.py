@@ -24,8 +24,10 @@ def test_the_tree_under_the_child_is_sampled_and_appended(tmp_path):
         path = tmp_path / "telemetry" / "attempt-1.jsonl"
         sampler = Sampler(child.pid, path, visible="", nvml=None)
         # a process counts from its first sample: take it once the grandchild has touched its 64 MiB
-        wait_until(lambda: any(p.memory_info().rss >= 64 * 2**20 for p in psutil.Process(child.pid).children()),
-                   30, ignore=(psutil.Error,), what="the busy grandchild")
+        def burning() -> bool:
+            return any(p.memory_info().rss >= 64 * 2**20 for p in psutil.Process(child.pid).children())
+
+        wait_until(burning, 30, ignore=(psutil.Error,), what="the busy grandchild")
         sampler.record()
         time.sleep(2.0)  # time passing is the input here, not a wait: the CPU figure is busy time over it
         second = sampler.record()

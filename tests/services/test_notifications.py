@@ -231,7 +231,8 @@ def test_the_sender_thread_delivers_and_stops_within_one_timeout_of_a_hanging_re
     try:
         switch(db, add_task(db, alice), TaskStatus.CANCELED)
         assert receiver.wait_for(1)[0].signed_ok
-        wait_until(lambda: outbox(db)[0].delivered_at is not None, 10, every=0.05, what="the row marked delivered")
+        wait_until(lambda: outbox(db)[0].delivered_at is not None, 10, every=0.05,
+                   what="the row marked delivered")
         receiver.hang = True
         switch(db, add_task(db, alice), TaskStatus.CANCELED)
         receiver.wait_for(2)  # the sender is now waiting on the receiver, with no transaction open:
