@@ -67,7 +67,7 @@ def test_limiter_window_and_scopes():
     locks = lim.failed("carol", "10.0.0.1")  # 6th failure from the address: the ceiling (2 × 3)
     assert sorted(lock.scope for lock in locks) == ["address", "user+address"]
     assert lim.blocked("alice", "10.0.0.1") and not lim.blocked("alice", "10.0.0.2")
-    time.sleep(0.35)
+    time.sleep(0.35)  # time passing is the input here (the 0.3 s window ends), not a wait
     assert not lim.blocked("bob", "10.0.0.1") and not lim.blocked("alice", "10.0.0.1")
 
 

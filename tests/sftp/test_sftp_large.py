@@ -31,7 +31,7 @@ def test_one_gib_transfer_with_flat_server_memory(tmp_path):
         def sample() -> None:
             while not stop.is_set():
                 samples.append(_rss_kib(pid))
-                time.sleep(0.2)
+                time.sleep(0.2)  # the sampling pace, not a wait
 
         threading.Thread(target=sample, daemon=True).start()
         try:

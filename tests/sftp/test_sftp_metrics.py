@@ -4,7 +4,6 @@ restart of that process (sftp/stats.py)."""
 from __future__ import annotations
 
 import subprocess
-import time
 from pathlib import Path
 
 import httpx
@@ -13,6 +12,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from argus.sftp.stats import SftpStats
 from tests.sftp_process import TOKEN, sftp_server_process
+from tests.waiting import wait_until
 
 
 def _sftp_metrics(url: str) -> dict[str, float]:
@@ -27,13 +27,13 @@ def _sftp_metrics(url: str) -> dict[str, float]:
 
 
 def _until(url: str, pred, timeout: float = 20.0) -> dict[str, float]:
-    deadline = time.monotonic() + timeout
-    while True:
-        got = _sftp_metrics(url)
-        if pred(got):
-            return got
-        assert time.monotonic() < deadline, got
-        time.sleep(0.3)
+    seen: dict[str, dict[str, float]] = {}
+
+    def holds() -> dict[str, float] | None:
+        seen["metrics"] = got = _sftp_metrics(url)
+        return got if pred(got) else None
+
+    return wait_until(holds, timeout, every=0.3, what=lambda: f"the SFTP metrics; last {seen.get('metrics')}")
 
 
 def test_sessions_and_bytes_reach_the_servers_metrics_and_survive_a_restart(tmp_path: Path) -> None:

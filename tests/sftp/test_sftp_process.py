@@ -5,12 +5,12 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import psutil
 
 from tests.sftp_process import SftpServerProcess, sftp_server_process
+from tests.waiting import wait_until
 
 
 def sftp_child(server: SftpServerProcess) -> psutil.Process:
@@ -21,16 +21,14 @@ def ls(server: SftpServerProcess, cwd: Path) -> subprocess.CompletedProcess[str]
     return subprocess.run(server.sftp_cmd(), input="ls /\n", text=True, capture_output=True, cwd=cwd, timeout=60)
 
 
-def gone(proc: psutil.Process, timeout: float = 10) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+def wait_gone(proc: psutil.Process, what: str, timeout: float = 10) -> None:
+    def ended() -> bool:
         try:
-            if proc.status() == psutil.STATUS_ZOMBIE:
-                return True
+            return proc.status() == psutil.STATUS_ZOMBIE
         except psutil.NoSuchProcess:
             return True
-        time.sleep(0.1)
-    return False
+
+    wait_until(ended, timeout, what=what)
 
 
 def test_crashed_sftp_process_is_restarted_and_dies_with_a_killed_parent(tmp_path: Path) -> None:
@@ -39,17 +37,16 @@ def test_crashed_sftp_process_is_restarted_and_dies_with_a_killed_parent(tmp_pat
         assert child.nice() > psutil.Process().nice()  # bulk transfers yield the CPU to the API
         assert ls(server, tmp_path).returncode == 0
         child.kill()  # a crash
-        assert gone(child)
-        deadline = time.monotonic() + 30
-        while True:  # restarted after a 1 s back-off, with the same host key and users
+        wait_gone(child, "the killed SFTP process to end")
+
+        def restarted() -> psutil.Process | None:  # after a 1 s back-off, with the same host key and users
             new = sftp_child(server)
-            if new.pid != child.pid and ls(server, tmp_path).returncode == 0:
-                break
-            assert time.monotonic() < deadline, "the SFTP process was not restarted"
-            time.sleep(0.2)
+            return new if new.pid != child.pid and ls(server, tmp_path).returncode == 0 else None
+
+        new = wait_until(restarted, 30, every=0.2, what="the SFTP process was not restarted")
         os.kill(server.proc.pid, signal.SIGKILL)  # the parent dies without stopping it
         server.proc.wait(10)
-        assert gone(new), "the SFTP process outlived its parent"
+        wait_gone(new, "the SFTP process outlived its parent")
         assert ls(server, tmp_path).returncode != 0
 
 
@@ -58,4 +55,4 @@ def test_clean_stop_ends_the_sftp_process(tmp_path: Path) -> None:
         child = sftp_child(server)
         server.proc.send_signal(signal.SIGTERM)
         assert server.proc.wait(30) == 0
-        assert gone(child, 1)
+        wait_gone(child, "the SFTP process to end with the server", 1)

@@ -9,7 +9,6 @@ on disk under its name) until `reput` completes it; the kept bytes are continued
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
 
 from argus.services.files import FileStore
@@ -17,6 +16,7 @@ from argus.services.principal import Principal
 from argus.services.uploads import resume_name
 from argus.services.users import ensure_home, ensure_layout
 from tests.sftp.conftest import SftpEnv
+from tests.waiting import wait_until
 
 MB = 1 << 20
 
@@ -31,10 +31,8 @@ def interrupted_upload(env: SftpEnv, remote: str, data: bytes) -> Path:
     c.get_transport().close()  # the client vanishes with the handle open: no CLOSE
     folder = env.home("alice") / Path(remote).parent.relative_to("/")
     partial = folder / resume_name(Path(remote).name)
-    deadline = time.monotonic() + 10
-    while not partial.exists():
-        assert time.monotonic() < deadline, sorted(p.name for p in folder.iterdir())
-        time.sleep(0.05)
+    wait_until(partial.exists, 10, every=0.05, what=lambda: f"{partial.name}; in the folder: "
+               f"{sorted(p.name for p in folder.iterdir())}")
     return partial
 
 
