@@ -19,6 +19,7 @@ from argus.scheduler.submit import SubmitQueuedTasks
 from argus.services.principal import Principal
 from argus.services.tasks import cancel_task
 from tests.scheduler.fakes import add_task, add_user, task
+from tests.waiting import wait_until
 
 
 def attempts(ctx, tid):
@@ -457,7 +458,6 @@ def test_runner_waits_for_ray_before_recovery_and_then_schedules(ctx, ray):
 
 def test_runner_thread_is_woken_by_events_and_stops_cleanly(ctx, ray):
     import asyncio
-    import time
 
     from argus.scheduler.runner import SchedulerComponent
 
@@ -466,16 +466,12 @@ def test_runner_thread_is_woken_by_events_and_stops_cleanly(ctx, ray):
     comp = SchedulerComponent(runner)
     asyncio.run(comp.start())
     try:
-        deadline = time.monotonic() + 5
-        while runner.passes < 1:
-            assert time.monotonic() < deadline
-            time.sleep(0.01)
+        wait_until(lambda: runner.passes >= 1, 5, every=0.01, what="the first pass")
         uid = add_user(ctx, "alice")
         tid = add_task(ctx, uid)
         runner.wake()
-        while task(ctx, tid).status != "SUBMITTED":
-            assert time.monotonic() < deadline, "a wake did not trigger a pass"
-            time.sleep(0.01)
+        wait_until(lambda: task(ctx, tid).status == "SUBMITTED", 5, every=0.01,
+                   what="a wake did not trigger a pass")
     finally:
         asyncio.run(comp.stop())
     assert not runner._thread.is_alive()

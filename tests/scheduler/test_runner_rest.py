@@ -6,6 +6,7 @@ import threading
 import time
 
 from argus.scheduler.runner import SchedulerRunner
+from tests.waiting import wait_until
 
 
 class TimedRunner(SchedulerRunner):
@@ -31,7 +32,7 @@ def test_a_burst_of_wakes_gets_the_loop_a_quarter_of_the_time_at_most(ctx):
         started = time.monotonic()
         while time.monotonic() - started < 2.0:  # a submit every 5 ms, each one waking the loop
             runner.wake()
-            time.sleep(0.005)
+            time.sleep(0.005)  # pacing the burst, not a wait
         elapsed = time.monotonic() - started
     finally:
         runner.stop()
@@ -45,16 +46,12 @@ def test_a_lone_wake_after_a_quick_pass_is_answered_at_once(ctx):
     runner = TimedRunner(ctx, pass_s=0.001)
     runner.start()
     try:
-        deadline = time.monotonic() + 5
-        while not runner.ended and time.monotonic() < deadline:  # the first pass, at start
-            time.sleep(0.01)
-        time.sleep(0.2)
+        wait_until(lambda: runner.ended, 5, every=0.01, what="the first pass, at start")
+        time.sleep(0.2)  # the loop idles a while, so the wake comes alone: time passing is the input here
         before = len(runner.ended)
         woke_at = time.monotonic()
         runner.wake()
-        while len(runner.ended) == before and time.monotonic() < deadline:
-            time.sleep(0.001)
-        assert len(runner.ended) > before
+        wait_until(lambda: len(runner.ended) > before, 5, every=0.001, what="a pass after the wake")
         assert runner.ended[before] - woke_at < 0.1  # a quick pass earns ~no rest
     finally:
         runner.stop()
@@ -63,9 +60,9 @@ def test_a_lone_wake_after_a_quick_pass_is_answered_at_once(ctx):
 def test_stop_is_not_held_up_by_a_rest(ctx):
     runner = TimedRunner(ctx, pass_s=0.3)  # would rest up to MAX_REST_S after each pass
     runner.start()
-    time.sleep(0.35)
-    runner.wake()
-    time.sleep(0.05)
+    wait_until(lambda: runner.ended, 5, every=0.01, what="the first pass")
+    runner.wake()  # a wake after a 0.3 s pass: the loop rests up to 0.9 s before the next one
+    wait_until(lambda: not runner._wake.is_set(), 5, every=0.01, what="the loop to take the wake and rest")
     t0 = time.monotonic()
     stopper = threading.Thread(target=runner.stop)
     stopper.start()
