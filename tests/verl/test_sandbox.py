@@ -8,6 +8,7 @@ from argus.settings import Settings
 from argus.verl import sandbox
 from argus.verl.rewards import check_reward
 from tests.verl.conftest import GOOD_REWARD, write_rl_parquet
+from tests.waiting import wait_until
 
 SNOOP = """
 import os, socket
@@ -83,7 +84,7 @@ def test_required_jail_without_bubblewrap_is_an_error(world, monkeypatch):
 
 def test_jailed_validator_outlives_its_start_thread(tmp_path):
     """PR_SET_PDEATHSIG is per thread: a jail tied to the start-up thread would die when that thread ends."""
-    import time
+    from pathlib import Path
 
     from argus.verl.component import make_verl_check
 
@@ -93,7 +94,11 @@ def test_jailed_validator_outlives_its_start_thread(tmp_path):
     try:
         validator.start_background()
         assert validator._ready.wait(180)
-        time.sleep(1.0)  # the start thread is gone by now
+        starter = validator._starter
+        assert starter is not None
+        # the death signal is sent as the thread's OS thread exits: wait until the kernel has let it go
+        wait_until(lambda: not starter.is_alive() and not Path(f"/proc/self/task/{starter.native_id}").exists(),
+                   30, what="the start thread to end")
         assert validator._proc is not None and validator._proc.poll() is None
         assert validator.request({"op": "info"}).get("verl_version")
         assert validator.restarts == 0

@@ -19,6 +19,7 @@ from argus.verl.check import KIND_FOR_ENTRY, VerlCheck
 from argus.verl.entry import EntryModuleCheck
 from argus.verl.messages import EXTRA_VALUES
 from argus.verl.validator import ValidatorTimeout, ValidatorUnavailable, VerlValidator
+from tests.waiting import wait_until
 
 pytest.importorskip("verl")
 
@@ -33,7 +34,7 @@ def test_restart_after_kill(validator):
     validator.request({"op": "info"})
     pid, restarts = validator.pid, validator.restarts
     os.kill(pid, signal.SIGKILL)
-    time.sleep(0.2)
+    wait_until(lambda: not validator.alive(), 10, what="the killed validator to end")
     resp = validator.request({"op": "validate", "config": "ppo_trainer", "overrides": ["data.train_batch_sz=1"]})
     assert resp["errors"][0]["key"] == "data.train_batch_sz"
     assert validator.pid != pid and validator.restarts == restarts + 1
