@@ -5,12 +5,12 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 
 import httpx
 import pytest
 
 from tests.helpers import free_port
+from tests.waiting import wait_until
 
 
 def start(state_dir, port, **env):
@@ -24,16 +24,12 @@ def start(state_dir, port, **env):
 
 
 def wait_healthy(port, proc, timeout=60):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    def healthy():
         assert proc.poll() is None, proc.stdout.read()
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/api/v2/health", timeout=1).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.2)
-    raise AssertionError("server did not become healthy")
+        return httpx.get(f"http://127.0.0.1:{port}/api/v2/health", timeout=1).status_code == 200
+
+    wait_until(healthy, timeout, every=0.2, ignore=(httpx.TransportError,),
+               what="server did not become healthy")
 
 
 def stop(proc):
