@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from sqlalchemy import select
 
@@ -11,6 +9,7 @@ from argus.cluster.dashboard import Dashboard
 from argus.cluster.inventory import RayInventory
 from argus.db.models import TaskEventModel
 from tests.e2e.stack import Stack, submit, wait_status
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -31,16 +30,19 @@ def test_a_cpu_hungry_task_waits_in_argus_with_the_reason_and_never_pends_in_ray
     light = submit(alice, "kind: advanced\nworkload: job\nnnodes: 1\nn_gpus_per_node: 0\n"
                           "command: python3 -m argus.jobs.sleep 0 --lines 1\n")  # Argus probes reserve no CPU
     reasons: set[str] = set()
-    deadline = time.monotonic() + 180
-    while alice.get(f"/api/v2/tasks/{second}").json()["status"] not in ("SUCCEEDED", "FAILED"):
-        assert time.monotonic() < deadline, "the second task never ran"
+
+    def second_ran() -> bool:  # while it waits: its reasons are collected, and Ray never holds both
+        if alice.get(f"/api/v2/tasks/{second}").json()["status"] in ("SUCCEEDED", "FAILED"):
+            return True
         t = alice.get(f"/api/v2/tasks/{second}").json()
         if t["status"] == "QUEUED" and t["pending_reason"]:
             reasons.add(t["pending_reason"])
         ours = [j for j in stack.ray_jobs() if (j.metadata or {}).get("argus_task_id") in (first, second)
                 and str(j.status).rsplit(".", 1)[-1] in ("PENDING", "RUNNING")]
         assert len(ours) <= 1, f"Argus handed Ray a job it had no CPUs for: {ours}"
-        time.sleep(0.2)
+        return False
+
+    wait_until(second_ran, 180, every=0.2, what="the second task never ran")
     assert wait_status(alice, second, "SUCCEEDED", timeout=5)["attempts"][-1]["status"] == "SUCCEEDED"
     wait_status(alice, light, "SUCCEEDED", timeout=120)
     cpus = int(whole) if float(whole).is_integer() else whole

@@ -3,7 +3,6 @@ from the running job's verl-style steps; the places move up as jobs start."""
 
 from __future__ import annotations
 
-import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -12,6 +11,7 @@ import pytest
 from argus.cluster.dashboard import Dashboard
 from argus.cluster.inventory import RayInventory
 from tests.e2e.stack import Stack, submit, wait_status
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -23,13 +23,13 @@ def _steps(cpus: float, total: int, seconds: float) -> str:
 
 
 def _until(c: Any, tid: str, ok: Any, timeout: float = 60.0) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    while True:
-        t = c.get(f"/api/v2/tasks/{tid}").json()
-        if ok(t):
-            return t
-        assert time.monotonic() < deadline, t
-        time.sleep(0.3)
+    seen: dict[str, Any] = {}
+
+    def holds() -> dict[str, Any] | None:
+        t = seen["task"] = c.get(f"/api/v2/tasks/{tid}").json()
+        return t if ok(t) else None
+
+    return wait_until(holds, timeout, every=0.3, what=lambda: f"{tid} as wanted; now {seen.get('task')}")
 
 
 def _at(value: str | None) -> datetime | None:

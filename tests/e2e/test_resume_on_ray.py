@@ -7,11 +7,10 @@ the tracker in verl's order and resumes only from verl's ``resume_path`` overrid
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from tests.e2e.stack import Stack, spec, submit, wait_status
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -22,13 +21,13 @@ def test_node_lost_retry_resumes_from_the_latest_checkpoint(stack: Stack) -> Non
                              "trainer.save_freq=2 step_seconds=0.3"))
     seen: list[str] = []
     wait_status(alice, tid, "RUNNING", timeout=60, seen=seen)
-    deadline = time.monotonic() + 60
-    while True:  # at least two complete steps on disk, then the node dies mid-run
-        ck = alice.get(f"/api/v2/tasks/{tid}/checkpoints").json()
-        if sum(s["complete"] for s in ck["steps"]) >= 2:
-            break
-        assert time.monotonic() < deadline, ck
-        time.sleep(0.2)
+    got: dict[str, dict] = {}
+
+    def two_complete() -> dict | None:  # at least two complete steps on disk, then the node dies mid-run
+        ck = got["ck"] = alice.get(f"/api/v2/tasks/{tid}/checkpoints").json()
+        return ck if sum(s["complete"] for s in ck["steps"]) >= 2 else None
+
+    ck = wait_until(two_complete, 60, every=0.2, what=lambda: f"two complete checkpoints; {got.get('ck')}")
     assert ck["folder"] == f"$HOME/jobs/{tid}/ck"  # relative default_local_dir: below the job folder
     worker = stack.main_worker
     stack.kill_worker(worker)

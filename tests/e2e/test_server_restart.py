@@ -6,7 +6,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +16,7 @@ from argus.db.models import TaskModel
 from argus.db.session import Database
 from tests.e2e.stack import Stack, spec, submit, wait_status
 from tests.helpers import free_port, new_user_client
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.e2e
 TOKEN = "e2e-admin-token-0123456789abcdef"
@@ -31,16 +31,13 @@ def start_server(state: Path, port: int, stack: Stack) -> subprocess.Popen[bytes
     proc = subprocess.Popen([sys.executable, "-m", "argus.cli.main", "server", "--state-dir", str(state),
                              "--port", str(port), "--ray-address", stack.gcs_address],
                             env=env, stdout=subprocess.DEVNULL, stderr=open(state / "server.log", "ab"))  # noqa: SIM115
-    deadline = time.monotonic() + 60
-    while True:
+
+    def healthy() -> bool:
         assert proc.poll() is None, (state / "server.log").read_text()[-3000:]
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/api/v2/health", timeout=1).status_code == 200:
-                return proc
-        except httpx.TransportError:
-            pass
-        assert time.monotonic() < deadline, "server did not become healthy"
-        time.sleep(0.1)
+        return httpx.get(f"http://127.0.0.1:{port}/api/v2/health", timeout=1).status_code == 200
+
+    wait_until(healthy, 60, ignore=(httpx.TransportError,), what="server did not become healthy")
+    return proc
 
 
 def test_sigkill_after_submission_then_restart_runs_the_attempt_once(stack: Stack, tmp_path: Path) -> None:
@@ -55,10 +52,8 @@ def test_sigkill_after_submission_then_restart_runs_the_attempt_once(stack: Stac
         # sharing this Ray cluster never derive the same submission id
         tid = submit(erin, spec("python3 -m argus.jobs.sleep 6 --lines 6", workload="sft"))
         db = Database(f"sqlite:///{state / 'argus.db'}")
-        deadline = time.monotonic() + 30
-        while not _stored(db, tid):  # the id is stored just before Ray is called: kill right there
-            assert time.monotonic() < deadline
-            time.sleep(0.005)
+        # the id is stored just before Ray is called: kill right there
+        wait_until(lambda: _stored(db, tid), 30, every=0.005, what=f"{tid}'s submission id stored")
         proc.send_signal(signal.SIGKILL)
         proc.wait(10)
         proc = start_server(state, port, stack)

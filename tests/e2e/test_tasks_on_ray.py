@@ -10,6 +10,7 @@ from sqlalchemy import select
 
 from argus.db.models import TaskEventModel
 from tests.e2e.stack import Stack, spec, submit, wait_status
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.e2e
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -62,11 +63,14 @@ def test_cancel_queued_submitted_and_running(stack: Stack) -> None:
         runner.submit.run_once()
         assert alice.get(f"/api/v2/tasks/{s}").json()["status"] == "SUBMITTED"
         assert alice.post(f"/api/v2/tasks/{s}/cancel").json()["status"] == "CANCELING"
-        deadline = time.monotonic() + 60
-        while alice.get(f"/api/v2/tasks/{s}").json()["status"] != "CANCELED":
-            assert time.monotonic() < deadline
+
+        def canceled() -> bool:  # each look that finds it not yet CANCELED runs the cancel loop once more
+            if alice.get(f"/api/v2/tasks/{s}").json()["status"] == "CANCELED":
+                return True
             runner.cancel.run_once()
-            time.sleep(0.3)
+            return False
+
+        wait_until(canceled, 60, every=0.3, what=f"{s} CANCELED")
     jobs = {j.submission_id: j.status for j in stack.ray_jobs()}
     assert jobs.get(f"{s}-a1") in (None, "STOPPED"), jobs  # Ray never runs a canceled task on its own
 
@@ -74,10 +78,12 @@ def test_cancel_queued_submitted_and_running(stack: Stack) -> None:
 def test_task_waits_with_the_reason_and_runs_when_a_gpu_node_joins(stack: Stack) -> None:
     alice = stack.user("alice")
     tid = submit(alice, spec("python3 -m argus.jobs.sleep 1", gpus=4))
-    deadline = time.monotonic() + 30
-    while (t := alice.get(f"/api/v2/tasks/{tid}").json())["pending_reason"] is None:
-        assert time.monotonic() < deadline
-        time.sleep(0.2)
+
+    def with_reason() -> dict | None:
+        t = alice.get(f"/api/v2/tasks/{tid}").json()
+        return t if t["pending_reason"] is not None else None
+
+    t = wait_until(with_reason, 30, every=0.2, what=f"a pending reason on {tid}")
     assert t["status"] == "QUEUED" and t["pending_reason"] == "0 GPUs in the cluster"
     worker = stack.add_worker(gpus=4)
     try:
@@ -129,7 +135,8 @@ def test_worker_killed_mid_task_is_node_lost_then_retried_and_succeeds(stack: St
     tid = submit(alice, spec("python3 -m argus.jobs.sleep 6 --lines 6"))
     seen: list[str] = []
     wait_status(alice, tid, "RUNNING", timeout=60, seen=seen)
-    time.sleep(1.0)
+    wait_until(lambda: b"sleep: 1/6" in alice.get(f"/api/v2/tasks/{tid}/logs").content, 30,
+               what="the payload's first line (mid-task)")
     worker = stack.main_worker
     stack.kill_worker(worker)
     # the retry is a new attempt; it may already be SUBMITTED elsewhere if another worker node is alive

@@ -12,7 +12,6 @@ The scheduler is driven pass by pass (``stack.manual()``), as in test_fairshare_
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from datetime import datetime
@@ -24,6 +23,7 @@ from sqlalchemy import select
 from argus.db.models import TaskAttemptModel, TaskEventModel
 from argus.scheduler.runner import SchedulerRunner
 from tests.e2e.stack import Stack, spec, submit
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.e2e
 GPUS = 3
@@ -50,11 +50,13 @@ def _job(team: str, seconds: float, name: str) -> str:
 
 
 def _drive(runner: SchedulerRunner, stack: Stack, until: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not until():
-        assert time.monotonic() < deadline, f"{what}: not after {timeout}s"
+    def driven() -> bool:  # each look that finds it not yet so runs one scheduler pass
+        if until():
+            return True
         runner.run_pass()
-        time.sleep(0.2)
+        return False
+
+    wait_until(driven, timeout, every=0.2, what=f"{what}: not after {timeout}s")
 
 
 def _events(stack: Stack, ids: list[str] | dict[str, str]) -> list[tuple[str, str, datetime]]:

@@ -8,11 +8,10 @@ The job is ``argus.jobs.steps``: it prints verl's ``step:N`` lines and writes ve
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from tests.e2e.stack import Stack, spec, submit, wait_status
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -24,13 +23,13 @@ def events(c, tid: str) -> list[str]:  # noqa: ANN001
 
 
 def wait_event(c, tid: str, text: str, timeout: float = 60.0) -> list[str]:  # noqa: ANN001
-    deadline = time.monotonic() + timeout
-    while True:
-        said = events(c, tid)
-        if any(text in m for m in said):
-            return said
-        assert time.monotonic() < deadline, said
-        time.sleep(0.3)
+    seen: dict[str, list[str]] = {}
+
+    def told() -> list[str] | None:
+        said = seen["events"] = events(c, tid)
+        return said if any(text in m for m in said) else None
+
+    return wait_until(told, timeout, every=0.3, what=lambda: f"{text!r} in the events: {seen.get('events')}")
 
 
 def test_a_hung_run_is_stalled_and_kept(stack: Stack) -> None:
@@ -84,13 +83,13 @@ def test_a_tasks_own_cpu_and_memory_are_sampled(stack: Stack) -> None:
     tid = submit(alice, spec("python3 -m argus.jobs.steps trainer.total_training_steps=40 trainer.save_freq=0 "
                              "step_seconds=1 busy=1 hold_mib=200"))
     wait_status(alice, tid, "RUNNING", timeout=60)
-    deadline = time.monotonic() + 60
-    while True:
-        r = alice.get(f"/api/v2/tasks/{tid}/resources").json()
-        if len(r["samples"]) >= 2:
-            break
-        assert time.monotonic() < deadline, r
-        time.sleep(1)
+    seen: dict[str, dict] = {}
+
+    def two_samples() -> dict | None:
+        r = seen["resources"] = alice.get(f"/api/v2/tasks/{tid}/resources").json()
+        return r if len(r["samples"]) >= 2 else None
+
+    r = wait_until(two_samples, 60, every=1, what=lambda: f"two samples; {seen.get('resources')}")
     last = r["samples"][-1]
     assert 0.5 <= last["cpu"] <= 1.5, r  # one busy core
     assert last["rss"] >= 200 * 2**20, r  # the bytearray, in the task's own tree

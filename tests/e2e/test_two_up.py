@@ -11,7 +11,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
@@ -20,6 +19,7 @@ import pytest
 
 from tests.e2e.stack import spec, submit, wait_status
 from tests.helpers import free_port
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -36,16 +36,20 @@ def up(state: Path, port: int, *flags: str) -> subprocess.Popen[bytes]:
 
 def admin_token(state: Path, proc: subprocess.Popen[bytes], port: int, timeout: float = 150) -> str:
     """Wait for health, then for the token line (printed only once health answers)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        out = (state / "out.log").read_text(errors="replace")
-        assert proc.poll() is None, out[-3000:]
-        tokens = [line.split(": ", 1)[1] for line in out.splitlines() if line.startswith("admin token: ")]
+    def out() -> str:
+        return (state / "out.log").read_text(errors="replace")
+
+    def token() -> str | None:
+        said = out()
+        assert proc.poll() is None, said[-3000:]
+        tokens = [line.split(": ", 1)[1] for line in said.splitlines() if line.startswith("admin token: ")]
         if tokens:
             assert httpx.get(f"http://127.0.0.1:{port}/api/v2/health").status_code == 200
             return tokens[0]
-        assert time.monotonic() < deadline, f"argus up not healthy after {timeout} s:\n{out[-3000:]}"
-        time.sleep(0.2)
+        return None
+
+    return wait_until(token, timeout, every=0.2,
+                      what=lambda: f"argus up not healthy after {timeout} s:\n{out()[-3000:]}")
 
 
 def processes_of(state: Path) -> list[psutil.Process]:
@@ -84,7 +88,5 @@ def test_two_argus_up_on_one_machine(tmp_path: Path) -> None:
     assert codes == [0, 0], [(s / "out.log").read_text()[-2000:] for s in states]
     for s in states:
         assert "Traceback" not in (s / "out.log").read_text()
-        deadline = time.monotonic() + 20
-        while processes_of(s):
-            assert time.monotonic() < deadline, processes_of(s)
-            time.sleep(0.5)
+        wait_until(lambda s=s: not processes_of(s), 20, every=0.5,
+                   what=lambda s=s: f"no process of {s} left; {processes_of(s)}")

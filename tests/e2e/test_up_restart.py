@@ -12,7 +12,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -22,6 +21,7 @@ import pytest
 from tests.e2e.stack import spec, submit, wait_status
 from tests.e2e.test_two_up import admin_token, processes_of
 from tests.helpers import free_port
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -40,16 +40,12 @@ def up(state: Path, port: int, log: str, *, env: dict[str, str] | None = None,
 
 
 def wait_healthy(proc: subprocess.Popen[bytes], port: int, out: Path, timeout: float = 150) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
+    def healthy() -> bool:
         assert proc.poll() is None, out.read_text()[-3000:]
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/api/v2/health", timeout=2).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        assert time.monotonic() < deadline, out.read_text()[-3000:]
-        time.sleep(0.2)
+        return httpx.get(f"http://127.0.0.1:{port}/api/v2/health", timeout=2).status_code == 200
+
+    wait_until(healthy, timeout, every=0.2, ignore=(httpx.TransportError,),
+               what=lambda: f"argus up healthy:\n{out.read_text()[-3000:]}")
 
 
 def test_sigkill_of_up_then_up_again_adopts_its_ray(tmp_path: Path) -> None:
@@ -89,10 +85,8 @@ def test_sigkill_of_up_then_up_again_adopts_its_ray(tmp_path: Path) -> None:
                 os.killpg(proc.pid, signal.SIGTERM)
         codes = [p.wait(90) for p in (first, second) if p is not None]
     assert codes[-1] == 0, (state / "out2.log").read_text()[-3000:]
-    deadline = time.monotonic() + 20
-    while processes_of(state):
-        assert time.monotonic() < deadline, processes_of(state)
-        time.sleep(0.5)
+    wait_until(lambda: not processes_of(state), 20, every=0.5,
+               what=lambda: f"no process of the state dir left; {processes_of(state)}")
     assert not (state / "embedded-ray.json").exists()
 
 
