@@ -16,7 +16,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +24,7 @@ import httpx
 import pytest
 
 from tests.helpers import free_port
+from tests.waiting import wait_until
 
 CHROMIUM = Path(os.environ.get("ARGUS_CHROMIUM", "/usr/bin/chromium"))
 ARTIFACTS = Path(os.environ.get("ARGUS_ARTIFACTS", Path(tempfile.gettempdir()) / "argus-artifacts")) / "web"
@@ -68,18 +68,19 @@ def _start_up(state: Path, port: int) -> tuple[subprocess.Popen[bytes], str]:
                              "--port", str(port), "--gpus", "0", "--no-sftp"],
                             env=env, stdout=open(state / "out.log", "wb"), stderr=subprocess.STDOUT,  # noqa: SIM115
                             start_new_session=True)
-    deadline = time.monotonic() + 240
-    while True:
-        out = (state / "out.log").read_text(errors="replace")
-        assert proc.poll() is None, f"argus up exited:\n{out[-3000:]}"
-        if "admin token: " in out:
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/api/v2/health", timeout=5).status_code == 200:
-                    return proc, token
-            except httpx.HTTPError:
-                pass
-        assert time.monotonic() < deadline, f"argus up not healthy:\n{out[-3000:]}"
-        time.sleep(0.3)
+
+    def out() -> str:
+        return (state / "out.log").read_text(errors="replace")
+
+    def healthy() -> bool:
+        said = out()
+        assert proc.poll() is None, f"argus up exited:\n{said[-3000:]}"
+        return ("admin token: " in said
+                and httpx.get(f"http://127.0.0.1:{port}/api/v2/health", timeout=5).status_code == 200)
+
+    wait_until(healthy, 240, every=0.3, ignore=(httpx.HTTPError,),
+               what=lambda: f"argus up not healthy:\n{out()[-3000:]}")
+    return proc, token
 
 
 @pytest.fixture(scope="module")

@@ -14,6 +14,7 @@ import pytest
 
 from argus.core.paths import USER_NAME_RE, DataLayout
 from argus.web import i18n
+from tests.waiting import wait_until
 from tests.web.conftest import PASSWORDS, Pages, Up, shot, sign_in_with_token
 from tests.web.test_browser import submit_api
 
@@ -139,10 +140,8 @@ def test_nodes_page_draws_gpu_use_from_telemetry(up: Up, pages: Pages) -> None:
                                   "command: python3 -m argus.jobs.sleep 600 --lines 2\n")
     try:
         with up.api("alice") as c:
-            deadline = time.monotonic() + 180
-            while c.get(f"/api/v2/tasks/{tid}").json()["status"] != "RUNNING":
-                assert time.monotonic() < deadline, "the task never ran"
-                time.sleep(0.5)
+            wait_until(lambda: c.get(f"/api/v2/tasks/{tid}").json()["status"] == "RUNNING", 180, every=0.5,
+                       what="the task never ran")
         page = pages.new(user="alice")
         page.goto(f"{up.url}/nodes")
         page.wait_for_function("() => document.body.dataset.loaded === '1'")
@@ -150,10 +149,7 @@ def test_nodes_page_draws_gpu_use_from_telemetry(up: Up, pages: Pages) -> None:
 
         # the task's driver sampled two GPUs (as NVML would on a GPU node): bars per GPU, memory in use
         path = Path(str(DataLayout.at(str(up.root)).job_dir("alice", tid))) / "telemetry" / "attempt-1.jsonl"
-        deadline = time.monotonic() + 60
-        while not path.exists():
-            assert time.monotonic() < deadline, f"no telemetry file at {path}"
-            time.sleep(0.5)
+        wait_until(path.exists, 60, every=0.5, what=f"no telemetry file at {path}")
         with path.open("a") as fh:
             fh.write(json.dumps({"t": int(time.time()), "cpu": 0.1, "rss": 1 << 20,
                                  "gpu": [[87, 30720, 250.0], [3, 1024, 60.0]]}) + "\n")

@@ -15,6 +15,7 @@ import time
 
 import pytest
 
+from tests.waiting import wait_until
 from tests.web.conftest import Pages, Up, shot
 from tests.web.test_browser import submit_api
 
@@ -67,11 +68,14 @@ def test_task_charts_zoom_smoothing_axes_search_exports_and_link(up: Up, pages: 
     page.click('#tabs [data-tab="metrics"]')
     chart = page.locator(f'figure.chart[data-key="{KEY}"]')
     chart.wait_for(timeout=180_000)
-    deadline = time.monotonic() + 120
-    while points(page, KEY) < 12 and time.monotonic() < deadline:
+
+    def twelve() -> bool:  # each look that finds too few refreshes the charts
+        if points(page, KEY) >= 12:
+            return True
         refresh(page)
-        page.wait_for_timeout(500)
-    assert points(page, KEY) >= 12
+        return False
+
+    wait_until(twelve, 120, every=0.5, what=lambda: f"12 points; {points(page, KEY)}")
     # the defaults: reward/score, KL, entropy, response length first
     assert page.locator("figure.chart").count() == 4
 
@@ -85,11 +89,14 @@ def test_task_charts_zoom_smoothing_axes_search_exports_and_link(up: Up, pages: 
     zoomed = plot(page, KEY, "[p.scales.x.min, p.scales.x.max]")
     before = points(page, KEY)
     assert zoomed[0] > 1 and zoomed[1] < before
-    deadline = time.monotonic() + 60
-    while points(page, KEY) == before and time.monotonic() < deadline:
-        page.wait_for_timeout(700)
+
+    def more() -> bool:  # each look that finds none new refreshes the charts
+        if points(page, KEY) > before:
+            return True
         refresh(page)
-    assert points(page, KEY) > before, "the task printed no new step"
+        return False
+
+    wait_until(more, 60, every=0.7, what="the task printed no new step")
     assert plot(page, KEY, "[p.scales.x.min, p.scales.x.max]") == zoomed
     set_range(page, "0.3")  # smoothing redraws the lines, the zoom stays
     assert plot(page, KEY, "[p.scales.x.min, p.scales.x.max]") == zoomed
@@ -178,13 +185,13 @@ def test_compare_two_runs_overlays_metrics_and_highlights_spec_differences(up: U
     b = submit_api(up, "alice", CURVES.format(name="lr-big", steps=10, pace=0.1, seed=2, lr="3e-5"))
     hidden = submit_api(up, "bob", CURVES.format(name="bobs", steps=1, pace=0, seed=0, lr="1e-6"))
     with up.api("alice") as c:
-        deadline = time.monotonic() + 240
-        while time.monotonic() < deadline:
-            done = [c.get(f"/api/v2/tasks/{t}").json()["status"] for t in (a, b)]
-            if all(s == "SUCCEEDED" for s in done):
-                break
-            time.sleep(1)
-        assert done == ["SUCCEEDED", "SUCCEEDED"]
+        done: list[str] = []
+
+        def both_succeeded() -> bool:
+            done[:] = [c.get(f"/api/v2/tasks/{t}").json()["status"] for t in (a, b)]
+            return done == ["SUCCEEDED", "SUCCEEDED"]
+
+        wait_until(both_succeeded, 240, every=1, what=lambda: f"both runs SUCCEEDED; {done}")
 
     # from the task page: "Compare with…" by name
     page = pages.new(user="alice")

@@ -15,12 +15,12 @@ import os
 import re
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
 import pytest
 
+from tests.waiting import wait_until
 from tests.web.conftest import PASSWORDS, Pages, Up, shot, sign_in, sign_in_with_token
 
 pytestmark = [pytest.mark.browser, pytest.mark.e2e]
@@ -76,20 +76,22 @@ def test_big_upload_shows_progress_and_the_file_appears_only_when_complete(up: U
     page.wait_for_function("() => document.body.dataset.loaded === '/datasets'")
     throttle_uploads(page, 16 * 1024 * 1024)
     page.set_input_files("#file-input", str(src))
-    seen, absent_while_uploading = [], 0
+    seen, absent = [], []
     target = home(up, "alice") / "datasets" / "big.bin"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
+
+    def idle() -> bool:  # each look samples the progress bar, and whether the file shows under its name
         value = page.evaluate("Number(document.getElementById('up-overall').value)")
         if page.evaluate("document.body.dataset.uploads") == "idle":  # a finished row is cleared (issue 25)
-            break
+            return True
         if 0 < value < BIG:
             seen.append(value)
-            if not target.exists():
-                absent_while_uploading += 1
+            absent.append(not target.exists())
             if len(seen) == 3:
                 shot(page, "data-upload-en")
-        time.sleep(0.2)
+        return False
+
+    wait_until(idle, 120, every=0.2, what=lambda: f"the upload to finish; progress seen: {seen}")
+    absent_while_uploading = sum(absent)
     assert page.locator("#up-list li").count() == 0 and page.evaluate("document.body.dataset.uploadsDone") == "1"
     assert len(set(seen)) >= 3, f"the progress bar did not move: {seen}"
     assert absent_while_uploading >= 3  # nothing under the final name until the last byte
@@ -111,9 +113,8 @@ def test_canceling_half_way_leaves_no_partial_file(up: Up, pages: Pages, tmp_pat
     assert parts_in(folder), "the upload should be writing its hidden temp file"
     page.click("#up-list .up-cancel")
     page.locator('#up-list li[data-state="canceled"]').wait_for()
-    deadline = time.monotonic() + 20
-    while parts_in(folder) and time.monotonic() < deadline:
-        time.sleep(0.2)
+    wait_until(lambda: not parts_in(folder), 20, every=0.2,
+               what=lambda: f"no hidden part left; {parts_in(folder)}")
     assert parts_in(folder) == [] and not (folder / "half.bin").exists()
     with up.api("alice") as c:
         assert c.get("/api/v2/files", params={"path": "/datasets/half.bin"}).status_code == 404
@@ -169,10 +170,9 @@ def test_parquet_preview_copy_home_path_and_a_task_reads_it(up: Up, pages: Pages
         r = c.post("/api/v2/tasks", content=spec, headers={"Content-Type": "application/yaml"})
         assert r.status_code == 201, r.text
         tid = r.json()["task_id"]
-        deadline = time.monotonic() + 240
-        while c.get(f"/api/v2/tasks/{tid}").json()["status"] not in ("SUCCEEDED", "FAILED", "CANCELED"):
-            assert time.monotonic() < deadline, "the job did not finish"
-            time.sleep(1)
+        ended = ("SUCCEEDED", "FAILED", "CANCELED")
+        wait_until(lambda: c.get(f"/api/v2/tasks/{tid}").json()["status"] in ended, 240, every=1,
+                   what="the job did not finish")
         log = c.get(f"/api/v2/tasks/{tid}/logs").text
         assert c.get(f"/api/v2/tasks/{tid}").json()["status"] == "SUCCEEDED", log[-2000:]
         assert "openai/gsm8k" in log, log[-2000:]

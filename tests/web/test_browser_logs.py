@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.waiting import wait_until
 from tests.web.conftest import Pages, Up, shot
 from tests.web.test_browser import submit_api
 
@@ -146,19 +147,12 @@ def _heap_mb(cdp) -> float:  # noqa: ANN001
     return metrics["JSHeapUsedSize"] / 1048576
 
 
-def _wait(cond, what: str, timeout: float = 30) -> None:  # noqa: ANN001
-    import time
-    deadline = time.monotonic() + timeout
-    while not cond():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.05)
-
-
 def test_a_1gb_log_opens_at_its_end_pages_on_scroll_filters_and_searches(up: Up, pages: Pages) -> None:
     """The whole of a 1 GiB log is reachable without downloading it, with the page's DOM kept bounded."""
     tid = submit_api(up, "alice", ECHO.replace("name: echo", "name: biglog").replace(" --pad 300", ""))
     with up.api("alice") as c:
-        _wait(lambda: c.get(f"/api/v2/tasks/{tid}").json()["status"] == "SUCCEEDED", "the echo task ends", 240)
+        wait_until(lambda: c.get(f"/api/v2/tasks/{tid}").json()["status"] == "SUCCEEDED", 240, every=0.05,
+                   what="the echo task ends")
     log = up.root / "users" / "alice" / "jobs" / tid / "logs" / "attempt-1.log"
     size = _big_log(log, 1024)
     try:
@@ -178,19 +172,21 @@ def test_a_1gb_log_opens_at_its_end_pages_on_scroll_filters_and_searches(up: Up,
         # scrolling up fetches earlier ranges; what the user looks at does not jump
         page.locator("#log").hover()
         page.mouse.wheel(0, -100_000)
-        _wait(lambda: _window(page)[0] < start, "an earlier range is fetched on scrolling up")
+        wait_until(lambda: _window(page)[0] < start, 30, every=0.05,
+                   what="an earlier range is fetched on scrolling up")
         before = _window(page)[0]
         # reach the top (the next range comes in above it) and note where a line on screen is
         top = page.locator("#log").evaluate("""e => { e.scrollTop = 0; window.__anchor = e.querySelectorAll('.ln')[3];
                                                       return window.__anchor.getBoundingClientRect().top; }""")
-        _wait(lambda: _window(page)[0] < before, "another earlier range")
+        wait_until(lambda: _window(page)[0] < before, 30, every=0.05, what="another earlier range")
         moved = page.evaluate("window.__anchor.isConnected ? window.__anchor.getBoundingClientRect().top : null")
         assert moved is not None and abs(moved - top) < 3, (top, moved)  # stable under the prepend
         peak = 0
         for _ in range(12):  # keep going up: lines come in above, lines far below leave
             s0 = _window(page)[0]
             page.locator("#log").evaluate("e => { e.scrollTop = 0; }")
-            _wait(lambda s0=s0: _window(page)[0] < s0, "scrolling up keeps fetching")
+            wait_until(lambda s0=s0: _window(page)[0] < s0, 30, every=0.05,
+                       what="scrolling up keeps fetching")
             peak = max(peak, _lines(page))
         assert peak <= BIG_MAX_LINES + 2000, peak  # the cap gives way only to what is on screen
         # memory stays flat: the farthest chunks leave the page and nothing keeps them (the heap, after a GC)
@@ -206,20 +202,21 @@ def test_a_1gb_log_opens_at_its_end_pages_on_scroll_filters_and_searches(up: Up,
         assert _window(page)[0] == 0
         e0 = _window(page)[1]
         page.locator("#log").evaluate("e => { e.scrollTop = e.scrollHeight; }")
-        _wait(lambda: _window(page)[1] > e0, "a later range is fetched on scrolling down")
+        wait_until(lambda: _window(page)[1] > e0, 30, every=0.05,
+                   what="a later range is fetched on scrolling down")
 
         # filter by level: only errors (the whole traceback), counted; applies to lines fetched later
         e1 = _window(page)[1]
         page.select_option("#log-level", "error")
         shown = page.locator("#log .ln:not(.log-hide)")
-        _wait(lambda: shown.count() > 0, "error lines shown")
+        wait_until(lambda: shown.count() > 0, 30, every=0.05, what="error lines shown")
         texts = shown.all_inner_texts()
         assert texts[0] == "Traceback (most recent call last):" and texts[2].startswith("ValueError: boom 0.")
         assert all(x.startswith(("Traceback", "  File", "ValueError")) for x in texts)
         assert page.locator("#log .ln.log-hide").count() > 0
         assert "loaded lines shown" in page.inner_text("#log-fcount")
         # so few lines left to see: the pane fetches later ranges by itself, and filters them too
-        _wait(lambda: _window(page)[1] > e1, "more lines fetched while filtered")
+        wait_until(lambda: _window(page)[1] > e1, 30, every=0.05, what="more lines fetched while filtered")
         assert all(x.startswith(("Traceback", "  File", "ValueError")) for x in shown.all_inner_texts())
         page.select_option("#log-level", "")
 

@@ -12,6 +12,7 @@ import time
 import pytest
 
 from argus.web.templates_catalog import spec_templates
+from tests.waiting import wait_until
 from tests.web.conftest import Pages, Up, shot
 from tests.web.test_browser import set_editor
 
@@ -26,13 +27,12 @@ def lines(page) -> list[str]:  # noqa: ANN001
 
 def verdict(page, after: str | None = None, timeout_s: float = 60) -> str:  # noqa: ANN001
     """Wait for a verdict newer than ``after`` (new_task.js numbers them in #check-state[data-verdict])."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
+    def newer() -> str | None:
         now = page.get_attribute("#check-state", "data-verdict")
-        if now is not None and now != after:
-            return now
-        time.sleep(0.05)
-    raise AssertionError(f"no verdict after {after!r}: {page.inner_text('#check-state')!r}")
+        return now if now is not None and now != after else None
+
+    return wait_until(newer, timeout_s, every=0.05,
+                      what=lambda: f"no verdict after {after!r}: {page.inner_text('#check-state')!r}")
 
 
 def open_new(page, up: Up, template: str = "basic-grpo") -> str:  # noqa: ANN001
@@ -101,7 +101,7 @@ def test_verl_keys_complete_as_they_are_typed(up: Up, pages: Pages) -> None:
     assert page.evaluate("document.activeElement.classList.contains('cm-content')")  # Tab stayed in the editor
 
     page.keyboard.type("=16\nname_typed_at_top")  # an undotted word is YAML's, not verl's: nothing offered
-    time.sleep(0.5)
+    time.sleep(0.5)  # an absence is checked: time for a popup to come, were one offered (not a wait)
     assert popup.count() == 0
 
 

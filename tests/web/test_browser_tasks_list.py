@@ -14,13 +14,13 @@
 from __future__ import annotations
 
 import re
-import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
 from sqlalchemy import create_engine, insert, select
 
 from argus.db.models import TaskModel, UserModel
+from tests.waiting import wait_until
 from tests.web.conftest import Pages, Up, shot
 from tests.web.test_browser import submit_api
 
@@ -42,11 +42,13 @@ def status_of(up: Up, user: str, tid: str) -> str:
 
 
 def wait_status(up: Up, user: str, tid: str, want: set[str], timeout: float = 240) -> str:
-    deadline = time.monotonic() + timeout
-    while (s := status_of(up, user, tid)) not in want:
-        assert time.monotonic() < deadline, f"{tid} stayed {s}, wanted {want}"
-        time.sleep(0.5)
-    return s
+    seen: list[str] = []
+
+    def arrived() -> str | None:
+        seen[:] = [s := status_of(up, user, tid)]
+        return s if s in want else None
+
+    return wait_until(arrived, timeout, every=0.5, what=lambda: f"{tid} stayed {seen[-1]}, wanted {want}")
 
 
 def ids_in_table(page) -> list[str]:  # noqa: ANN001

@@ -5,10 +5,9 @@ CSV link; no sideways scrolling at 390 px."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
+from tests.waiting import wait_until
 from tests.web.conftest import Pages, Up, shot, sign_in_with_token
 from tests.web.test_browser import submit_api
 from tests.web.test_browser_phone import _OFFENDERS, PHONE
@@ -124,10 +123,8 @@ def test_teams_page_create_members_roles_visibility_and_usage(up: Up, pages: Pag
     # usage by team: alice's job charged to nlp shows in the site admin's view and in its CSV
     tid = submit_api(up, "alice", JOB)
     with up.api("alice") as c:
-        deadline = time.monotonic() + 180
-        while c.get(f"/api/v2/tasks/{tid}").json()["status"] != "SUCCEEDED":
-            assert time.monotonic() < deadline, c.get(f"/api/v2/tasks/{tid}").json()
-            time.sleep(0.5)
+        wait_until(lambda: c.get(f"/api/v2/tasks/{tid}").json()["status"] == "SUCCEEDED", 180, every=0.5,
+                   what=lambda: f"{tid} SUCCEEDED; {c.get(f'/api/v2/tasks/{tid}').json()}")
     _teams(admin, up.url)
     admin.locator('#usage-table[data-loaded="1"]').wait_for(state="attached")
     row = admin.locator('#usage-body tr[data-key="nlp"]')
