@@ -6,7 +6,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import psutil
@@ -17,6 +16,7 @@ from argus.cluster.local import LocalCluster
 from argus.settings import Settings
 from argus.state_lock import StateDirBusy, StateLock
 from tests.helpers import free_port
+from tests.waiting import wait_until
 
 
 def settings(state: Path, **fields: object) -> Settings:
@@ -60,8 +60,7 @@ def test_a_reused_pid_is_never_taken_for_the_recorded_process_nor_signalled(tmp_
 def test_stop_leftover_ends_the_recorded_node_and_its_children(tmp_path: Path) -> None:
     script = "import subprocess,time; subprocess.Popen(['sleep','60']); time.sleep(60)"
     node = spawn(sys.executable, "-c", script)
-    time.sleep(0.5)
-    child = psutil.Process(node.pid).children()[0]
+    child = wait_until(lambda: psutil.Process(node.pid).children(), 10, what="the node's child process")[0]
     assert leftover.stop_leftover(record_with(tmp_path, [node_of(node)]), grace_s=5) == 2
     assert node.wait(5) is not None
     assert leftover.wait_exit([child], 5) == []

@@ -14,7 +14,8 @@ from argus.cluster.dashboard import Dashboard
 from argus.cluster.inventory import RayInventory
 from argus.cluster.jobs import RayJobsClient
 from argus.cluster.local import MAX_TEMP_DIR_LEN, LocalCluster
-from argus.cluster.types import JobAlreadyExists, JobInfo, RayJobStatus
+from argus.cluster.types import JobAlreadyExists, JobInfo, RayJobStatus, WorkerNode
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.e2e
 WORKER = {"worker_node": 1}
@@ -36,15 +37,18 @@ def raw_nodes(dash: Dashboard) -> dict[str, dict]:
 
 
 def wait_status(jobs: RayJobsClient, sid: str, want: set[RayJobStatus], timeout: float = 120) -> JobInfo:
-    deadline = time.monotonic() + timeout
-    while True:
+    seen: list[JobInfo] = []
+
+    def arrived() -> JobInfo | None:
         info = jobs.get(sid)
         assert info is not None
+        seen[:] = [info]
         if info.status in want:
             return info
-        assert info.status not in TERMINAL, info
-        assert time.monotonic() < deadline, f"{sid} still {info.status}"
-        time.sleep(0.1)
+        assert info.status not in TERMINAL, info  # ended in another state: it will never come
+        return None
+
+    return wait_until(arrived, timeout, what=lambda: f"{sid} still {seen[-1].status}")
 
 
 def driver_entrypoint(job_dir: Path, *argv: str) -> str:
@@ -109,17 +113,12 @@ def test_stop_a_running_driver(ray_cluster: LocalCluster, jobs: RayJobsClient, t
                 entrypoint_resources=WORKER, runtime_env={}, metadata={})
     wait_status(jobs, sid, {RayJobStatus.RUNNING})
     log = job_dir / "logs" / "attempt-1.log"
-    deadline = time.monotonic() + 60
-    while not (log.exists() and "started" in log.read_text()):
-        assert time.monotonic() < deadline
-        time.sleep(0.1)
+    wait_until(lambda: log.exists() and "started" in log.read_text(), 60, what="the driver's 'started' line")
     assert jobs.delete(sid) is False  # not finished yet: Ray refuses, the client says so
     assert jobs.stop(sid) is True
     wait_status(jobs, sid, {RayJobStatus.STOPPED}, timeout=60)
-    deadline = time.monotonic() + 30
-    while json.loads((job_dir / "status.json").read_text())["exit_code"] is None:
-        assert time.monotonic() < deadline, "the driver did not record its end"
-        time.sleep(0.1)
+    wait_until(lambda: json.loads((job_dir / "status.json").read_text())["exit_code"] is not None, 30,
+               what="the driver did not record its end")
     assert json.loads((job_dir / "status.json").read_text())["signal"] == "SIGTERM"
     assert jobs.delete(sid) is True
 
@@ -142,15 +141,15 @@ def test_inventory_sees_a_joining_gpu_worker_and_its_death(ray_cluster: LocalClu
         assert node.resources["worker_node"] == ray_cluster.settings.worker_node_capacity
     finally:
         ray_cluster.kill_worker(extra.name)
-    deadline = time.monotonic() + 30
-    while True:
+    killed_at = time.monotonic()
+
+    def dead() -> WorkerNode | None:
         inv.invalidate()
         node = next(n for n in inv.worker_nodes() if n.node_id == extra.node_id)
-        if not node.alive:
-            break
-        assert time.monotonic() < deadline, "the killed worker was not declared dead"
-        time.sleep(0.2)
-    print(f"worker declared dead after {time.monotonic() - deadline + 30:.2f} s")
+        return node if not node.alive else None
+
+    node = wait_until(dead, 30, every=0.2, what="the killed worker was not declared dead")
+    print(f"worker declared dead after {time.monotonic() - killed_at:.2f} s")
     assert node.gpus_free == 0
     assert [n.node_id for n in inv.worker_nodes() if n.alive] == [w1.node_id]
 
@@ -160,11 +159,13 @@ def test_inventory_counts_the_cpus_and_memory_a_driver_reserves(ray_cluster: Loc
     """Issue 15: ``entrypoint_num_cpus``/``entrypoint_memory`` reach Ray, and the inventory reads them back as used."""
     inv = RayInventory(dash, cache_s=0)
     w1 = ray_cluster.workers["worker-1"].node_id
-    deadline = time.monotonic() + 30
+
+    def reported() -> WorkerNode | None:
+        node = next(n for n in inv.worker_nodes() if n.node_id == w1)
+        return node if node.cpus_free is not None else None
+
     # Ray's usage report (the autoscaler monitor's) lags a node's join by a few seconds: None until then
-    while (before := next(n for n in inv.worker_nodes() if n.node_id == w1)).cpus_free is None:
-        assert time.monotonic() < deadline, "no usage report for worker-1"
-        time.sleep(0.3)
+    before = wait_until(reported, 30, every=0.3, what="no usage report for worker-1")
     assert before.cpus_free == before.cpus_total >= 1 and before.memory_total > 0
     assert before.memory_free == before.memory_total
     sid = f"cpu-reserve-{time.monotonic_ns()}"
@@ -172,10 +173,12 @@ def test_inventory_counts_the_cpus_and_memory_a_driver_reserves(ray_cluster: Loc
                 runtime_env={}, metadata={})
     try:
         wait_status(jobs, sid, {RayJobStatus.RUNNING})
-        deadline = time.monotonic() + 30
-        while (now := next(n for n in inv.worker_nodes() if n.node_id == w1)).cpus_free == before.cpus_free:
-            assert time.monotonic() < deadline, "Ray's usage report never showed the driver's CPU"
-            time.sleep(0.3)
+
+        def reserved() -> WorkerNode | None:
+            node = next(n for n in inv.worker_nodes() if n.node_id == w1)
+            return node if node.cpus_free != before.cpus_free else None
+
+        now = wait_until(reserved, 30, every=0.3, what="Ray's usage report never showed the driver's CPU")
         assert now.cpus_free == before.cpus_total - 1
         assert now.memory_free == before.memory_total - 2**27
     finally:

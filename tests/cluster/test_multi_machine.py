@@ -37,6 +37,7 @@ from argus.cluster.local import LocalCluster
 from argus.cluster.types import ClusterUnavailable, WorkerNode
 from argus.settings import Settings
 from tests.helpers import free_port, terminate
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.e2e
 WORKER_NAME = f"argus-test-worker-{os.getpid()}"
@@ -81,14 +82,12 @@ class Tracker:
 
 
 def wait_for(what: str, check: Callable[[], object], timeout: float, tick: Callable[[], None] = lambda: None):
-    deadline = time.monotonic() + timeout
-    while True:
+    """``wait_until`` with ``tick`` run before each look (it records the processes to clean up)."""
+    def ticked() -> object:
         tick()
-        result = check()
-        if result:
-            return result
-        assert time.monotonic() < deadline, f"no {what} after {timeout:.0f} s"
-        time.sleep(0.25)
+        return check()
+
+    return wait_until(ticked, timeout, every=0.25, what=f"no {what} after {timeout:.0f} s")
 
 
 def start_head(tmp: Path, data_root: Path, label: str) -> ClusterHead:

@@ -4,7 +4,6 @@ nothing else (not a recent one, not a running one, not jobs Argus did not submit
 from __future__ import annotations
 
 import sys
-import time
 from datetime import timedelta
 from pathlib import Path
 
@@ -18,15 +17,9 @@ from argus.scheduler.wiring import build_scheduler
 from argus.services.users import ensure_home
 from argus.settings import Settings
 from tests.scheduler.fakes import add_task, add_user, task
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.e2e
-
-
-def _wait(pred, what: str, timeout: float = 180.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not pred():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.5)
 
 
 def test_only_argus_jobs_ended_before_the_retention_leave_rays_job_list(ray_cluster: LocalCluster,
@@ -54,11 +47,12 @@ def test_only_argus_jobs_ended_before_the_retention_leave_rays_job_list(ray_clus
                                    metadata={"argus_task_id": old})
 
         runner = sched.runner
-        _wait(lambda: (runner.run_pass() or True) and task(ctx, old).status == "SUCCEEDED"
-              and task(ctx, recent).status == "SUCCEEDED" and task(ctx, running).status == "RUNNING",
-              "tasks did not reach SUCCEEDED/SUCCEEDED/RUNNING")
-        _wait(lambda: all(str(ray.get_job_status(j)) in ("SUCCEEDED", "FAILED") for j in (plain, lookalike)),
-              "foreign jobs did not end")
+        wait_until(lambda: (runner.run_pass() or True) and task(ctx, old).status == "SUCCEEDED"
+                   and task(ctx, recent).status == "SUCCEEDED" and task(ctx, running).status == "RUNNING",
+                   180, every=0.5, what="tasks did not reach SUCCEEDED/SUCCEEDED/RUNNING")
+        foreign = (plain, lookalike)
+        wait_until(lambda: all(str(ray.get_job_status(j)) in ("SUCCEEDED", "FAILED") for j in foreign), 180,
+                   every=0.5, what="foreign jobs did not end")
         sids = {t: task(ctx, t).submission_id for t in (old, recent, running)}
         now = utcnow()
         with db.session() as s:  # attempts that ended 8 and 6 days ago; the running one claims 30 (a lie Ray refutes)
