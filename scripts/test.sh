@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # The whole test suite on a fresh machine: system packages, the venv, lint, layering, tests.
 #   scripts/test.sh [pytest args...]
+# pytest runs on ARGUS_TEST_WORKERS pytest-xdist workers (default 4: most of the suite waits on Ray,
+# servers and browsers, not on the CPU), in the work units of tests/scheduling.py; `-n 0` or
+# `-p no:xdist` runs it in one process. The 50 slowest tests are listed at the end and the JUnit report
+# is kept in $ARGUS_ARTIFACTS (scripts/test-durations.py turns it into tests/durations.json).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -34,4 +38,12 @@ ruff check src tests bench
 echo "== import-linter (layering, ARCHITECTURE §3)" >&2
 lint-imports
 echo "== pytest" >&2
-exec pytest "$@"
+artifacts="${ARGUS_ARTIFACTS:-${TMPDIR:-/tmp}/argus-artifacts}"
+mkdir -p "$artifacts"
+args=(--durations=50 --junitxml="$artifacts/junit.xml")
+parallel=1
+for a in "$@"; do
+  case "$a" in -n|-n[0-9]*|--numprocesses|--numprocesses=*|no:xdist|-pno:xdist) parallel=0 ;; esac
+done
+((parallel)) && args+=(-n "${ARGUS_TEST_WORKERS:-4}" --dist loadgroup --no-loadscope-reorder)
+exec pytest "${args[@]}" "$@"

@@ -9,7 +9,19 @@ import pytest
 from argus.settings import Settings
 from tests.envs_fixtures import verl041_python, verl091_cpu_python  # noqa: F401 - built training environments
 from tests.notify_fixtures import mailbox, receiver  # noqa: F401 - a local SMTP server and HTTP receiver (issue 24)
-from tests.ray_fixtures import ray_cluster  # noqa: F401 - the session's one Ray cluster (see ray_fixtures)
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups off the items
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Work units for pytest-xdist (scripts/test.sh runs ``-n N --dist loadgroup``), longest first.
+
+    See tests/scheduling.py: each module is one unit (its module fixtures start once), the modules
+    that share a costly session resource (the e2e stack, the WebUI's ``argus up``) are one group, and
+    the units are queued longest first so that the last one to start is a short one.
+    """
+    from tests.scheduling import arrange
+
+    arrange(items)
 
 
 @pytest.fixture(autouse=True)

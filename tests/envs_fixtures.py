@@ -13,6 +13,7 @@ its manifest (the probe's report kept from the build): no second multi-second ch
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 from pathlib import Path
@@ -39,9 +40,15 @@ def built(name: str) -> Environment:
     root = cache_dir() / f"{name}-{sha}"
     manifest = root / "envs" / name / MANIFEST
     if not manifest.is_file():
-        shutil.rmtree(root / "envs", ignore_errors=True)
-        os.environ["UV_CACHE_DIR"] = UV_CACHE
-        build.build(entry, Registry(root, "/nonexistent"), echo=None)
+        root.mkdir(parents=True, exist_ok=True)
+        # pytest-xdist workers may ask for the same environment at once: one builds, the others wait for it
+        # (the build's own rename is atomic, but the clean-up of a half-built folder below is not).
+        with open(root.parent / f".{root.name}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not manifest.is_file():
+                shutil.rmtree(root / "envs", ignore_errors=True)
+                os.environ["UV_CACHE_DIR"] = UV_CACHE
+                build.build(entry, Registry(root, "/nonexistent"), echo=None)
     return Environment.load(manifest)
 
 

@@ -1,10 +1,11 @@
 """The one real Ray cluster of a test session (the product's own ``LocalCluster``, as ``argus up`` runs it).
 
-Reuse: request the session fixture ``ray_cluster`` (registered in tests/conftest.py) — a head with
+Reuse: request the fixture ``ray_cluster`` (registered in tests/cluster/conftest.py) — a head with
 no GPUs and no ``worker_node`` resource plus ``worker-1`` (``worker_node``, 0 GPUs) on free ports
 under a temp dir. Tests that add or kill workers leave the cluster as they found it (a DEAD node
 record of a removed worker stays in Ray's node list). Starting Ray costs 4-30 s on two busy cores,
-so the whole session shares one; ``LocalCluster.__exit__`` stops every process it started, also
+so the package's tests share one, stopped when they are done (package scope: an idle cluster left for the
+rest of the run costs a tenth of a core); ``LocalCluster.__exit__`` stops every process it started, also
 when a test or the start itself fails.
 """
 
@@ -37,7 +38,7 @@ def local_ray(state_dir: Path, **overrides: Any) -> Iterator[LocalCluster]:
         yield cluster
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     with local_ray(tmp_path_factory.mktemp("ray")) as cluster:
         yield cluster

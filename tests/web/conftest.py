@@ -1,5 +1,9 @@
-"""The WebUI suite: ONE real ``argus up`` (real Ray, real SQLite, verl validation required) per module
-that asks for it, driven by Playwright in Debian's Chromium (``/usr/bin/chromium``).
+"""The WebUI suite: ONE real ``argus up`` (real Ray, real SQLite, verl validation required) and one Chromium
+for the browser modules (package scope: under pytest-xdist, one per worker that runs them, stopped when it
+leaves tests/web; each start costs ~40 s of a busy 2-core machine, 13 of them were a quarter of the run).
+Modules therefore share users and tasks: a module creates users under names of its own, and restores
+what it changes on alice and bob (passwords, disabled). Playwright drives Debian's Chromium
+(``/usr/bin/chromium``).
 
 Browser tests are marked ``browser`` (``pytest -m browser``). scripts/test.sh installs ``chromium``;
 the tests skip, saying why, only when no Chromium binary exists (a machine where the test command
@@ -83,7 +87,7 @@ def _start_up(state: Path, port: int) -> tuple[subprocess.Popen[bytes], str]:
     return proc, token
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="package")
 def up(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Up]:
     """A real ``argus up --no-sftp --gpus 0`` with users alice and bob (passwords as for SFTP)."""
     if not CHROMIUM.exists():
@@ -121,7 +125,7 @@ def launched_chromium() -> Iterator[object]:
             b.close()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="package")
 def browser(up: Up) -> Iterator[object]:
     print(f"\nWebUI screenshots: {ARTIFACTS}")
     yield from launched_chromium()

@@ -322,28 +322,28 @@ def test_admin_creates_a_user_who_then_signs_in_and_non_admins_get_404(up: Up, p
     sign_in_with_token(admin, up.url, up.admin_token)
     admin.goto(f"{up.url}/admin")
     admin.wait_for_function("() => document.body.dataset.loaded === '1'")
-    admin.fill("#new-name", "carol")
+    admin.fill("#new-name", "cora")
     password = admin.input_value("#new-password")
     assert len(password) >= 12
     admin.click("#create-user")
     admin.locator("#created").wait_for()
     assert admin.locator("#created-password").inner_text() == password
     assert admin.locator("#created-token").inner_text().startswith("argus_")
-    admin.locator('#users-body tr[data-user="carol"]').wait_for()
+    admin.locator('#users-body tr[data-user="cora"]').wait_for()
     assert re.search(r"\d B|iB", admin.locator('#users-body tr[data-user="alice"]').inner_text())  # storage shown
     shot(admin, "admin-en")
-    PASSWORDS["carol"] = password
-    carol = pages.new(user="carol")
-    assert carol.locator("#who").inner_text() == "carol"
-    # disable: carol's session stops working; enable: she can sign in again
+    PASSWORDS["cora"] = password
+    cora = pages.new(user="cora")
+    assert cora.locator("#who").inner_text() == "cora"
+    # disable: cora's session stops working; enable: she can sign in again
     admin.once("dialog", lambda d: d.accept())
-    admin.click('#users-body tr[data-user="carol"] .disable')
-    admin.locator('#users-body tr[data-user="carol"] .enable').wait_for()
-    carol.goto(f"{up.url}/data")
-    assert "/login" in carol.url
-    admin.click('#users-body tr[data-user="carol"] .enable')
-    admin.locator('#users-body tr[data-user="carol"] .disable').wait_for()
-    sign_in(carol, up, "carol")
+    admin.click('#users-body tr[data-user="cora"] .disable')
+    admin.locator('#users-body tr[data-user="cora"] .enable').wait_for()
+    cora.goto(f"{up.url}/data")
+    assert "/login" in cora.url
+    admin.click('#users-body tr[data-user="cora"] .enable')
+    admin.locator('#users-body tr[data-user="cora"] .disable').wait_for()
+    sign_in(cora, up, "cora")
 
 
 def test_nodes_page_and_screenshots_in_both_languages(up: Up, pages: Pages) -> None:

@@ -29,8 +29,8 @@ def _teams(page, url: str) -> None:  # noqa: ANN001
 
 
 def test_teams_page_create_members_roles_visibility_and_usage(up: Up, pages: Pages) -> None:
-    if "carol" not in up.tokens:
-        up.add_user("carol", "carol-pw-1234567")
+    if "cleo" not in up.tokens:
+        up.add_user("cleo", "cleo-pw-1234567")
     admin = pages.new()
     errors = _errors_of(admin)
     sign_in_with_token(admin, up.url, up.admin_token)
@@ -112,13 +112,13 @@ def test_teams_page_create_members_roles_visibility_and_usage(up: Up, pages: Pag
     assert card.locator("select.member-role").count() == 0 and card.locator("form.add-member").count() == 0
     assert card.locator('tr[data-member="bob"] button.remove-member').inner_text() == "Leave"
 
-    # carol is in no team: she does not see it
-    carol = pages.new()
-    sign_in_with_token(carol, up.url, up.tokens["carol"])
-    _teams(carol, up.url)
-    assert carol.locator("#teams-empty").is_visible()
-    assert carol.locator('section.team[data-team="nlp"]').count() == 0
-    assert "nlp" not in carol.locator("#usage-team").inner_text()
+    # cleo is in no team: she does not see it
+    cleo = pages.new()
+    sign_in_with_token(cleo, up.url, up.tokens["cleo"])
+    _teams(cleo, up.url)
+    assert cleo.locator("#teams-empty").is_visible()
+    assert cleo.locator('section.team[data-team="nlp"]').count() == 0
+    assert "nlp" not in cleo.locator("#usage-team").inner_text()
 
     # usage by team: alice's job charged to nlp shows in the site admin's view and in its CSV
     tid = submit_api(up, "alice", JOB)
