@@ -45,5 +45,5 @@ parallel=1
 for a in "$@"; do
   case "$a" in -n|-n[0-9]*|--numprocesses|--numprocesses=*|no:xdist|-pno:xdist) parallel=0 ;; esac
 done
-((parallel)) && args+=(-n "${ARGUS_TEST_WORKERS:-4}" --dist loadgroup --no-loadscope-reorder)
+((parallel)) && args+=(-n "${ARGUS_TEST_WORKERS:-4}" --dist loadscope --no-loadscope-reorder)
 exec pytest "${args[@]}" "$@"

@@ -11,17 +11,19 @@ from tests.envs_fixtures import verl041_python, verl091_cpu_python  # noqa: F401
 from tests.notify_fixtures import mailbox, receiver  # noqa: F401 - a local SMTP server and HTTP receiver (issue 24)
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups off the items
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Work units for pytest-xdist (scripts/test.sh runs ``-n N --dist loadgroup``), longest first.
-
-    See tests/scheduling.py: each module is one unit (its module fixtures start once), the modules
-    that share a costly session resource (the e2e stack, the WebUI's ``argus up``) are one group, and
-    the units are queued longest first so that the last one to start is a short one.
-    """
+    """The suite's work units queued longest first (tests/scheduling.py), with or without xdist."""
     from tests.scheduling import arrange
 
     arrange(items)
+
+
+@pytest.hookimpl(optionalhook=True)  # xdist's hook: absent with -p no:xdist
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    """Each module one unit, the modules that share one costly resource one unit (tests/scheduling.py)."""
+    from tests.scheduling import make_scheduler
+
+    return make_scheduler(config, log)
 
 
 @pytest.fixture(autouse=True)

@@ -1,7 +1,9 @@
 """How the suite is cut into work units for pytest-xdist, and in which order they are handed out.
 
-scripts/test.sh runs ``pytest -n N --dist loadgroup``: tests that carry the same ``xdist_group`` run on
-one worker, in collection order. ``arrange`` gives every test a group:
+scripts/test.sh runs ``pytest -n N --dist loadscope``, and tests/conftest.py hands xdist the scheduler
+below (``UnitScheduling``): the tests of one unit run on one worker, in collection order. (xdist's own
+``loadgroup`` marks a test's group by rewriting ``item._nodeid``, which pytest 9.2 no longer reads: the
+groups were silently ignored, so the unit is computed here from the node id instead.) The units:
 
 * **one module, one unit** by default: a module's fixtures (a validator, a live server, a slapd) start
   once, and its tests keep the order they were written in;
@@ -66,15 +68,25 @@ def _durations() -> dict[str, float]:
 
 
 def arrange(items: list[pytest.Item]) -> None:
-    """Mark each item with its unit (``xdist_group``) and sort the units longest first (stable within)."""
+    """Sort the items so that the units come longest first (stable within a unit)."""
     seconds = _durations()
     modules = [item.nodeid.split("::", 1)[0] for item in items]
     units = [unit_of(item.nodeid) for item in items]
     members: dict[str, set[str]] = {}
-    for item, module, unit in zip(items, modules, units, strict=True):
-        item.add_marker(pytest.mark.xdist_group(unit))
+    for module, unit in zip(modules, units, strict=True):
         members.setdefault(unit, set()).add(module)
     cost = {unit: sum(seconds.get(m, UNKNOWN_S) for m in mods) for unit, mods in members.items()}
     first = {unit: i for i, unit in reversed(list(enumerate(units)))}
     order = sorted(range(len(items)), key=lambda i: (-cost[units[i]], first[units[i]], i))
     items[:] = [items[i] for i in order]
+
+
+def make_scheduler(config: pytest.Config, log: object) -> object:
+    """xdist's load-scope scheduling with ``unit_of`` as the scope (the queue keeps collection order)."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class UnitScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return unit_of(nodeid)
+
+    return UnitScheduling(config, log)
