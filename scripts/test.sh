@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite on a fresh machine: system packages, the venv, lint, layering, tests.
 #   scripts/test.sh [pytest args...]
-# pytest runs on ARGUS_TEST_WORKERS pytest-xdist workers (default 4: most of the suite waits on Ray,
-# servers and browsers, not on the CPU), in the work units of tests/scheduling.py; `-n 0` or
+# pytest runs on ARGUS_TEST_WORKERS pytest-xdist workers (default 2, one a core: the e2e and
+# browser units are CPU-bound, four workers starved Ray until tasks timed out), in the work units of tests/scheduling.py; `-n 0` or
 # `-p no:xdist` runs it in one process. The 50 slowest tests are listed at the end and the JUnit report
 # is kept in $ARGUS_ARTIFACTS (scripts/test-durations.py turns it into tests/durations.json).
 set -euo pipefail
@@ -45,5 +45,5 @@ parallel=1
 for a in "$@"; do
   case "$a" in -n|-n[0-9]*|--numprocesses|--numprocesses=*|no:xdist|-pno:xdist) parallel=0 ;; esac
 done
-((parallel)) && args+=(-n "${ARGUS_TEST_WORKERS:-4}" --dist loadscope --no-loadscope-reorder)
+((parallel)) && args+=(-n "${ARGUS_TEST_WORKERS:-2}" --dist loadscope --no-loadscope-reorder)
 exec pytest "${args[@]}" "$@"

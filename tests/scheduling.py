@@ -30,22 +30,19 @@ import pytest
 DURATIONS = Path(__file__).with_name("durations.json")
 
 # unit name → the test files it holds (path prefixes under tests/); every other module is its own unit.
-# Two halves of each, of about equal length, so that four workers can run them side by side; when one
-# worker gets both halves they share its one stack / argus up.
+# On two cores, four workers (two stacks, two argus ups at once) starved Ray and the servers until tasks
+# timed out; one of each, beside the rest, keeps the machine busy without that.
 SHARED: dict[str, tuple[str, ...]] = {
-    "e2e-stack-a": tuple(f"tests/e2e/{m}.py" for m in (
+    "e2e-stack": tuple(f"tests/e2e/{m}.py" for m in (
         "test_jail", "test_tasks_on_ray", "test_training_health_on_ray", "test_fairshare_on_ray",
-        "test_queue_eta_on_ray", "test_cpu_fit_on_ray", "test_driver_log", "test_log_disk_full")),
-    "e2e-stack-b": tuple(f"tests/e2e/{m}.py" for m in (
+        "test_queue_eta_on_ray", "test_cpu_fit_on_ray", "test_driver_log", "test_log_disk_full",
         "test_envs", "test_gang_on_workers", "test_team_fairshare_on_ray", "test_ray_dashboard",
         "test_templates_on_ray", "test_export_on_ray", "test_resume_on_ray", "test_usage_restart",
         "test_sdk_readme", "test_server_restart", "test_team_folder_on_ray")),
-    "web-up-a": tuple(f"tests/web/{m}.py" for m in (
+    "web-up": tuple(f"tests/web/{m}.py" for m in (
         "test_browser", "test_browser_admin", "test_browser_logs", "test_browser_new_task_help",
-        "test_browser_phone", "test_envs_page")),
-    "web-up-b": tuple(f"tests/web/{m}.py" for m in (
-        "test_browser_data", "test_browser_charts", "test_browser_data_bulk", "test_browser_drafts",
-        "test_browser_tasks_list", "test_browser_teams")),
+        "test_browser_phone", "test_envs_page", "test_browser_data", "test_browser_charts",
+        "test_browser_data_bulk", "test_browser_drafts", "test_browser_tasks_list", "test_browser_teams")),
 }
 
 UNKNOWN_S = 5.0  # a module the durations file does not know yet: queued among the short ones
