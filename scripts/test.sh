@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The whole test suite on a fresh machine: system packages, the venv, lint, layering, tests.
 #   scripts/test.sh [pytest args...]
-# pytest runs on ARGUS_TEST_WORKERS pytest-xdist workers (default 2, one a core: the e2e and
-# browser units are CPU-bound, four workers starved Ray until tasks timed out), in the work units of tests/scheduling.py; `-n 0` or
-# `-p no:xdist` runs it in one process. The 50 slowest tests are listed at the end and the JUnit report
+# pytest runs in one process by default. ARGUS_TEST_WORKERS=N runs it on N pytest-xdist workers in the
+# work units of tests/scheduling.py: on this project's 2-core machines the e2e and browser units are
+# CPU-bound, and two workers (four too) starved Ray and the servers until tasks timed out, so it is for
+# machines with more cores. The 50 slowest tests are listed at the end and the JUnit report
 # is kept in $ARGUS_ARTIFACTS (scripts/test-durations.py turns it into tests/durations.json).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -41,9 +42,10 @@ echo "== pytest" >&2
 artifacts="${ARGUS_ARTIFACTS:-${TMPDIR:-/tmp}/argus-artifacts}"
 mkdir -p "$artifacts"
 args=(--durations=50 --junitxml="$artifacts/junit.xml")
-parallel=1
+workers="${ARGUS_TEST_WORKERS:-0}"
+parallel=$((workers > 0))
 for a in "$@"; do
   case "$a" in -n|-n[0-9]*|--numprocesses|--numprocesses=*|no:xdist|-pno:xdist) parallel=0 ;; esac
 done
-((parallel)) && args+=(-n "${ARGUS_TEST_WORKERS:-2}" --dist loadscope --no-loadscope-reorder)
+((parallel)) && args+=(-n "$workers" --dist loadscope --no-loadscope-reorder)
 exec pytest "${args[@]}" "$@"

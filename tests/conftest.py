@@ -12,10 +12,12 @@ from tests.notify_fixtures import mailbox, receiver  # noqa: F401 - a local SMTP
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The suite's work units queued longest first (tests/scheduling.py), with or without xdist."""
-    from tests.scheduling import arrange
+    """Under pytest-xdist, the suite's work units queued longest first (tests/scheduling.py); in one
+    process the order stays as written."""
+    if hasattr(config, "workerinput"):  # an xdist worker: every worker sorts alike, the queue follows it
+        from tests.scheduling import arrange
 
-    arrange(items)
+        arrange(items)
 
 
 @pytest.hookimpl(optionalhook=True)  # xdist's hook: absent with -p no:xdist

@@ -1,7 +1,8 @@
 """How the suite is cut into work units for pytest-xdist, and in which order they are handed out.
 
-scripts/test.sh runs ``pytest -n N --dist loadscope``, and tests/conftest.py hands xdist the scheduler
-below (``UnitScheduling``): the tests of one unit run on one worker, in collection order. (xdist's own
+``ARGUS_TEST_WORKERS=N scripts/test.sh`` runs ``pytest -n N --dist loadscope`` (the default is one
+process: on two cores, two workers starved the e2e and browser units' Ray until tasks timed out),
+and tests/conftest.py hands xdist the scheduler below (``UnitScheduling``): the tests of one unit run on one worker, in collection order. (xdist's own
 ``loadgroup`` marks a test's group by rewriting ``item._nodeid``, which pytest 9.2 no longer reads: the
 groups were silently ignored, so the unit is computed here from the node id instead.) The units:
 
@@ -17,7 +18,8 @@ groups were silently ignored, so the unit is computed here from the node id inst
   report). A unit missing from the file (a new module) counts as a short one and runs late; the figures
   only order the queue, they decide nothing else.
 
-Without xdist (``-p no:xdist``, ``-n 0``) the groups are ignored and only the order changes.
+Without xdist (the default, ``-n 0``, ``-p no:xdist``) neither the groups nor the order apply: the
+package-scoped fixtures still start once, since each package's modules run one after the other.
 """
 
 from __future__ import annotations
@@ -30,8 +32,7 @@ import pytest
 DURATIONS = Path(__file__).with_name("durations.json")
 
 # unit name → the test files it holds (path prefixes under tests/); every other module is its own unit.
-# On two cores, four workers (two stacks, two argus ups at once) starved Ray and the servers until tasks
-# timed out; one of each, beside the rest, keeps the machine busy without that.
+# One of each: a second stack or argus up beside the first costs a Ray cluster's start and its idle CPU.
 SHARED: dict[str, tuple[str, ...]] = {
     "e2e-stack": tuple(f"tests/e2e/{m}.py" for m in (
         "test_jail", "test_tasks_on_ray", "test_training_health_on_ray", "test_fairshare_on_ray",

@@ -126,9 +126,17 @@ def launched_chromium() -> Iterator[object]:
 
 
 @pytest.fixture(scope="package")
-def browser(up: Up) -> Iterator[object]:
-    print(f"\nWebUI screenshots: {ARTIFACTS}")
+def chromium() -> Iterator[object]:
+    """The browser modules' one Chromium (package scope; Playwright's sync API allows one per thread, so
+    a module must not launch a second one beside it: ask for this fixture instead)."""
     yield from launched_chromium()
+
+
+@pytest.fixture(scope="package")
+def browser(up: Up, chromium) -> Iterator[object]:  # noqa: ANN001
+    """The shared Chromium, for tests against the shared ``argus up``."""
+    print(f"\nWebUI screenshots: {ARTIFACTS}")
+    yield chromium
 
 
 class Pages:

@@ -12,7 +12,7 @@ import pytest
 from argus.settings import Settings
 from tests.helpers import LiveServer, free_port, live_server
 from tests.ldap_fixtures import USERS, Slapd, slapd  # noqa: F401 - fixture
-from tests.web.conftest import launched_chromium, shot
+from tests.web.conftest import shot
 
 pytestmark = [pytest.mark.browser]
 
@@ -28,14 +28,9 @@ def server(tmp_path_factory: pytest.TempPathFactory, slapd: Slapd) -> Iterator[L
         yield srv
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[object]:
-    yield from launched_chromium()
-
-
 @pytest.fixture
-def page(browser):  # noqa: ANN001, ANN201
-    ctx = browser.new_context(locale="en-US", extra_http_headers={"Accept-Language": "en-US,en;q=0.9"})
+def page(chromium):  # noqa: ANN001, ANN201 - the package's one Chromium (tests/web/conftest.py)
+    ctx = chromium.new_context(locale="en-US", extra_http_headers={"Accept-Language": "en-US,en;q=0.9"})
     requests: list[str] = []
     ctx.on("request", lambda r: requests.append(r.url))
     p = ctx.new_page()

@@ -14,7 +14,7 @@ import pytest
 from argus.settings import Settings
 from tests.helpers import LiveServer
 from tests.notify_fixtures import Mailbox, Receiver, notifying_server
-from tests.web.conftest import ARTIFACTS, launched_chromium, sign_in_with_token
+from tests.web.conftest import ARTIFACTS, sign_in_with_token
 
 pytestmark = [pytest.mark.browser]
 
@@ -25,11 +25,6 @@ def server(tmp_path, mailbox: Mailbox) -> Iterator[LiveServer]:
                         smtp_host=mailbox.host, smtp_port=mailbox.port, notify_http_timeout_s=2.0)
     with notifying_server(settings) as srv:
         yield srv
-
-
-@pytest.fixture
-def chromium() -> Iterator[object]:
-    yield from launched_chromium()
 
 
 def test_add_a_webhook_send_a_test_see_it_delivered_and_remove_it(

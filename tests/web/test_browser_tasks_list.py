@@ -100,15 +100,18 @@ def test_first_run_guide_for_a_new_user(up: Up, pages: Pages) -> None:
 
 
 def test_sort_select_compare_bulk_cancel_and_virtual_scroll(up: Up, pages: Pages) -> None:
-    done = submit_api(up, "bob", "kind: advanced\nworkload: job\nname: ends at once\nnnodes: 1\nn_gpus_per_node: 0\n"
+    # a user of this test's own: the table's whole order is asserted, and the browser modules share one
+    # server (tests/web/conftest.py), so bob has tasks of other modules
+    up.add_user("sorty", "sorty-pw-1234567")
+    done = submit_api(up, "sorty", "kind: advanced\nworkload: job\nname: ends at once\nnnodes: 1\nn_gpus_per_node: 0\n"
                                  "command: python3 -m argus.jobs.exit 0\n")
     names = ["sort-b", "Sort-A", "sort-c"]
-    tids = [submit_api(up, "bob", sleep_spec(n)) for n in names]
-    wait_status(up, "bob", done, {"SUCCEEDED"})
+    tids = [submit_api(up, "sorty", sleep_spec(n)) for n in names]
+    wait_status(up, "sorty", done, {"SUCCEEDED"})
     page = pages.new()
     page.goto(f"{up.url}/login")
-    page.fill("#login-user", "bob")
-    page.fill("#login-password", "bob-pw-1234567")
+    page.fill("#login-user", "sorty")
+    page.fill("#login-password", "sorty-pw-1234567")
     page.click("#login-submit")
     page.wait_for_url(f"{up.url}/tasks")
     page.locator(f'tr[data-task="{tids[0]}"]').wait_for()
@@ -133,12 +136,12 @@ def test_sort_select_compare_bulk_cancel_and_virtual_scroll(up: Up, pages: Pages
     assert page.locator('[data-task] td[data-gpu-hours]').first.inner_text() in ("0", "0.00")
 
     # a running task's reason: where and since when, never a Ray job id
-    wait_status(up, "bob", tids[0], {"RUNNING"})
+    wait_status(up, "sorty", tids[0], {"RUNNING"})
     page.goto(f"{up.url}/tasks")
     reason = page.locator(f'tr[data-task="{tids[0]}"] td.reason')
     reason.filter(has_text="since").wait_for(timeout=15_000)
     assert reason.inner_text().startswith("on ") and "Ray job" not in reason.inner_text()
-    with up.api("bob") as c:  # the record still says how it was submitted; the list says where it runs
+    with up.api("sorty") as c:  # the record still says how it was submitted; the list says where it runs
         assert "Ray job" in c.get(f"/api/v2/tasks/{tids[0]}").json()["status_message"]
 
     # selection: a box, shift-click for a range; Compare with the ids in the URL
@@ -167,11 +170,11 @@ def test_sort_select_compare_bulk_cancel_and_virtual_scroll(up: Up, pages: Pages
     assert "already ended with SUCCEEDED" in page.locator(f'#bulk-result li[data-task="{done}"]').inner_text()
     for tid in (tids[0], tids[1]):
         assert page.locator(f'#bulk-result li[data-task="{tid}"]').get_attribute("data-ok") == "1"
-        assert wait_status(up, "bob", tid, {"CANCELED"}, timeout=120) == "CANCELED"
+        assert wait_status(up, "sorty", tid, {"CANCELED"}, timeout=120) == "CANCELED"
     assert page.locator("#sel-count").inner_text() == "1 selected"  # the refused one stays selected
-    assert status_of(up, "bob", tids[2]) in ("QUEUED", "SUBMITTED", "RUNNING")  # not selected: untouched
+    assert status_of(up, "sorty", tids[2]) in ("QUEUED", "SUBMITTED", "RUNNING")  # not selected: untouched
     shot(page, "tasks-bulk-cancel-en")
-    with up.api("bob") as c:
+    with up.api("sorty") as c:
         c.post(f"/api/v2/tasks/{tids[2]}/cancel")
 
     # virtual scrolling: 3 000 tasks, a few dozen rows in the DOM, the oldest reachable at the bottom
