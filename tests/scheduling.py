@@ -2,9 +2,10 @@
 
 ``ARGUS_TEST_WORKERS=N scripts/test.sh`` runs ``pytest -n N --dist loadscope`` (the default is one
 process: on two cores, two workers starved the e2e and browser units' Ray until tasks timed out),
-and tests/conftest.py hands xdist the scheduler below (``UnitScheduling``): the tests of one unit run on one worker, in collection order. (xdist's own
-``loadgroup`` marks a test's group by rewriting ``item._nodeid``, which pytest 9.2 no longer reads: the
-groups were silently ignored, so the unit is computed here from the node id instead.) The units:
+and tests/conftest.py hands xdist the scheduler below (``UnitScheduling``): the tests of one unit run
+on one worker, in collection order. (xdist's own ``loadgroup`` marks a test's group by rewriting
+``item._nodeid``, which pytest 9.2 no longer reads: the groups were silently ignored, so the unit is
+computed here from the node id instead.) The units:
 
 * **one module, one unit** by default: a module's fixtures (a validator, a live server, a slapd) start
   once, and its tests keep the order they were written in;
