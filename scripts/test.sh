@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # The whole test suite on a fresh machine: system packages, the venv, lint, layering, tests.
 #   scripts/test.sh [pytest args...]
-# pytest runs in one process by default. ARGUS_TEST_WORKERS=N runs it on N pytest-xdist workers in the
-# work units of tests/scheduling.py: on this project's 2-core machines the e2e and browser units are
-# CPU-bound, and two workers (four too) starved Ray and the servers until tasks timed out, so it is for
-# machines with more cores. The 50 slowest tests are listed at the end and the JUnit report
-# is kept in $ARGUS_ARTIFACTS (scripts/test-durations.py turns it into tests/durations.json).
+# pytest runs on 2 pytest-xdist workers (ARGUS_TEST_WORKERS=N; 0: one process) in two lanes
+# (tests/scheduling.py): one worker runs the units that start Ray, an argus up or Chromium one after the other,
+# the other runs the in-process units at a lower CPU priority beside them. The 50 slowest tests are listed at
+# the end and the JUnit report is kept in $ARGUS_ARTIFACTS (scripts/test-durations.py turns it into
+# tests/durations.json, the order units are handed out in).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -42,7 +42,7 @@ echo "== pytest" >&2
 artifacts="${ARGUS_ARTIFACTS:-${TMPDIR:-/tmp}/argus-artifacts}"
 mkdir -p "$artifacts"
 args=(--durations=50 --junitxml="$artifacts/junit.xml")
-workers="${ARGUS_TEST_WORKERS:-0}"
+workers="${ARGUS_TEST_WORKERS:-2}"
 parallel=$((workers > 0))
 for a in "$@"; do
   case "$a" in -n|-n[0-9]*|--numprocesses|--numprocesses=*|no:xdist|-pno:xdist) parallel=0 ;; esac

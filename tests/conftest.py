@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -11,9 +12,27 @@ from tests.envs_fixtures import verl041_python, verl091_cpu_python  # noqa: F401
 from tests.notify_fixtures import mailbox, receiver  # noqa: F401 - a local SMTP server and HTTP receiver (issue 24)
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """A light-lane xdist worker yields the CPU to the heavy lane (tests/scheduling.py): its processes run at
+    nice ``LIGHT_NICE``, so a Ray cluster beside it still answers its 1 s health checks on a busy machine."""
+    from tests.scheduling import HEAVY_LANE, LIGHT_NICE
+
+    worker = getattr(config, "workerinput", {}).get("workerid")
+    if worker and worker != HEAVY_LANE:
+        os.nice(LIGHT_NICE)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Under pytest-xdist, the suite's work units queued longest first (tests/scheduling.py); in one
-    process the order stays as written."""
+    process the order stays as written. Either way, a module that drives Ray or a browser (marked ``e2e``
+    or ``browser``) must be one of ``scheduling.HEAVY``: run beside another heavy unit it would starve it."""
+    from tests.scheduling import heavy, unit_of
+
+    unlisted = sorted({item.nodeid.split("::", 1)[0] for item in items
+                       if item.get_closest_marker("e2e") or item.get_closest_marker("browser")
+                       if not heavy(unit_of(item.nodeid))})
+    if unlisted:
+        raise pytest.UsageError("marked e2e or browser but not in tests/scheduling.py's HEAVY: " + ", ".join(unlisted))
     if hasattr(config, "workerinput"):  # an xdist worker: every worker sorts alike, the queue follows it
         from tests.scheduling import arrange
 

@@ -1,25 +1,32 @@
-"""How the suite is cut into work units for pytest-xdist, and in which order they are handed out.
+"""How the suite is cut into work units for pytest-xdist, and which worker runs which.
 
-``ARGUS_TEST_WORKERS=N scripts/test.sh`` runs ``pytest -n N --dist loadscope`` (the default is one
-process: on two cores, two workers starved the e2e and browser units' Ray until tasks timed out),
-and tests/conftest.py hands xdist the scheduler below (``UnitScheduling``): the tests of one unit run
-on one worker, in collection order. (xdist's own ``loadgroup`` marks a test's group by rewriting
-``item._nodeid``, which pytest 9.2 no longer reads: the groups were silently ignored, so the unit is
-computed here from the node id instead.) The units:
+``scripts/test.sh`` runs ``pytest -n 2 --dist loadscope`` (``ARGUS_TEST_WORKERS``; 0 runs one process), and
+tests/conftest.py hands xdist the scheduler below (``UnitScheduling``): the tests of one unit run on one
+worker, in collection order. (xdist's own ``loadgroup`` marks a test's group by rewriting ``item._nodeid``,
+which pytest 9.2 no longer reads: the groups were silently ignored, so the unit is computed here from the
+node id instead.) The units:
 
 * **one module, one unit** by default: a module's fixtures (a validator, a live server, a slapd) start
   once, and its tests keep the order they were written in;
 * **modules that share one costly resource are one unit** (``SHARED``): the e2e modules that drive the
-  session's Ray cluster and Argus server (``tests/e2e/conftest.py``), the browser modules that drive one
+  package's Ray cluster and Argus server (``tests/e2e/conftest.py``), the browser modules that drive one
   ``argus up`` (``tests/web/conftest.py``). Their fixtures are package-scoped, so the resource stops as
-  soon as the worker leaves the package: an idle Ray cluster costs a tenth of a core for the rest of the
-  run otherwise;
-* **longest first**: xdist hands units out in collection order, so the items are sorted by the unit's
-  measured duration (``tests/durations.json``, written by ``scripts/test-durations.py`` from a JUnit
-  report). A unit missing from the file (a new module) counts as a short one and runs late; the figures
-  only order the queue, they decide nothing else.
+  soon as the worker leaves the package: an idle Ray cluster costs a tenth of a core otherwise.
 
-Without xdist (the default, ``-n 0``, ``-p no:xdist``) neither the groups nor the order apply: the
+**Two lanes.** The suite is CPU-bound on this project's 2-core machines (measured: 70–95 % of both cores
+while a Ray or browser unit runs, ~50 % — one core, the pytest process — while an in-process unit runs),
+and two Ray or browser units side by side starved each other's Ray until tasks timed out. So the units
+that start a Ray cluster, an ``argus up`` or Chromium (``HEAVY``) all run on one worker, ``gw0``, one after
+the other, as they would in one process; every other worker runs the light units (the API, services,
+SFTP, validator… tests) at a lower CPU priority (``LIGHT_NICE``), in the time the heavy lane leaves
+idle. When no heavy unit is left, ``gw0`` takes light ones too; a light worker never takes a heavy one.
+
+**Longest first**: xdist hands units out in queue order, so the items are sorted by the unit's measured
+duration (``tests/durations.json``, written by ``scripts/test-durations.py`` from a JUnit report). A unit
+missing from the file (a new module) counts as a short one and runs late; the figures only order the
+queue, they decide nothing else.
+
+Without xdist (``ARGUS_TEST_WORKERS=0``, ``-p no:xdist``) neither the lanes nor the order apply: the
 package-scoped fixtures still start once, since each package's modules run one after the other.
 """
 
@@ -46,6 +53,14 @@ SHARED: dict[str, tuple[str, ...]] = {
         "test_browser_phone", "test_envs_page", "test_browser_data", "test_browser_charts",
         "test_browser_data_bulk", "test_browser_drafts", "test_browser_tasks_list", "test_browser_teams")),
 }
+
+# The units that start a Ray cluster, an ``argus up`` or Chromium (path prefixes under tests/): on two cores one
+# of them uses more than a core, and two at once starved each other's Ray until tasks timed out. They all
+# run on the heavy lane; tests/conftest.py refuses a module marked e2e or browser that is not listed here.
+HEAVY: tuple[str, ...] = ("tests/e2e/", "tests/cluster/", "tests/web/test_browser", "tests/web/test_envs_page.py",
+                          "tests/test_server_start.py")
+HEAVY_LANE = "gw0"  # the xdist worker that runs the heavy units; every other worker runs light ones
+LIGHT_NICE = 10  # the light lane's niceness: it gets what the heavy lane leaves (a tenth of a contended core)
 
 UNKNOWN_S = 5.0  # a module the durations file does not know yet: queued among the short ones
 
@@ -80,12 +95,38 @@ def arrange(items: list[pytest.Item]) -> None:
     items[:] = [items[i] for i in order]
 
 
+def heavy(unit: str) -> bool:
+    """Whether a unit runs a Ray cluster, an ``argus up`` or Chromium (``HEAVY``): one such unit at a time."""
+    return any(m.startswith(HEAVY) for m in SHARED.get(unit, (unit,)))
+
+
 def make_scheduler(config: pytest.Config, log: object) -> object:
-    """xdist's load-scope scheduling with ``unit_of`` as the scope (the queue keeps collection order)."""
+    """xdist's load-scope scheduling with ``unit_of`` as the scope, in two lanes (the module's docstring)."""
     from xdist.scheduler import LoadScopeScheduling
 
     class UnitScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             return unit_of(nodeid)
+
+        def _assign_work_unit(self, node) -> None:  # noqa: ANN001 - xdist's WorkerController
+            """The first queued unit of the node's lane: the heavy lane (``gw0``) takes heavy units, then
+            light ones once no heavy one is left; any other worker takes light units only."""
+            lane_heavy = node.gateway.id == HEAVY_LANE or len(self.nodes) == 1
+            pick = next((scope for scope in self.workqueue if not heavy(scope)), None)
+            if lane_heavy:
+                pick = next((scope for scope in self.workqueue if heavy(scope)), pick)
+            if pick is None:  # only heavy units are left, and they are the heavy lane's
+                return
+            self.workqueue.move_to_end(pick, last=False)
+            super()._assign_work_unit(node)
+
+        def _reschedule(self, node) -> None:  # noqa: ANN001 - xdist's WorkerController
+            """As xdist's, but a light worker with nothing left of its lane stops rather than waits."""
+            if not node.shutting_down and self.workqueue and self._pending_of(self.assigned_work[node]) <= 2:
+                self._assign_work_unit(node)
+                if not self._pending_of(self.assigned_work[node]):
+                    node.shutdown()
+                return
+            super()._reschedule(node)
 
     return UnitScheduling(config, log)

@@ -174,6 +174,9 @@ class RayNode:
                                    self.cmdline)
 
 
+POLL_S = 0.25  # a start or join takes seconds; each look asks the dashboard's state API, which costs it CPU
+
+
 class LocalCluster:
     """Start/stop a head and worker raylets on this host; the addresses drivers and clients need."""
 
@@ -190,6 +193,9 @@ class LocalCluster:
         self.node_env = self._node_env()
         self.record_path = leftover.record_path(settings.state_dir)
         self.adopted = False
+        # One client for every poll of the dashboard: ``httpx.get`` builds a client and its SSL context per
+        # call, ~30 ms of CPU, which was most of what a start cost this process on a loaded machine.
+        self._http = httpx.Client(timeout=5)
 
     def _node_env(self) -> dict[str, str]:
         """What every node's ``ray start`` adds to its environment: token auth, and the sandbox config."""
@@ -277,7 +283,7 @@ class LocalCluster:
         head = self.head
 
         def ready() -> bool:
-            if not _answers(f"{self.dashboard_url}/api/jobs/", self.auth_headers):
+            if not self._answers(f"{self.dashboard_url}/api/jobs/"):
                 return False
             head.node_id = next((n["node_id"] for n in self._nodes() if n.get("is_head_node")), None)
             return head.node_id is not None
@@ -362,7 +368,7 @@ class LocalCluster:
             if time.monotonic() > deadline:
                 raise LocalClusterError(f"Ray {node.name}: still waiting for {what} after {self.timeout_s:.0f} s; "
                                         f"see {node.log_path}")
-            time.sleep(0.1)
+            time.sleep(POLL_S)
 
     # -- the record of a running cluster, and the one an earlier run left -------------------
 
@@ -447,10 +453,16 @@ class LocalCluster:
                 self.workers[node.name] = rn
         self.adopted = True
 
+    def _answers(self, url: str) -> bool:
+        try:
+            return self._http.get(url, timeout=2, headers=self.auth_headers).status_code == 200
+        except httpx.HTTPError:
+            return False
+
     def _nodes_at(self, dashboard_port: int) -> list[dict]:
         try:
-            r = httpx.get(f"http://{HOST}:{dashboard_port}/api/v0/nodes", params={"limit": 10000}, timeout=5,
-                          headers=self.auth_headers)
+            r = self._http.get(f"http://{HOST}:{dashboard_port}/api/v0/nodes", params={"limit": 10000},
+                               headers=self.auth_headers)
             r.raise_for_status()
             return r.json()["data"]["result"]["result"]
         except (httpx.HTTPError, KeyError, ValueError):
@@ -458,8 +470,8 @@ class LocalCluster:
 
     def _nodes(self) -> list[dict]:
         try:
-            r = httpx.get(f"{self.dashboard_url}/api/v0/nodes", params={"limit": 10000}, timeout=5,
-                          headers=self.auth_headers)
+            r = self._http.get(f"{self.dashboard_url}/api/v0/nodes", params={"limit": 10000},
+                               headers=self.auth_headers)
             r.raise_for_status()
             return r.json()["data"]["result"]["result"]
         except (httpx.HTTPError, KeyError, ValueError):
@@ -501,13 +513,6 @@ def stop_node(node: RayNode, grace_s: float = 15.0) -> None:
     _kill_group(node, signal.SIGKILL)
     if node.proc is not None:
         node.proc.wait(10)
-
-
-def _answers(url: str, headers: dict[str, str]) -> bool:
-    try:
-        return httpx.get(url, timeout=2, headers=headers).status_code == 200
-    except httpx.HTTPError:
-        return False
 
 
 def snapshot_descendants(node: RayNode) -> None:
