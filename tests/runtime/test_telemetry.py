@@ -14,7 +14,7 @@ from argus.runtime.telemetry import Nvml, Sampler
 from tests.waiting import wait_until
 
 BURN = "import time\nx = bytearray(64 * 2**20)\nfor i in range(0, len(x), 4096): x[i] = 1\nt = time.time()\n" \
-       "while time.time() - t < 6: pass\n"
+       "while time.time() - t < 120: pass\n"
 
 
 def test_the_tree_under_the_child_is_sampled_and_appended(tmp_path):
@@ -28,14 +28,25 @@ def test_the_tree_under_the_child_is_sampled_and_appended(tmp_path):
             return any(p.memory_info().rss >= 64 * 2**20 for p in psutil.Process(child.pid).children())
 
         wait_until(burning, 30, ignore=(psutil.Error,), what="the busy grandchild")
+        grandchild = next(p for p in psutil.Process(child.pid).children() if p.memory_info().rss >= 64 * 2**20)
+
+        def used() -> float:
+            return sum(grandchild.cpu_times()[:2])
+
+        # the truth to compare with: what the grandchild used over the same window. It is not "one core": on a
+        # loaded machine (the light lane of scripts/test.sh runs at nice 10) the busy loop gets less
+        t0, c0 = time.monotonic(), used()
         sampler.record()
-        time.sleep(2.0)  # time passing is the input here, not a wait: the CPU figure is busy time over it
+        wait_until(lambda: used() - c0 >= 0.5, 60, every=0.2, what="half a second of the grandchild's CPU")
         second = sampler.record()
-        assert second is not None and 0.6 <= second["cpu"] <= 1.4, second  # one busy core, in the grandchild
+        truth = (used() - c0) / (time.monotonic() - t0)
+        assert second is not None and abs(second["cpu"] - truth) <= 0.05 + 0.2 * truth, (second, truth)
         assert second["rss"] >= 64 * 2**20 and "gpu" not in second
         lines = [json.loads(x) for x in path.read_text().splitlines()]
         assert len(lines) == 2 and lines[1] == second
     finally:
+        for p in psutil.Process(child.pid).children(recursive=True):  # the busy loop would outlive its parent
+            p.kill()
         child.kill()
         child.wait()
 
