@@ -77,7 +77,8 @@ def sftp_server_process(tmp: Path, user: str, *, quiet: bool = False, serve: str
                 raise RuntimeError(f"argus server did not start (exited with {proc.returncode})")
             return httpx.get(f"{url}/api/v2/health").status_code == 200
 
-        wait_until(healthy, 60, ignore=(httpx.TransportError,), what="argus server did not start")
+        # 180 s: on the light lane (nice 10) beside a Ray unit, test_sftp_metrics took 77 s instead of 11 s
+        wait_until(healthy, 180, ignore=(httpx.TransportError,), what="argus server did not start")
         key = tmp / "key"
         subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
         with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {TOKEN}"}) as admin:
