@@ -7,6 +7,7 @@ import threading
 import time
 
 import httpx
+import pytest
 from sqlalchemy import update
 
 from argus.db.models import TaskAttemptModel, TaskModel
@@ -196,3 +197,40 @@ def test_the_live_stream_sends_each_tqdm_line_as_last_drawn():
     assert sse_lines(b"start\r\nepoch 1:  10%|#  |\repoch 1: 100%|###|\nnext line\n") == [
         "start", "epoch 1: 100%|###|", "next line"]
     assert sse_lines(b"") == [] and sse_lines(b"\n") == [""]
+
+
+HOSTILE_LOG = ("plain \x1b[31mred\x1b[0m\n"
+               "\x1b]0;owned title\x07\x1b]52;c;cm0gLXJmIH4=\x07\x1b[2J\x1b[H\x9b2J bell\x07 del\x7f\n"
+               "tqdm 50%\rtqdm 100%\n")
+
+
+@pytest.mark.hostile
+def test_cli_logs_show_a_logs_escape_sequences_as_text_and_colours_only_on_a_terminal(settings):
+    """A task's log reaches an admin's or a team member's terminal through ``argus logs``: no title, clipboard
+    (OSC 52) or screen-clear sequence of it is obeyed; colours are dropped when the output is not a TTY."""
+    with live_server(settings) as srv:
+        alice = srv.new_user("alice")
+        token = alice.headers["authorization"].split()[1]
+        tid = submit(alice)
+        set_running(srv, tid)
+        log = settings.root / "users" / "alice" / "jobs" / tid / "logs" / "attempt-1.log"
+        log.parent.mkdir(parents=True)
+        log.write_bytes(HOSTILE_LOG.encode())
+        shown = ("plain red\n\\x1b]0;owned title\\x07\\x1b]52;c;cm0gLXJmIH4=\\x07\\x1b[2J\\x1b[H\\x9b2J bell\\x07 "
+                 "del\\x7f\ntqdm 50%\ntqdm 100%\n")  # the redraw's \r is kept; text mode reads it as \n
+        r = _argus(srv, token, "logs", tid)
+        assert r.returncode == 0 and r.stdout == shown, repr(r.stdout)
+        threading.Timer(1.0, finish, (srv, tid)).start()
+        r = _argus(srv, token, "logs", "-f", tid)
+        assert r.returncode == 0, r.stderr
+        assert "\x1b" not in r.stdout and "\x07" not in r.stdout and "\x9b" not in r.stdout, repr(r.stdout)
+        assert "\\x1b]52;c;cm0gLXJmIH4=\\x07" in r.stdout and "plain red\n" in r.stdout, repr(r.stdout)
+
+
+def test_terminal_safe_keeps_colours_for_a_terminal_only():
+    from argus.core.log_text import terminal_safe
+
+    line = "\x1b[1;32mok\x1b[0m \x1b]2;t\x1b\\ \x1b[?1049h"
+    assert terminal_safe(line, colours=True) == "\x1b[1;32mok\x1b[0m \\x1b]2;t\\x1b\\ \\x1b[?1049h"
+    assert terminal_safe(line, colours=False) == "ok \\x1b]2;t\\x1b\\ \\x1b[?1049h"
+    assert terminal_safe("é\t中\r", colours=False) == "é\t中\r"  # text, tabs and redraws pass

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import json
 import sys
 
@@ -9,6 +10,7 @@ import typer
 
 from argus.cli.common import Output, client, console, emit, handle_errors, json_flag, output_option, table
 from argus.client.http import sse_events as _sse
+from argus.core.log_text import terminal_safe
 
 
 @handle_errors
@@ -18,22 +20,31 @@ def logs(
     attempt: int | None = typer.Option(None, "--attempt", "-a", help="default: the latest attempt"),
     offset: int = typer.Option(0, "--offset", help="start at this byte offset"),
 ) -> None:
-    """Print a task's log (stdout+stderr of its process), from the shared filesystem."""
+    """Print a task's log (stdout+stderr of its process), from the shared filesystem.
+
+    The log is the task's own output: its escape sequences other than colours (window title, clipboard,
+    screen clears) are printed as text, and colours only reach a terminal (``core.log_text.terminal_safe``).
+    """
     params: dict[str, object] = {"offset": offset}
     if attempt is not None:
         params["attempt"] = attempt
     out = sys.stdout.buffer
+    colours = sys.stdout.isatty()
     c = client()
-    if not follow:
+    if not follow:  # whole lines to terminal_safe: a chunk may end inside a character or a sequence
+        decode, rest = codecs.getincrementaldecoder("utf-8")(errors="replace").decode, ""
         for chunk in c.stream("GET", f"/api/v2/tasks/{task_id}/logs", params=params):
-            out.write(chunk)
+            lines, nl, rest = (rest + decode(chunk)).rpartition("\n")
+            if nl:
+                out.write((terminal_safe(lines, colours=colours) + "\n").encode())
+        out.write(terminal_safe(rest + decode(b"", final=True), colours=colours).encode())
         out.flush()
         return
     end: dict = {}
     for event, data in _sse(c.stream("GET", f"/api/v2/tasks/{task_id}/logs", params=params,
                                      headers={"Accept": "text/event-stream"}, timeout=None)):
         if event == "log":
-            out.write((data + "\n").encode())
+            out.write((terminal_safe(data, colours=colours) + "\n").encode())
             out.flush()
         elif event == "end":
             end = json.loads(data)

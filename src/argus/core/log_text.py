@@ -18,6 +18,30 @@ ESCAPE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|
 MAX_QUERY = 500
 
 
+# What ``argus logs`` lets through to a terminal (issue 33): colours (SGR, ``ESC [ … m``) and only on a TTY;
+# every other C0 control but tab, newline and carriage return (tqdm's redraws), DEL and the C1 controls are
+# shown as ``\xNN`` text, so a log cannot set the title, write the clipboard (OSC 52) or clear the screen
+SGR = re.compile(r"\x1b\[[0-9;]*m")
+CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+
+
+def _shown(text: str) -> str:
+    return CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def terminal_safe(text: str, *, colours: bool) -> str:
+    """``text`` as it may reach a terminal: colour sequences kept if ``colours`` (else dropped), every other
+    escape sequence and control character written out as text rather than obeyed."""
+    if not colours:
+        return _shown(SGR.sub("", text))
+    out, pos = [], 0
+    for m in SGR.finditer(text):
+        out += [_shown(text[pos:m.start()]), m.group()]
+        pos = m.end()
+    out.append(_shown(text[pos:]))
+    return "".join(out)
+
+
 def visible(line: str) -> str:
     """``line`` (without its newline) as the page shows it: the last ``\\r`` redraw, escapes removed."""
     line = line.rstrip("\r")
