@@ -29,8 +29,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     from tests.scheduling import heavy, unit_of
 
     unlisted = sorted({item.nodeid.split("::", 1)[0] for item in items
-                       if item.get_closest_marker("e2e") or item.get_closest_marker("browser")
-                       if not heavy(unit_of(item.nodeid))})
+                       if (item.get_closest_marker("e2e") or item.get_closest_marker("browser"))
+                       and not heavy(unit_of(item.nodeid))})
     if unlisted:
         raise pytest.UsageError("marked e2e or browser but not in tests/scheduling.py's HEAVY: " + ", ".join(unlisted))
     if hasattr(config, "workerinput"):  # an xdist worker: every worker sorts alike, the queue follows it

@@ -172,15 +172,20 @@ def _argus(srv, token, *args):  # noqa: ANN001, ANN202
                           text=True, timeout=60)
 
 
+def _running_with_log(srv, settings, content: bytes) -> tuple[str, str]:  # noqa: ANN001
+    """alice's running task whose first attempt logged ``content``: her token and the task's id."""
+    alice = srv.new_user("alice")
+    tid = submit(alice)
+    set_running(srv, tid)
+    log = settings.root / "users" / "alice" / "jobs" / tid / "logs" / "attempt-1.log"
+    log.parent.mkdir(parents=True)
+    log.write_bytes(content)
+    return alice.headers["authorization"].split()[1], tid
+
+
 def test_cli_logs_and_follow(settings):
     with live_server(settings) as srv:
-        alice = srv.new_user("alice")
-        token = alice.headers["authorization"].split()[1]
-        tid = submit(alice)
-        set_running(srv, tid)
-        log = settings.root / "users" / "alice" / "jobs" / tid / "logs" / "attempt-1.log"
-        log.parent.mkdir(parents=True)
-        log.write_bytes(b"line one\nline two\n")
+        token, tid = _running_with_log(srv, settings, b"line one\nline two\n")
         r = _argus(srv, token, "logs", tid)
         assert r.returncode == 0 and r.stdout == "line one\nline two\n"
         threading.Timer(1.0, finish, (srv, tid)).start()
@@ -209,13 +214,7 @@ def test_cli_logs_show_a_logs_escape_sequences_as_text_and_colours_only_on_a_ter
     """A task's log reaches an admin's or a team member's terminal through ``argus logs``: no title, clipboard
     (OSC 52) or screen-clear sequence of it is obeyed; colours are dropped when the output is not a TTY."""
     with live_server(settings) as srv:
-        alice = srv.new_user("alice")
-        token = alice.headers["authorization"].split()[1]
-        tid = submit(alice)
-        set_running(srv, tid)
-        log = settings.root / "users" / "alice" / "jobs" / tid / "logs" / "attempt-1.log"
-        log.parent.mkdir(parents=True)
-        log.write_bytes(HOSTILE_LOG.encode())
+        token, tid = _running_with_log(srv, settings, HOSTILE_LOG.encode())
         shown = ("plain red\n\\x1b]0;owned title\\x07\\x1b]52;c;cm0gLXJmIH4=\\x07\\x1b[2J\\x1b[H\\x9b2J bell\\x07 "
                  "del\\x7f\ntqdm 50%\ntqdm 100%\n")  # the redraw's \r is kept; text mode reads it as \n
         r = _argus(srv, token, "logs", tid)

@@ -34,6 +34,7 @@ Why it is built this way:
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -193,9 +194,13 @@ class LocalCluster:
         self.node_env = self._node_env()
         self.record_path = leftover.record_path(settings.state_dir)
         self.adopted = False
-        # One client for every poll of the dashboard: ``httpx.get`` builds a client and its SSL context per
-        # call, ~30 ms of CPU, which was most of what a start cost this process on a loaded machine.
-        self._http = httpx.Client(timeout=5)
+
+    @functools.cached_property
+    def _http(self) -> httpx.Client:
+        """One client for every poll of the dashboard, made at the first: ``httpx.get`` builds a client and its
+        SSL context per call, ~30 ms of CPU, which was most of what a start cost this process on a loaded
+        machine (a cluster only asked about its ports never makes one)."""
+        return httpx.Client(timeout=5)
 
     def _node_env(self) -> dict[str, str]:
         """What every node's ``ray start`` adds to its environment: token auth, and the sandbox config."""

@@ -21,25 +21,18 @@ MAX_QUERY = 500
 # What ``argus logs`` lets through to a terminal (issue 33): colours (SGR, ``ESC [ … m``) and only on a TTY;
 # every other C0 control but tab, newline and carriage return (tqdm's redraws), DEL and the C1 controls are
 # shown as ``\xNN`` text, so a log cannot set the title, write the clipboard (OSC 52) or clear the screen
-SGR = re.compile(r"\x1b\[[0-9;]*m")
-CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
-
-
-def _shown(text: str) -> str:
-    return CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+TERMINAL = re.compile(r"(\x1b\[[0-9;]*m)|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")  # group 1: a colour (SGR)
 
 
 def terminal_safe(text: str, *, colours: bool) -> str:
     """``text`` as it may reach a terminal: colour sequences kept if ``colours`` (else dropped), every other
     escape sequence and control character written out as text rather than obeyed."""
-    if not colours:
-        return _shown(SGR.sub("", text))
-    out, pos = [], 0
-    for m in SGR.finditer(text):
-        out += [_shown(text[pos:m.start()]), m.group()]
-        pos = m.end()
-    out.append(_shown(text[pos:]))
-    return "".join(out)
+    def shown(m: re.Match[str]) -> str:
+        if m.group(1):
+            return m.group(1) if colours else ""
+        return f"\\x{ord(m.group()):02x}"
+
+    return TERMINAL.sub(shown, text)
 
 
 def visible(line: str) -> str:
