@@ -14,12 +14,17 @@ from tests.notify_fixtures import mailbox, receiver  # noqa: F401 - a local SMTP
 
 def pytest_configure(config: pytest.Config) -> None:
     """A light-lane xdist worker yields the CPU to the heavy lane (tests/scheduling.py): its processes run at
-    nice ``LIGHT_NICE``, so a Ray cluster beside it still answers its 1 s health checks on a busy machine."""
-    from tests.scheduling import HEAVY_LANE, LIGHT_NICE
+    nice ``LIGHT_NICE``, so a Ray cluster beside it still answers its 1 s health checks on a busy machine,
+    and its waits are ``LIGHT_SLACK`` times longer (tests/waiting.py): they bound hangs, not speed. So is
+    the time a server in it gives verl to answer (``ARGUS_VERL_TIMEOUT_S``, where a test does not set it)."""
+    from tests import waiting
+    from tests.scheduling import HEAVY_LANE, LIGHT_NICE, LIGHT_SLACK
 
     worker = getattr(config, "workerinput", {}).get("workerid")
     if worker and worker != HEAVY_LANE:
         os.nice(LIGHT_NICE)
+        waiting.SLACK = LIGHT_SLACK
+        os.environ.setdefault("ARGUS_VERL_TIMEOUT_S", str(waiting.slack(Settings.model_fields["verl_timeout_s"].default)))
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

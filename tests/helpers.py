@@ -19,13 +19,18 @@ from argus.api.app import create_app
 from argus.api.context import AppContext
 from argus.server import build_context
 from argus.settings import Settings
-from tests.waiting import wait_until
+from tests.waiting import slack, wait_until
 
 
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+# An HTTP client's read time-out: longer than the server's own verl time-out (Settings.verl_timeout_s, 60 s),
+# which a dry run may spend composing a spec with verl.
+CLIENT_TIMEOUT_S = 90.0
 
 
 @dataclass
@@ -35,8 +40,7 @@ class LiveServer:
     ctx: AppContext
 
     def client(self, token: str | None = None) -> httpx.Client:
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
-        return httpx.Client(base_url=self.url, headers=headers, timeout=30)
+        return api_client(self.url, token)
 
     def admin(self) -> httpx.Client:
         return self.client(self.admin_token)
@@ -45,14 +49,20 @@ class LiveServer:
         return new_user_client(self.url, self.admin_token, name)
 
 
+def api_client(url: str, token: str | None = None) -> httpx.Client:
+    """An HTTP client of the server at ``url``, with ``token`` if given."""
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    return httpx.Client(base_url=url, headers=headers, timeout=slack(CLIENT_TIMEOUT_S))
+
+
 def new_user_client(url: str, admin_token: str, name: str) -> httpx.Client:
     """Create user ``name`` with the admin's token on the server at ``url``; a client with a token of theirs."""
-    with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {admin_token}"}, timeout=30) as a:
+    with api_client(url, admin_token) as a:
         r = a.post("/api/v2/users", json={"name": name})
         assert r.status_code == 201, r.text
         t = a.post(f"/api/v2/users/{name}/tokens", json={})
         assert t.status_code == 201, t.text
-    return httpx.Client(base_url=url, headers={"Authorization": f"Bearer {t.json()['token']}"}, timeout=30)
+    return api_client(url, t.json()["token"])
 
 
 def post_spec(client: httpx.Client, body: str | bytes, content_type: str = "application/yaml") -> httpx.Response:

@@ -17,7 +17,7 @@ from pathlib import Path
 import httpx
 
 from tests.helpers import free_port
-from tests.waiting import wait_until
+from tests.waiting import slack, wait_until
 
 TOKEN = "argus_sftp_process_admin_token_0123456789"
 SERVE = """
@@ -77,8 +77,8 @@ def sftp_server_process(tmp: Path, user: str, *, quiet: bool = False, serve: str
                 raise RuntimeError(f"argus server did not start (exited with {proc.returncode})")
             return httpx.get(f"{url}/api/v2/health").status_code == 200
 
-        # 180 s: on the light lane (nice 10) beside a Ray unit, test_sftp_metrics took 77 s instead of 11 s
-        wait_until(healthy, 180, ignore=(httpx.TransportError,), what="argus server did not start")
+        # 60 s (times the light lane's slack): test_sftp_metrics took 77 s instead of 11 s there
+        wait_until(healthy, 60, ignore=(httpx.TransportError,), what="argus server did not start")
         key = tmp / "key"
         subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
         with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {TOKEN}"}) as admin:
@@ -89,4 +89,4 @@ def sftp_server_process(tmp: Path, user: str, *, quiet: bool = False, serve: str
         yield SftpServerProcess(proc, url, port, user, key, tmp / "known_hosts")
     finally:
         proc.terminate()
-        proc.wait(20)
+        proc.wait(slack(20))

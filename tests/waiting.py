@@ -12,6 +12,11 @@ that only mean "not yet" (a server still starting refuses connections).
 
 Timeouts are generous on purpose: they bound a hang, they are not a speed assertion (the guide's
 rule 5). Where a test needed a longer one under load, its call site says why.
+
+``SLACK`` stretches every wait of a process that runs at a lower CPU priority: the xdist light lane
+(tests/scheduling.py) runs at nice 10 beside a Ray unit and then gets a tenth of a contended core, so a
+wait that bounds a hang at full speed must be longer there. ``slack(s)`` applies it to the waits that
+are not ``wait_until`` (an HTTP client's read time-out, ``Popen.wait``).
 """
 
 from __future__ import annotations
@@ -22,6 +27,13 @@ from typing import TypeVar
 
 T = TypeVar("T")
 
+SLACK = 1.0  # set by tests/conftest.py's pytest_configure on the light lane (scheduling.LIGHT_SLACK)
+
+
+def slack(seconds: float) -> float:
+    """``seconds`` as this process must wait them: stretched by ``SLACK`` where it runs at a lower priority."""
+    return seconds * SLACK
+
 
 def wait_until(check: Callable[[], T], timeout: float = 30.0, *, every: float = 0.1,
                what: str | Callable[[], str] = "", ignore: tuple[type[BaseException], ...] = ()) -> T:
@@ -31,6 +43,7 @@ def wait_until(check: Callable[[], T], timeout: float = 30.0, *, every: float = 
     failure message together with the last value ``check`` returned. Exceptions in ``ignore`` count as
     "not yet"; any other exception propagates at once.
     """
+    timeout = slack(timeout)
     deadline = time.monotonic() + timeout
     last: object = None
     while True:

@@ -18,7 +18,7 @@ from sqlalchemy import func, select, update
 from argus.cli.client import ArgusClient
 from argus.db.models import IdempotencyKeyModel, TaskModel, utcnow
 from argus.db.session import Database
-from tests.helpers import free_port
+from tests.helpers import api_client, free_port
 from tests.waiting import wait_until
 
 SPEC = """\
@@ -155,7 +155,7 @@ def test_the_same_key_retried_across_a_kill_9_and_restart_gets_the_same_task(tmp
     procs = [proc]
     try:
         wait_healthy(port, proc, state)
-        admin = httpx.Client(base_url=url, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30)
+        admin = api_client(url, TOKEN)
         assert admin.post("/api/v2/users", json={"name": "erin"}).status_code == 201
         token = admin.post("/api/v2/users/erin/tokens", json={}).json()["token"]
         erin = ArgusClient(url, token)

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from argus.runtime.driver import ray_node_id
-from tests.waiting import wait_until
+from tests.waiting import slack, wait_until
 
 DRIVER = [sys.executable, "-m", "argus.runtime.driver"]
 
@@ -87,7 +87,7 @@ def test_sigterm_reaches_the_whole_child_group(tmp_path: Path) -> None:
                what="grandchild.pid")
     grandchild = int(pid_file.read_text())
     p.send_signal(signal.SIGTERM)
-    p.communicate(timeout=20)
+    p.communicate(timeout=slack(20))
     assert p.returncode == 128 + signal.SIGTERM  # bash died of the forwarded SIGTERM
     wait_until(lambda: not alive(grandchild), 10, every=0.05, what="the grandchild to end")
     assert json.loads((job / "status.json").read_text())["signal"] == "SIGTERM"
@@ -100,7 +100,7 @@ def test_child_dies_with_a_killed_driver(tmp_path: Path) -> None:
     wait_until(lambda: pid_file.exists() and pid_file.read_text(), 10, every=0.05, what="child.pid")
     child = int(pid_file.read_text())
     p.kill()  # SIGKILL: the driver cannot forward anything; the parent-death signal does the job
-    p.wait(10)
+    p.wait(slack(10))
     wait_until(lambda: not alive(child), 10, every=0.05, what="the child to end")
 
 

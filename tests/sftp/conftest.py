@@ -17,6 +17,7 @@ from argus.services.files import shared_store
 from argus.settings import Settings
 from argus.sftp.server import SftpServer
 from tests.helpers import LiveServer, free_port, live_server
+from tests.waiting import slack
 
 PASSWORD = "correct horse battery"
 
@@ -50,7 +51,8 @@ class SftpEnv:
         c.set_missing_host_key_policy(paramiko.AutoAddPolicy())
         c.connect("127.0.0.1", self.port, username=user, password=password,
                   key_filename=str(self.keys[user]) if key and password is None else None,
-                  allow_agent=False, look_for_keys=False, timeout=10, banner_timeout=10, auth_timeout=10)
+                  allow_agent=False, look_for_keys=False, timeout=slack(10), banner_timeout=slack(10),
+                  auth_timeout=slack(10))
         return c
 
     def sftp(self, user: str, commands: str, *, check: bool = True) -> subprocess.CompletedProcess:

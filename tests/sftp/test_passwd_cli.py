@@ -10,6 +10,7 @@ import paramiko
 import pytest
 
 from tests.sftp.conftest import PASSWORD
+from tests.waiting import slack
 
 
 def _passwd(env, stdin: str, current: str | None = PASSWORD) -> subprocess.CompletedProcess:  # noqa: ANN001
@@ -39,7 +40,7 @@ def test_passwd_from_a_pipe_prints_the_exact_sftp_command(env, stdin):
     c = paramiko.SSHClient()
     c.set_missing_host_key_policy(paramiko.AutoAddPolicy())
     c.connect(host, int(port), username=user, password="a brand new password", allow_agent=False,
-              look_for_keys=False, timeout=10, banner_timeout=10, auth_timeout=10)
+              look_for_keys=False, timeout=slack(10), banner_timeout=slack(10), auth_timeout=slack(10))
     with c, c.open_sftp() as s:
         assert "datasets" in s.listdir(".")
 

@@ -17,6 +17,7 @@ from tests.helpers import free_port
 from tests.ldap_fixtures import USERS, Slapd, slapd  # noqa: F401 - fixture
 from tests.sftp.conftest import PASSWORD
 from tests.sftp_process import sftp_server_process
+from tests.waiting import slack
 
 
 def pw(name: str) -> str:
@@ -27,7 +28,7 @@ def connect(port: int, user: str, password: str) -> paramiko.SSHClient:
     c = paramiko.SSHClient()
     c.set_missing_host_key_policy(paramiko.AutoAddPolicy())
     c.connect("127.0.0.1", port, username=user, password=password, allow_agent=False, look_for_keys=False,
-              timeout=20, banner_timeout=20, auth_timeout=20)
+              timeout=slack(20), banner_timeout=slack(20), auth_timeout=slack(20))
     return c
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import psutil
 
 from tests.sftp_process import SftpServerProcess, sftp_server_process
-from tests.waiting import wait_until
+from tests.waiting import slack, wait_until
 
 
 def sftp_child(server: SftpServerProcess) -> psutil.Process:
@@ -45,7 +45,7 @@ def test_crashed_sftp_process_is_restarted_and_dies_with_a_killed_parent(tmp_pat
 
         new = wait_until(restarted, 30, every=0.2, what="the SFTP process was not restarted")
         os.kill(server.proc.pid, signal.SIGKILL)  # the parent dies without stopping it
-        server.proc.wait(10)
+        server.proc.wait(slack(10))
         wait_gone(new, "the SFTP process outlived its parent")
         assert ls(server, tmp_path).returncode != 0
 
@@ -54,5 +54,5 @@ def test_clean_stop_ends_the_sftp_process(tmp_path: Path) -> None:
     with sftp_server_process(tmp_path, "erin", quiet=True) as server:
         child = sftp_child(server)
         server.proc.send_signal(signal.SIGTERM)
-        assert server.proc.wait(30) == 0
+        assert server.proc.wait(slack(30)) == 0
         wait_gone(child, "the SFTP process to end with the server", 1)

@@ -13,7 +13,8 @@ from contextlib import contextmanager
 import httpx
 import pytest
 
-from tests.helpers import LiveServer
+from tests.helpers import CLIENT_TIMEOUT_S, LiveServer
+from tests.waiting import slack
 
 pytestmark = pytest.mark.hostile
 
@@ -21,7 +22,7 @@ pytestmark = pytest.mark.hostile
 @contextmanager
 def browser(live: LiveServer, token: str | None = None, lang: str = "en") -> Iterator[httpx.Client]:
     """A cookie-keeping client, signed in with ``token`` through the browser sign-in when given."""
-    with httpx.Client(base_url=live.url, headers={"Accept-Language": lang}, timeout=30) as c:
+    with httpx.Client(base_url=live.url, headers={"Accept-Language": lang}, timeout=slack(CLIENT_TIMEOUT_S)) as c:
         if token:
             r = c.post("/api/v2/session", json={"token": token})
             assert r.status_code == 200, r.text
