@@ -121,6 +121,8 @@ class Settings(BaseSettings):
     reward_check_timeout_s: float = 30.0
     # Jail for head-side processes that handle user input (reward dry-run, verl validator): see verl/sandbox.py
     sandbox: Literal["auto", "bwrap", "off"] = "auto"
+    # Each of those processes' data-segment limit (RLIMIT_DATA, MiB; 0: none): a warm verl validator uses ~1.5 GiB
+    sandbox_memory_mb: int = Field(default=6144, ge=0)
     # Jail for every process of a task on the nodes (driver, trainer, Ray workers): see runtime/jail.py.
     # auto: on when bubblewrap is installed here; bwrap: required; off: tasks run unconfined.
     task_jail: Literal["auto", "bwrap", "off"] = "auto"

@@ -18,8 +18,6 @@ import os
 import secrets
 import shutil
 import signal
-import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -30,6 +28,7 @@ import psutil
 import pytest
 
 from argus.cluster.leftover import load, record_path
+from tests.accounts import NOBODY, SETPRIV, skip_unless_nobody_can_run_argus
 from tests.e2e.test_jail import assert_all_blocked, probe_knowledge, run_hostile_probe
 from tests.e2e.test_two_up import admin_token, processes_of
 from tests.e2e.test_up_restart import up
@@ -37,34 +36,6 @@ from tests.helpers import free_port, new_user_client
 from tests.waiting import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.hostile]
-
-NOBODY = 65534
-SETPRIV = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--"]
-
-
-def _last_line(done: subprocess.CompletedProcess[str]) -> str:
-    lines = (done.stdout + done.stderr).strip().splitlines()
-    return lines[-1] if lines else f"exit {done.returncode}"
-
-
-def _nobody_can_run_argus() -> None:
-    """Skip unless this root test process can run ``argus up`` as uid 65534 with its sandbox."""
-    if shutil.which("setpriv") is None:
-        pytest.skip("setpriv (util-linux) is not installed: cannot run argus up as another account")
-    if shutil.which("bwrap") is None:
-        pytest.skip("bubblewrap is not installed")
-    userns = subprocess.run([*SETPRIV, "bwrap", "--ro-bind", "/", "/", "--unshare-user", "--unshare-pid",
-                             "--proc", "/proc", "true"], capture_output=True, text=True, timeout=60, cwd="/")
-    if userns.returncode != 0:
-        pytest.skip(f"bubblewrap as uid {NOBODY} needs unprivileged user namespaces: {_last_line(userns)}")
-    # through a shell: setpriv's own exec still resolves the path with root's capabilities, Argus's children do not
-    venv = subprocess.run([*SETPRIV, "/bin/sh", "-c", '"$0" -c "import argus.cli.main, ray"', sys.executable],
-                          capture_output=True, text=True, timeout=180, cwd="/")
-    if venv.returncode != 0:
-        pytest.skip(f"uid {NOBODY} cannot run this venv's interpreter {sys.executable} "
-                    f"(-> {os.path.realpath(sys.executable)}; a parent directory not world-readable?): "
-                    f"{_last_line(venv)}")
-
 
 @pytest.fixture(params=["root", "non-root"])
 def account(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Path, dict[str, str], list[str]]]:
@@ -75,9 +46,7 @@ def account(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Pa
             pytest.skip("argus up as root needs a root test process")
         yield tmp_path / "state", {}, []
         return
-    if not is_root:
-        pytest.skip(f"running argus up as uid {NOBODY} needs a root test process (setpriv)")
-    _nobody_can_run_argus()
+    skip_unless_nobody_can_run_argus()
     base = Path(tempfile.mkdtemp(prefix="argus-hostile-up-", dir="/tmp"))  # tmp_path is 0700 root
     try:
         state, home = base / "state", base / "home"

@@ -50,6 +50,10 @@ TOKEN_NAME = "ray-auth-token"
 USER_SECRETS = (".ssh", ".ray", ".argus", ".config", ".netrc", ".cache/huggingface/token", ".aws", ".docker",
                 ".kube", ".gnupg", ".pgpass")
 SANDBOX_UID = 1000  # the uid inside a user-namespaced sandbox when Argus runs as root: never root inside
+# The host's own secrets, hidden in every sandbox: a sandbox of a root platform is host uid 0 in the kernel's eyes
+# (its user namespace maps SANDBOX_UID to it), so a file only root may read is still its owner's to read.
+HOST_SECRETS = ("/etc/shadow", "/etc/gshadow", "/etc/ssh/ssh_host_rsa_key", "/etc/ssh/ssh_host_ecdsa_key",
+                "/etc/ssh/ssh_host_ed25519_key", "/etc/ssh/ssh_host_dsa_key")
 NVIDIA_CONTROL = ("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools", "/dev/nvidia-modeset",
                   "/dev/nvidia-caps")
 NVIDIA_PROC = Path("/proc/driver/nvidia/gpus")
@@ -168,7 +172,7 @@ def node_config(*, data_root: Path, state_dirs: Iterable[Path], python: str, scr
     if bwrap is None:
         raise JailError("bubblewrap is not installed on this node (apt-get install bubblewrap)")
     home = Path.home()
-    hide = [str(p) for p in state_dirs] + [str(home / name) for name in USER_SECRETS]
+    hide = [str(p) for p in state_dirs] + [str(home / name) for name in USER_SECRETS] + list(HOST_SECRETS)
     py = Path(python)
     source = Path(__file__).resolve().parents[2]
     node = Path(sys.executable)  # this node's Argus (its uv builds a user's own environment: argus.jobs.build_env)

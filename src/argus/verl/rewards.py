@@ -19,10 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from argus.settings import Settings
-from argus.verl.sandbox import sandbox_prefix
+from argus.verl.sandbox import child_env, sandbox_prefix
 
 _SRC_ROOT = str(Path(__file__).resolve().parents[2])
-_ENV_KEEP = ("PATH", "LANG", "LC_ALL", "TMPDIR", "HOME")
 
 
 @dataclass
@@ -42,9 +41,7 @@ def check_reward(settings: Settings, path: str, name: str | None, data: str | No
         argv += ["--name", name]
     if data:
         argv += ["--data", data]
-    env = {k: os.environ[k] for k in _ENV_KEEP if k in os.environ}
-    env["PYTHONPATH"] = os.pathsep.join((str(Path(path).parent), _SRC_ROOT))
-    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env = child_env(PYTHONPATH=os.pathsep.join((str(Path(path).parent), _SRC_ROOT)), PYTHONDONTWRITEBYTECODE="1")
     # Jailed: the reward sees its own folder and the data file, not the server's state or other homes.
     jail = sandbox_prefix(settings, readable=[Path(path).parent, *([data] if data else [])], python=python)
     proc = subprocess.Popen(  # noqa: S603 - fixed argv; the interpreter comes from settings

@@ -21,6 +21,8 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
+from argus.verl.sandbox import child_env
+
 log = logging.getLogger(__name__)
 
 _SRC_ROOT = str(Path(__file__).resolve().parents[2])  # the directory holding the argus package
@@ -78,7 +80,7 @@ class VerlValidator:
             self._ready.set()
 
     def _spawn(self) -> None:
-        env = dict(os.environ)
+        env = child_env() if self.jail else dict(os.environ)  # jailed: not the server's ARGUS_* or tokens
         env["PYTHONPATH"] = os.pathsep.join(p for p in (_SRC_ROOT, env.get("PYTHONPATH", "")) if p)
         env.setdefault("HF_HUB_OFFLINE", "1")  # validation never downloads
         env.setdefault("TRANSFORMERS_OFFLINE", "1")
