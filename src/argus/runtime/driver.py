@@ -309,8 +309,7 @@ def run(ns: argparse.Namespace) -> int:
         gang = Gang(ns, job_dir)
         sandbox.node_ip = gang.head_ip()
     command, command_env = sandbox.wrap(sandbox.inner(python, argv), env)
-    if sandbox.dashboard_port:  # where the server's proxy finds the owner's dashboard, and its token
-        status.save(ray_dashboard={"port": sandbox.dashboard_port, "token": sandbox.ray_token})
+    sandbox.record_dashboard(job_dir, ns.attempt)  # for the server's proxy, out of the task's reach
     if sandbox.note:
         notes.append(sandbox.note)
     first = (f"[argus] attempt {ns.attempt} on {status.data['hostname']} (ray node {status.data['node_id'] or '?'}), "

@@ -70,6 +70,7 @@ class Sandbox:
         self.node_ip = "127.0.0.1"  # where the task's private Ray head listens (routable for a gang)
         self.gcs_port = 0
         self.dashboard_port = 0
+        self.dashboard_record: Path | None = None
         self.cfg: jail.JailConfig | None = None
         self.scratch: Path | None = None
         self.active = False  # wrap() put the command in a sandbox
@@ -145,8 +146,20 @@ class Sandbox:
                      f"/dev/shm {self.shm_bytes() >> 20} MiB, cleared environment")
         return [*prefix, *argv], {"PATH": BASE_PATH}
 
+    def record_dashboard(self, job_dir: Path, attempt: int) -> None:
+        """Where this attempt's own Ray dashboard listens and its token, for the server's proxy
+        (``jail.write_dashboard_record``: a platform folder of the data root, never the owner's home)."""
+        if not self.dashboard_port:
+            return
+        # <root>/users/<user>/jobs/<task>: the data root, when no sandbox config names it
+        root = Path(self.cfg.data_root) if self.cfg is not None else job_dir.parents[3]
+        self.dashboard_record = jail.write_dashboard_record(root, job_dir.name, attempt, self.dashboard_port,
+                                                            self.ray_token)
+
     def cleanup(self) -> None:
         if self.scratch is not None:
             shutil.rmtree(self.scratch, ignore_errors=True)
+        if self.dashboard_record is not None:
+            self.dashboard_record.unlink(missing_ok=True)
 
 
