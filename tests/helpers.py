@@ -17,7 +17,7 @@ import uvicorn
 
 from argus.api.app import create_app
 from argus.api.context import AppContext
-from argus.server import build_context
+from argus.server import build_context, forwarded_headers
 from argus.settings import Settings
 from tests.waiting import slack, wait_until
 
@@ -140,7 +140,8 @@ def live_server(settings: Settings, configure=None) -> Iterator[LiveServer]:
     token = next(line.split(": ", 1)[1] for line in lines if line.startswith("admin token: "))
     port = free_port()
     app = _leak_scanner(create_app(ctx, extra_routers=tuple(ctx.extras.get("routers", ()))), settings)
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off"))
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off",
+                                           **forwarded_headers(settings)))  # as argus.server.serve
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     wait_until(lambda: server.started, 20, every=0.02, what="server did not start")

@@ -159,12 +159,22 @@ def _wire_verl(ctx: AppContext) -> None:
     ctx.extras["verl_validator"] = pool
 
 
+def forwarded_headers(s: Settings) -> dict[str, object]:
+    """uvicorn's proxy-header options: X-Forwarded-* only from ``trusted_proxies``. uvicorn's own default
+    trusts them from 127.0.0.1, and every task on the head's node connects from there: one header and each
+    password guess came from a new address, so the sign-in limiter never locked anyone out."""
+    if not s.trusted_proxies:
+        return {"proxy_headers": False}
+    return {"proxy_headers": True, "forwarded_allow_ips": ",".join(s.trusted_proxies)}
+
+
 async def serve(ctx: AppContext, components: list[Component], *, announce: Callable[[str], None] = say,
                 on_ready: Callable[[Callable[[str], None]], None] | None = None) -> None:
     """Start the components, then the API; once it answers: its URL, ``on_ready`` (the admin token), banners."""
     s = ctx.settings
     app = create_app(ctx, extra_routers=tuple(ctx.extras.get("routers", ())))
-    config = uvicorn.Config(app, host=s.api_host, port=s.api_port, log_level="warning", lifespan="off")
+    config = uvicorn.Config(app, host=s.api_host, port=s.api_port, log_level="warning", lifespan="off",
+                            **forwarded_headers(s))
     server = uvicorn.Server(config)
     started: list[Component] = []
     try:

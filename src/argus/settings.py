@@ -56,6 +56,10 @@ class Settings(BaseSettings):
     api_host: str = "127.0.0.1"
     api_port: int = 8080
     public_url: str | None = None
+    # Reverse proxies whose X-Forwarded-For / -Proto the API believes (addresses or CIDRs, "*" for any; default
+    # none): a peer not listed is its own address, for the sign-in limiter and the audit log. Never trust
+    # loopback by default: every task on the head's node reaches the API from there.
+    trusted_proxies: list[str] = Field(default_factory=list)
     sftp_host: str = "127.0.0.1"
     sftp_port: int = 2222
     sftp_enabled: bool = True

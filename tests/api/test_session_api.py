@@ -10,7 +10,8 @@ from sqlalchemy import select, update
 
 from argus.db.models import UserModel, WebSessionModel
 from argus.settings import Settings
-from tests.helpers import live_server
+from tests.helpers import api_client, live_server
+from tests.sftp_process import TOKEN, sftp_server_process
 
 PASSWORD = "correct horse battery"
 
@@ -212,12 +213,36 @@ def test_public_https_url_makes_the_cookie_secure_and_is_an_own_origin(tmp_path)
         assert r.status_code == 403  # http:// is another origin than https://
 
 
-def test_secure_cookie_behind_trusted_proxy(live):
-    """https seen by a proxy on this host (X-Forwarded-Proto, trusted by uvicorn from 127.0.0.1)."""
-    with _browser(live) as b:
-        r = b.post("/api/v2/session", json={"token": live.admin_token}, headers={"X-Forwarded-Proto": "https"})
-        assert r.status_code == 200
-        assert "secure" in [p.strip().lower() for p in _set_cookie_header(r).split(";")]
+def test_secure_cookie_behind_trusted_proxy(tmp_path):
+    """https seen by a proxy on this host: X-Forwarded-Proto counts once the operator trusts its address."""
+    base = {"sftp_enabled": False, "verl_validation": "off"}
+    for trusted, secure in (([], False), (["127.0.0.1"], True)):
+        settings = Settings(state_dir=tmp_path / str(secure), trusted_proxies=trusted, **base)
+        with live_server(settings) as live, _browser(live) as b:
+            r = b.post("/api/v2/session", json={"token": live.admin_token}, headers={"X-Forwarded-Proto": "https"})
+            assert r.status_code == 200
+            assert ("secure" in [p.strip().lower() for p in _set_cookie_header(r).split(";")]) is secure, trusted
+
+
+@pytest.mark.hostile
+def test_a_forwarded_for_header_from_an_untrusted_peer_does_not_reset_the_limiter(tmp_path):
+    """Every task on the head's node reaches the API from 127.0.0.1: its X-Forwarded-For is not believed, so a
+    new address per guess still ends in 429 (the real server process: argus.server.serve's uvicorn options)."""
+    with sftp_server_process(tmp_path, "sam", quiet=True) as server, \
+            api_client(server.url, TOKEN) as admin, _browser(server) as b:
+        token = admin.post("/api/v2/users/sam/tokens", json={}).json()["token"]
+        assert api_client(server.url, token).post("/api/v2/me/password", json={"password": PASSWORD}).status_code == 204
+        codes = [_sign_in_from(b, f"203.0.113.{i}", user="sam", password="wrong password").status_code
+                 for i in range(1, 8)]
+        assert codes[:5] == [401] * 5 and codes[5:] == [429, 429], codes  # login_max_failures: 5
+        assert _sign_in_from(b, "198.51.100.9", user="sam", password=PASSWORD).status_code == 429
+        audit = admin.get("/api/v2/audit", params={"action": "login.lockout"})
+        assert audit.status_code == 200 and audit.json()["events"], audit.text
+        assert "203.0.113." not in audit.text and "127.0.0.1" in audit.text, audit.text  # the real peer
+
+
+def _sign_in_from(b: httpx.Client, forwarded_for: str, **body) -> httpx.Response:
+    return b.post("/api/v2/session", json=body, headers={"X-Forwarded-For": forwarded_for})
 
 
 def test_expired_session_is_refused(live):

@@ -134,7 +134,8 @@ async def web_login_limiter(ctx: AppContext = Depends(get_ctx)) -> LoginLimiter:
 
 
 def client_ip(request: Request) -> str | None:
-    """The peer's address for the audit log (the proxy's, unless uvicorn trusts it for X-Forwarded-For)."""
+    """The peer's address for the audit log and the sign-in limiter: the connection's, or what a proxy in
+    ``trusted_proxies`` forwarded (server.forwarded_headers; no other peer's X-Forwarded-For counts)."""
     return request.client.host if request.client else None
 
 
