@@ -29,14 +29,21 @@ def test_admin_creates_a_team_a_team_admin_manages_members(live: LiveServer, peo
     assert alice.post("/api/v2/teams", json={"name": "mine"}).status_code == 403
 
     assert admin.post("/api/v2/teams/nlp/members", json={"user": "alice", "role": "admin"}).status_code == 201
-    # alice (team admin) adds bob; bob (member) may not add carol
+    # alice (team admin) adds only people already in a team she administers: not bob while he is in none
     r = alice.post("/api/v2/teams/nlp/members", json={"user": "bob"})
-    assert r.status_code == 201 and r.json() == {"name": "bob", "role": "member", "is_default": True}
+    assert r.status_code == 403 and errors_of(r) == [("user", "bob")]
+    admin.post("/api/v2/teams", json={"name": "ops"})
+    admin.post("/api/v2/teams/ops/members", json={"user": "alice", "role": "admin"})
+    r = admin.post("/api/v2/teams/ops/members", json={"user": "bob"})
+    assert r.json()["is_default"] is True  # a site admin's enrolment in a first team makes it the default
+    r = alice.post("/api/v2/teams/nlp/members", json={"user": "bob"})
+    assert r.status_code == 201 and r.json() == {"name": "bob", "role": "member", "is_default": False}
+    # bob (member) may not add carol
     r = bob.post("/api/v2/teams/nlp/members", json={"user": "carol"})
     assert r.status_code == 403 and "admins of team 'nlp'" in r.json()["detail"]["message"]
     r = alice.post("/api/v2/teams/nlp/members", json={"user": "bob"})
     assert r.status_code == 409 and errors_of(r) == [("user", "bob")]
-    r = alice.post("/api/v2/teams/nlp/members", json={"user": "nobody"})
+    r = admin.post("/api/v2/teams/nlp/members", json={"user": "nobody"})
     assert r.status_code == 404
 
     team = bob.get("/api/v2/teams/nlp").json()

@@ -1,5 +1,7 @@
-"""Teams under hostile use (issue 26): a team member sees a teammate's task but cannot act as its owner;
-an outsider sees nothing; leaving a team ends the view; names in paths cannot reach another endpoint.
+"""Teams under hostile use (issues 26 and 33): a team member sees a teammate's task but cannot act as its owner;
+an outsider sees nothing; leaving a team ends the view; names in paths cannot reach another endpoint; a team
+admin cannot enrol someone outside their teams (and so charge, read and cancel their tasks); a removed member's
+running tasks, which show the team's folder read-write, are stopped.
 
 Every answer is 403/404 in the house shape, never a 500.
 """
@@ -29,7 +31,7 @@ def test_a_teammate_reads_but_cannot_act_as_the_owner(live: LiveServer) -> None:
     admin.post("/api/v2/teams", json={"name": "nlp"})
     admin.post("/api/v2/teams/nlp/members", json={"user": "lead", "role": "admin"})
     for name in ("alice", "bob"):
-        lead.post("/api/v2/teams/nlp/members", json={"user": name})
+        assert admin.post("/api/v2/teams/nlp/members", json={"user": name}).status_code == 201
     tid = submit(alice, SPEC)
 
     # bob (member) reads the team task: the task, spec, events, metrics, checkpoints; the team's list
@@ -86,3 +88,58 @@ def test_names_that_try_to_escape_their_path_segment(live: LiveServer) -> None:
     assert r.status_code == 400 and {e["field"] for e in r.json()["detail"]["errors"]} == {"name", "teams"}
     big = admin.post("/api/v2/teams", json={"name": "big", "max_gpus": 10**30, "weight": float("1e308")})
     assert big.status_code == 400
+
+
+GPU_SPEC = ("kind: advanced\nworkload: job\nname: t\nnnodes: 1\nn_gpus_per_node: 1\n"
+            "command: python3 -m argus.jobs.sleep 600\n")
+
+
+def test_a_team_admin_cannot_enrol_someone_outside_their_teams(live: LiveServer) -> None:
+    admin = live.admin()
+    lead, victim, member = (live.new_user(n) for n in ("lead2", "victim", "member2"))
+    for team in ("t-one", "t-two", "t-own"):
+        admin.post("/api/v2/teams", json={"name": team})
+    admin.post("/api/v2/teams/t-one/members", json={"user": "lead2", "role": "admin"})
+    admin.post("/api/v2/teams/t-two/members", json={"user": "lead2", "role": "admin"})
+    admin.post("/api/v2/teams/t-own/members", json={"user": "victim"})  # victim's own team, her default
+    admin.post("/api/v2/teams/t-one/members", json={"user": "member2"})
+
+    # victim is in no team lead2 administers; a name that does not exist gets the very same answer
+    answers = []
+    for who in ("victim", "no-such-user"):
+        r = lead.post("/api/v2/teams/t-two/members", json={"user": who})
+        assert r.status_code == 403 and r.json()["detail"]["errors"][0]["field"] == "user", r.text
+        answers.append(r.json()["detail"]["message"].replace(who, "X"))
+    assert answers[0] == answers[1]
+    tid = submit(victim, GPU_SPEC)
+    assert victim.get(f"/api/v2/tasks/{tid}").json()["team"] == "t-own"  # still charged to her own team
+    assert lead.get(f"/api/v2/tasks/{tid}").status_code == 404
+    assert lead.post(f"/api/v2/tasks/{tid}/cancel").status_code == 404
+
+    # someone already in a team lead2 administers may be added; their default team does not move
+    r = lead.post("/api/v2/teams/t-two/members", json={"user": "member2"})
+    assert r.status_code == 201 and r.json()["is_default"] is False
+    defaults = {t["name"]: next(m["is_default"] for m in member.get(f"/api/v2/teams/{t['name']}").json()["members"]
+                                if m["name"] == "member2") for t in member.get("/api/v2/teams").json()}
+    assert defaults == {"t-one": True, "t-two": False}
+
+
+def test_a_removed_member_keeps_no_running_task_with_the_team_folder(live: LiveServer) -> None:
+    from sqlalchemy import update
+
+    from argus.db.models import TaskModel
+
+    admin = live.admin()
+    lead, gone = live.new_user("lead3"), live.new_user("gone")
+    admin.post("/api/v2/teams", json={"name": "t-three"})
+    admin.post("/api/v2/teams/t-three/members", json={"user": "lead3", "role": "admin"})
+    admin.post("/api/v2/teams/t-three/members", json={"user": "gone"})
+    running, queued = submit(gone, GPU_SPEC), submit(gone, GPU_SPEC)
+    with live.ctx.db.session() as s:  # started while in the team: its sandbox shows the folder read-write
+        s.execute(update(TaskModel).where(TaskModel.id == running).values(status="RUNNING"))
+    assert lead.delete("/api/v2/teams/t-three/members/gone").status_code == 204
+    task = gone.get(f"/api/v2/tasks/{running}").json()
+    assert task["status"] == "CANCELING" and "left team 't-three'" in task["status_message"], task
+    assert gone.get(f"/api/v2/tasks/{queued}").json()["status"] == "QUEUED"  # starts with the teams of then
+    removed = admin.get("/api/v2/audit", params={"action": "team.member_removed"}).json()["events"]
+    assert any(e["detail"].get("stopped_tasks") == [running] for e in removed), removed

@@ -85,10 +85,17 @@ def test_teams_page_create_members_roles_visibility_and_usage(up: Up, pages: Pag
     assert "of 100.0 GPU-hours" in card.locator(".team-budget").inner_text()
     assert card.locator(".team-running").inner_text() == "0 tasks, 0 GPUs"
     assert card.locator("details.team-admin").count() == 0  # weight and limits are the site admins'
+    # a team admin adds only people already in a team they administer (issue 33): bob joins one of alice's first
+    with up.api() as a:
+        assert a.post("/api/v2/teams", json={"name": "nlp-ops"}).status_code == 201
+        assert a.post("/api/v2/teams/nlp-ops/members", json={"user": "alice", "role": "admin"}).status_code == 201
+        assert a.post("/api/v2/teams/nlp-ops/members", json={"user": "bob"}).status_code == 201
     card.locator("input.add-user").fill("bob")
     card.locator("button.add-member-button").click()
     bob_row = card.locator('tr[data-member="bob"]')
     bob_row.wait_for()
+    with up.api() as a:  # the other browser modules share alice and bob: no team of this test's left behind
+        assert a.delete("/api/v2/teams/nlp-ops").status_code == 204
     bob_row.locator("select.member-role").select_option("admin")
     alice.wait_for_function("() => document.querySelector('tr[data-member=\"bob\"] select.member-role')?.value === 'admin'")
     with up.api("alice") as c:

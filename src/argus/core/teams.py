@@ -28,6 +28,13 @@ def may_manage_members(*, site_admin: bool, role: TeamRole | None) -> bool:
     return site_admin or role is TeamRole.ADMIN
 
 
+def may_enrol(*, site_admin: bool, in_a_team_they_administer: bool) -> bool:
+    """Who a team admin may add: only someone already in another team they administer (that team's admins
+    already answer for them). Anyone else joins by a site admin: otherwise a team admin could enrol any user,
+    see their tasks charged to the team, read their logs and cancel them."""
+    return site_admin or in_a_team_they_administer
+
+
 def may_change_team(*, site_admin: bool) -> bool:
     """A team's weight, quotas and budget are the cluster's to give: only site admins change them
     (a team admin raising their own team's share would defeat the fair share between teams)."""

@@ -44,6 +44,7 @@ from argus.db.models import TeamMemberModel, TeamModel, UserModel
 from argus.errors import Forbidden, Unavailable
 from argus.services import audit
 from argus.services.principal import Principal
+from argus.services.tasks import stop_for_lost_team
 from argus.services.teams import teams_of
 from argus.services.users import create_user
 
@@ -229,6 +230,8 @@ class Directory:
         current = frozenset(n for n, _, _ in teams_of(session, user.id))
         plan = plan_team_sync(self.team_groups, groups, current)
         joined, left = set_directory_teams(session, user.id, plan.join, plan.leave)
+        for team in left:  # their running tasks show its folder read-write: stopped, as when a team admin removes
+            stop_for_lost_team(session, user.id, team, actor=DIRECTORY_ACTOR)
         for team, action in [(t, audit.TEAM_MEMBER_ADDED) for t in joined] + [(t, audit.TEAM_MEMBER_REMOVED) for t in left]:
             audit.record(session, actor=DIRECTORY_ACTOR, action=action, target=team,
                          detail={"user": user.name, "via": "ldap"}, source_ip=address)

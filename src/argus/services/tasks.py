@@ -436,6 +436,19 @@ def cancel_task(session: Session, principal: Principal, task_id: str) -> TaskMod
     return task
 
 
+def stop_for_lost_team(session: Session, user_id: int, team: str, *, actor: str) -> list[str]:
+    """Stop the user's started tasks after they left team ``team`` (or were removed): each was given the
+    team's folder read-write when it started (its owner's teams then) and cannot be shown less while it runs.
+    Queued tasks start with the teams of that moment. Returns the stopped tasks' ids."""
+    rows = session.scalars(select(TaskModel).where(
+        TaskModel.user_id == user_id,
+        TaskModel.status.in_((TaskStatus.SUBMITTED.value, TaskStatus.RUNNING.value)))).all()
+    for task in rows:
+        switch_task_status(session, task, TaskStatus.CANCELING, reason=TerminationReason.USER_CANCELED, actor=actor,
+                           message=f"stopped: its owner left team {team!r}, whose folder it could write")
+    return [t.id for t in rows]
+
+
 def switch_task_status(
     session: Session,
     task: TaskModel,

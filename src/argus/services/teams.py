@@ -4,8 +4,11 @@ Site admins create teams and set a team's weight, quotas and budget; a team's ad
 members. A team is invisible to a user who is neither in it nor a site admin (every lookup answers
 "no team named …", as for another user's task), so team names do not leak across groups.
 
-Each user has at most one *default* team — where their tasks are charged when a spec names none. The
-first team a user joins becomes it; leaving it moves the default to another of their teams.
+Each user has at most one *default* team — where their tasks are charged when a spec names none. A site
+admin's enrolment of someone in no team makes it theirs; a team admin's never changes it (a team admin
+may add only people already in another team they administer: ``core.teams.may_enrol``); leaving it moves
+the default to another of their teams. A member who leaves or is removed keeps no write access to the
+team's folder: their running tasks, which show it, are stopped (``tasks.stop_for_lost_team``).
 Every change is recorded in the audit log by the caller (api/routers/teams.py), in the same
 transaction.
 """
@@ -30,6 +33,7 @@ from argus.core.teams import (
     budget_problem,
     leaves_team_without_admin,
     may_change_team,
+    may_enrol,
     may_manage_members,
     month_window,
 )
@@ -202,14 +206,31 @@ def add_member(session: Session, actor: Principal, name: str, user_name: str, ro
     team, my_role = _visible(session, actor, name)
     _may_manage(actor, team, my_role)
     new_role = _role(role)
+    if not may_enrol(site_admin=actor.is_admin, in_a_team_they_administer=_administered_by(session, actor, user_name)):
+        # the same answer whether the user exists or not: a team admin learns no account names here
+        raise Forbidden(f"a team admin adds only people already in another team they administer: ask a site "
+                        f"administrator to add {user_name!r} to team {name!r}", code="forbidden",
+                        errors=[FieldError("user", user_name, "not in a team you administer; a site administrator "
+                                                              "adds them")])
     user = get_user(session, user_name)
     if session.get(TeamMemberModel, (team.id, user.id)) is not None:
         raise Conflict(f"{user_name!r} is already in team {name!r}", code="already_member",
                        errors=[FieldError("user", user_name, "is a member already; change their role instead")])
     first = session.scalar(select(TeamMemberModel.team_id).where(TeamMemberModel.user_id == user.id).limit(1)) is None
-    session.add(TeamMemberModel(team_id=team.id, user_id=user.id, role=new_role.value, is_default=first))
+    default = first and actor.is_admin  # a team admin's enrolment never chooses where someone's tasks are charged
+    session.add(TeamMemberModel(team_id=team.id, user_id=user.id, role=new_role.value, is_default=default))
     session.flush()
-    return Member(user.name, new_role, first)
+    return Member(user.name, new_role, default)
+
+
+def _administered_by(session: Session, actor: Principal, user_name: object) -> bool:
+    """Whether ``user_name`` is in a team where ``actor`` is an admin."""
+    if not isinstance(user_name, str):
+        return False
+    mine = select(TeamMemberModel.team_id).where(TeamMemberModel.user_id == actor.id,
+                                                 TeamMemberModel.role == TeamRole.ADMIN.value)
+    return session.scalar(select(TeamMemberModel.user_id).join(UserModel, UserModel.id == TeamMemberModel.user_id)
+                          .where(UserModel.name == user_name, TeamMemberModel.team_id.in_(mine)).limit(1)) is not None
 
 
 def set_role(session: Session, actor: Principal, name: str, user_name: str, role: object) -> Member:
@@ -222,8 +243,9 @@ def set_role(session: Session, actor: Principal, name: str, user_name: str, role
     return Member(user_name, new_role, row.is_default)
 
 
-def remove_member(session: Session, actor: Principal, name: str, user_name: str) -> None:
-    """A team admin (or a site admin) removes a member; any member may leave a team themselves."""
+def remove_member(session: Session, actor: Principal, name: str, user_name: str) -> int:
+    """A team admin (or a site admin) removes a member; any member may leave a team themselves. Returns the
+    removed user's id (the caller stops their running tasks: ``tasks.stop_for_lost_team``)."""
     team, my_role = _visible(session, actor, name)
     if user_name != actor.name:
         _may_manage(actor, team, my_role)
@@ -234,6 +256,7 @@ def remove_member(session: Session, actor: Principal, name: str, user_name: str)
     session.flush()
     if was_default:
         _pick_default(session, user_id)
+    return user_id
 
 
 def _membership(session: Session, team: TeamModel, user_name: str) -> TeamMemberModel:

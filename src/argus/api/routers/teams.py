@@ -20,6 +20,7 @@ from argus.services import audit
 from argus.services import teams as svc
 from argus.services.files import retire_team_folder
 from argus.services.principal import Principal
+from argus.services.tasks import stop_for_lost_team
 from argus.services.team_load import TeamLoad, team_load
 
 router = APIRouter(prefix="/api/v2/teams", tags=["teams"])
@@ -164,10 +165,12 @@ def set_role(name: str, user: str, body: RoleIn, request: Request, principal: Pr
 @router.delete("/{name}/members/{user}", status_code=204, responses=_ERR)
 def remove_member(name: str, user: str, request: Request, principal: Principal = Depends(current_principal),
                   session: Session = Depends(get_session, scope="function")) -> Response:
-    """Remove a member (the team's admins), or leave the team (yourself)."""
-    svc.remove_member(session, principal, name, user)
+    """Remove a member (the team's admins), or leave the team (yourself). Their running tasks are stopped:
+    those show the team's folder read-write."""
+    user_id = svc.remove_member(session, principal, name, user)
+    stopped = stop_for_lost_team(session, user_id, name, actor=principal.name)
     audit.record(session, actor=principal.name, action=audit.TEAM_MEMBER_REMOVED, target=name,
-                 detail={"user": user}, source_ip=client_ip(request))
+                 detail={"user": user, **({"stopped_tasks": stopped} if stopped else {})}, source_ip=client_ip(request))
     return Response(status_code=204)
 
 
