@@ -68,6 +68,20 @@ def test_users_list_the_environments_they_can_name(alice: httpx.Client) -> None:
     assert by_name["verl-0.9.1-cpu"]["templates"] is True
 
 
+@pytest.mark.hostile
+def test_a_user_sees_no_server_path_an_admin_does(srv: LiveServer, alice: httpx.Client, admin: httpx.Client) -> None:
+    """Issue 33: the state dir, the data root and Argus's installation are the server's business."""
+    import sys
+
+    text = alice.get("/api/v2/envs").text
+    for secret in (str(srv.ctx.settings.state_dir), str(srv.ctx.settings.root), sys.prefix, str(Path.cwd())):
+        assert secret not in text, (secret, text[:2000])
+    assert all(e["python"] is None for e in alice.get("/api/v2/envs").json()["environments"])
+    pythons = [e["python"] for e in admin.get("/api/v2/envs").json()["environments"]]
+    for python in pythons:
+        assert python.startswith("/") and python not in text, pythons
+
+
 def test_the_same_spec_is_refused_by_verl_091_and_accepted_by_verl_041(srv: LiveServer, alice: httpx.Client) -> None:
     new = post_spec(alice, advanced(OLD_STYLE, "verl-0.9.1-cpu"))
     assert new.status_code == 400, new.text

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -124,3 +125,32 @@ def test_a_users_manifest_cannot_name_an_interpreter_outside_their_environment(t
         env.dump(tmp_path / "users" / "bob" / "envs" / "evil")
         with pytest.raises(EnvError, match="is not inside"):
             reg.resolve("~/envs/evil", "bob")
+
+
+@pytest.mark.hostile
+def test_an_interpreter_that_links_where_no_sandbox_shows_is_refused_at_admission(tmp_path: Path) -> None:
+    """Issue 33: bob's own environment whose python links into alice's home or the state dir could never start
+    in his task's sandbox: admission says so, instead of a task failing on a node."""
+    root, state = tmp_path / "state" / "private", tmp_path / "state"
+    reg = Registry(root, sys.executable, state_dir=state)
+    folder = root / "users" / "bob" / "envs" / "evil"
+    targets = {"alice's home": root / "users" / "alice" / "envs" / "mine" / "venv" / "bin" / "python3",
+               "the state dir": state / "venv" / "bin" / "python3",
+               "a platform folder": root / ".argus" / "venv" / "bin" / "python3",
+               "the system": Path(sys.executable).resolve()}
+    for what, target in targets.items():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if not target.exists():
+            target.symlink_to(Path(sys.executable).resolve())
+        python = folder / "venv" / "bin" / "python3"
+        shutil.rmtree(folder, ignore_errors=True)
+        python.parent.mkdir(parents=True)
+        python.symlink_to(target)
+        env = install_env(tmp_path / "cache", "verl-0.4.1-cpu")
+        env.owner, env.python = "bob", str(python)
+        env.dump(folder)
+        if what == "the system":
+            assert reg.resolve("~/envs/evil", "bob").python == str(python)
+        else:
+            with pytest.raises(EnvError, match="links outside your home"):
+                reg.resolve("~/envs/evil", "bob")

@@ -131,11 +131,23 @@ def python_of(prefix: Path) -> Path:
                    field="python")
 
 
+def _link_chain(path: Path, limit: int = 40) -> list[Path]:
+    """``path`` and each place its symbolic links lead through, to the file at the end."""
+    hops = [path]
+    while path.is_symlink() and len(hops) < limit:
+        target = Path(os.readlink(path))
+        path = target if target.is_absolute() else path.parent / target
+        hops.append(path)
+    return hops
+
+
 class Registry:
     """The environments under one data root, plus Argus's own interpreter as ``argus``."""
 
-    def __init__(self, root: Path, builtin_python: str, default: str | None = None) -> None:
+    def __init__(self, root: Path, builtin_python: str, default: str | None = None,
+                 state_dir: Path | None = None) -> None:
         self.root = Path(root)
+        self.state_dir = state_dir  # a user's interpreter may not lead there (the sandbox hides it)
         self.builtin_python = builtin_python
         self.default = default or BUILTIN
         self._builtin: Environment | None = None
@@ -143,7 +155,7 @@ class Registry:
     @classmethod
     def for_settings(cls, settings: Settings) -> Registry:
         """The environments on the settings' data root, with ``train_python`` as ``argus``."""
-        return cls(settings.root, settings.train_python, settings.default_env)
+        return cls(settings.root, settings.train_python, settings.default_env, settings.state_dir)
 
     @property
     def cluster_dir(self) -> Path:
@@ -196,14 +208,32 @@ class Registry:
         except (OSError, ValueError, TypeError):
             return None
 
-    @staticmethod
-    def _own_interpreter(env: Environment, folder: Path) -> None:
-        """A user's manifest is theirs to write: its interpreter must be inside that environment's folder
-        (what it links to may be elsewhere, and the sandbox decides what of that it shows: jail.safe_binds)."""
+    def _own_interpreter(self, env: Environment, folder: Path) -> None:
+        """A user's manifest is theirs to write: its interpreter must be inside that environment's folder,
+        and what it links to must be somewhere a task's sandbox shows (jail.safe_binds): not another home, a
+        team's or platform folder of the data root, nor the state dir — there it could never start, so
+        admission refuses it now rather than the task failing on a node."""
         python = Path(os.path.normpath(env.python))
         if not python.is_absolute() or folder not in python.parents:
             env.probe = {**env.probe, "problems": [f"its interpreter {env.python} is not inside {folder}: a "
                                                    "user's environment lives in their home (argus.jobs.build_env)"]}
+            return
+        home = folder.parents[1]  # <root>/users/<owner>/envs/<name>
+        root, shown = Path(os.path.realpath(self.root)), [Path(os.path.realpath(p)) for p in (home, self.cluster_dir)]
+        # every link on the way (a hidden one breaks the chain inside the sandbox) and the base installation
+        for place in (*_link_chain(python), Path(os.path.realpath(python)).parent.parent):
+            real = Path(os.path.realpath(place.parent)) / place.name
+            in_root = real == root or root in real.parents
+            hidden = (in_root and not any(real == s or s in real.parents for s in shown)) or (
+                not in_root and self.state_dir is not None and Path(os.path.realpath(self.state_dir)) in
+                [real, *real.parents])
+            if hidden:
+                env.probe = {**env.probe, "problems": [
+                    "its interpreter (or its base installation) links outside your home and the cluster's "
+                    "environments — into another home, a platform folder or the server's state, which a task's "
+                    "sandbox does not show: it could never start; rebuild it in your home (argus env build) or "
+                    "use a cluster environment"]}
+                return
 
     def visible(self, user: str | None) -> list[Environment]:
         """What ``user`` may name in a spec (every cluster environment, and their own)."""

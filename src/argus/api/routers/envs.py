@@ -26,7 +26,7 @@ from argus.api.context import AppContext
 from argus.api.deps import current_principal, get_ctx, get_session, require_admin
 from argus.envs.registry import EnvError, Registry, python_of
 from argus.errors import ClientError, Conflict, FieldError, NotFound
-from argus.services.environments import tasks_using
+from argus.services.environments import shown_to, tasks_using
 from argus.services.principal import Principal
 
 router = APIRouter(prefix="/api/v2/envs", tags=["environments"])
@@ -48,7 +48,7 @@ def registry(ctx: AppContext) -> Registry:
 async def list_envs(principal: Principal = Depends(current_principal), ctx: AppContext = Depends(get_ctx)) -> dict:
     reg = registry(ctx)
     envs = await run_in_threadpool(reg.visible, principal.name)
-    return {"default": reg.default, "environments": [e.public() for e in envs]}
+    return {"default": reg.default, "environments": [shown_to(e, principal, ctx.settings) for e in envs]}
 
 
 @router.post("", status_code=201, summary="register an environment built elsewhere (admin); it is checked first")
