@@ -11,6 +11,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 from argus.services.files import FileStore
 from argus.services.principal import Principal
 from argus.services.uploads import resume_name
@@ -36,6 +38,7 @@ def interrupted_upload(env: SftpEnv, remote: str, data: bytes) -> Path:
     return partial
 
 
+@pytest.mark.hostile
 def test_interrupted_upload_stays_hidden_and_reput_continues_it(env: SftpEnv) -> None:
     data = os.urandom(3 * MB)
     (env.tmp / "big.bin").write_bytes(data)
@@ -51,6 +54,14 @@ def test_interrupted_upload_stays_hidden_and_reput_continues_it(env: SftpEnv) ->
     with env.live.client(token) as alice:
         assert alice.get("/api/v2/files", params={"path": "/datasets/big.bin"}).status_code == 404
         assert alice.get("/api/v2/files/content", params={"path": "/datasets/big.bin"}).status_code == 404
+        # nor by the partial's own exact name (issue 33): over HTTP, SFTP's stat and get
+        hidden = f"/datasets/{partial.name}"
+        for path in ("/api/v2/files", "/api/v2/files/content", "/api/v2/files/preview"):
+            r = alice.get(path, params={"path": hidden})
+            assert r.status_code == 404, (path, r.status_code, r.text[:200])
+    got = env.sftp("alice", f"get {hidden} {env.tmp / 'stolen'}\n", check=False)
+    assert not (env.tmp / "stolen").exists(), got.stdout + got.stderr
+    assert "No such file" in got.stderr or "not found" in got.stderr, got.stderr
     env.sftp("alice", "reput big.bin /datasets/big.bin\n")
     final = env.home("alice") / "datasets" / "big.bin"
     assert final.read_bytes() == b"x" * MB + data[MB:]  # continued at 1 MiB, the kept bytes not sent again

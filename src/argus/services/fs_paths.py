@@ -182,6 +182,9 @@ class ConfinedPaths:
         """
         parts = self.virtual(path)
         vpath = self.show(parts)
+        if not write and any(comp.startswith(PART_PREFIX) for comp in parts):
+            # an upload in progress or a kept SFTP partial is not a file yet, even by its exact name (issue 33)
+            raise NotFound(f"{vpath}: no such file or directory", code="not_found")
         area, rel = self._locate(parts, write)
         if area is None:
             raise Forbidden(f"{vpath}: read-only", code="read_only")
