@@ -3,6 +3,10 @@
 ``Receiver`` (http.server in a thread) records each POST (headers, raw body, whether the HMAC signature
 matched the secret it was told) and answers from a script of status codes, or holds the request
 (``hang``) until the test ends. ``Mailbox`` is aiosmtpd's own server, receiving real SMTP.
+
+The receiver listens on loopback, where webhooks may not go (services/webhook_target.py) unless the operator
+allows it: a test that delivers to it passes ``ALLOW_LOCAL`` as ``notify_webhook_allow`` (its Settings) or
+``webhook_allow`` (``deliver_due``, ``create_channel``).
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ from argus.settings import Settings
 from tests.helpers import LiveServer, free_port, live_server
 from tests.waiting import wait_until
 
+ALLOW_LOCAL = ["127.0.0.1"]  # the operator's allowlist that lets a webhook reach the local receiver
+
 
 @dataclass
 class Hit:
@@ -39,6 +45,7 @@ class Receiver:
     script: list[int] = field(default_factory=list)  # status codes to answer in turn; then 200
     secret: str | None = None
     hang: bool = False
+    location: str | None = None  # sent as the Location header (a redirect, with a 3xx in ``script``)
     hits: list[Hit] = field(default_factory=list)
     released: threading.Event = field(default_factory=threading.Event)
 
@@ -62,6 +69,8 @@ def _handler(rx: Receiver) -> type[BaseHTTPRequestHandler]:
                 return
             code = rx.script.pop(0) if rx.script else 200
             self.send_response(code)
+            if rx.location is not None:
+                self.send_header("Location", rx.location)
             self.send_header("Content-Length", "2")
             self.end_headers()
             self.wfile.write(b"ok")

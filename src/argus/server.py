@@ -395,7 +395,7 @@ def notification_sender(ctx: AppContext):  # noqa: ANN201 - argus.services.notif
     smtp = SmtpSettings(host=s.smtp_host, port=s.smtp_port, user=s.smtp_user, password=s.smtp_password,
                         sender=s.smtp_from, starttls=s.smtp_starttls)
     sender = NotificationSender(ctx.db.sibling(busy_timeout_s=30.0), smtp, http_timeout_s=s.notify_http_timeout_s,
-                                base_url=s.api_url)
+                                base_url=s.api_url, webhook_allow=s.notify_webhook_allow)
     ctx.extras["notify_wake"] = sender.wake
     return sender
 

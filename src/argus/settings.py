@@ -195,6 +195,11 @@ class Settings(BaseSettings):
     # How long one webhook POST or SMTP exchange may wait on the network (each connect/read) before the
     # attempt counts as failed and is retried later; the sender thread never waits longer on one receiver.
     notify_http_timeout_s: float = Field(default=10.0, gt=0, le=300)
+    # Webhooks never reach the platform's own network (loopback, private, link-local such as cloud metadata,
+    # CGNAT, multicast, reserved; in any spelling, and checked again on every send after one DNS lookup).
+    # The internal receivers the operator trusts (a chat bridge on the private network) are listed here as
+    # addresses or networks: ["10.0.5.7", "192.168.10.0/24"] (ARGUS_NOTIFY_WEBHOOK_ALLOW, a JSON list).
+    notify_webhook_allow: list[str] = Field(default_factory=list)
 
     @classmethod
     def settings_customise_sources(
@@ -206,6 +211,20 @@ class Settings(BaseSettings):
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         return (init_settings, env_settings, _YamlFileSource(settings_cls))
+
+    @field_validator("notify_webhook_allow")
+    @classmethod
+    def _webhook_allow_networks(cls, entries: list[str]) -> list[str]:
+        """A typo is refused at start, naming the entry, rather than at the first channel created."""
+        import ipaddress
+
+        for entry in entries:
+            try:
+                ipaddress.ip_network(entry.strip(), strict=False)
+            except ValueError:
+                raise ValueError(f"notify_webhook_allow: {entry!r} is not an IP address or network "
+                                 "(write 10.0.5.7 or 10.0.5.0/24)") from None
+        return [e.strip() for e in entries]
 
     @field_validator(*RAY_PORT_FIELDS)
     @classmethod

@@ -10,7 +10,7 @@ import pytest
 
 from argus.settings import Settings
 from tests.helpers import LiveServer, post_spec
-from tests.notify_fixtures import Mailbox, Receiver, notifying_server
+from tests.notify_fixtures import ALLOW_LOCAL, Mailbox, Receiver, notifying_server
 from tests.waiting import wait_until
 
 SLEEPER = "kind: advanced\nworkload: job\nname: nap\nnnodes: 1\nn_gpus_per_node: 0\ncommand: python3 -m argus.jobs.sleep 60\n"
@@ -18,10 +18,12 @@ SLEEPER = "kind: advanced\nworkload: job\nname: nap\nnnodes: 1\nn_gpus_per_node:
 
 @pytest.fixture
 def server(tmp_path, mailbox: Mailbox) -> Iterator[LiveServer]:
-    """A live server whose operator configured SMTP (the test's aiosmtpd), with its notification sender."""
+    """A live server whose operator configured SMTP (the test's aiosmtpd) and allows webhooks to the local
+    receiver (loopback: refused otherwise), with its notification sender."""
     settings = Settings(state_dir=tmp_path / "state", sftp_enabled=False, verl_validation="off",
                         smtp_host=mailbox.host, smtp_port=mailbox.port, smtp_from="argus@cluster.example.com",
-                        notify_http_timeout_s=2.0, public_url="https://argus.example.com")
+                        notify_http_timeout_s=2.0, public_url="https://argus.example.com",
+                        notify_webhook_allow=ALLOW_LOCAL)
     with notifying_server(settings) as srv:
         yield srv
 
@@ -112,3 +114,20 @@ def test_no_auth_no_notifications(live) -> None:
     with live.client() as anon:
         assert anon.get("/api/v2/notifications").status_code == 401
         assert anon.post("/api/v2/notifications", json={"kind": "webhook", "target": "https://x.example.com"}).status_code == 401
+
+
+def test_the_servers_sender_uses_the_operators_allowlist(tmp_path) -> None:
+    """Creation checks the allowlist in the API; sending checks it again in the sender thread, which must
+    get the same list from the server's Settings."""
+    from argus.server import notification_sender
+    from argus.services.webhook_target import parse_allow
+    from tests.helpers import live_server
+
+    settings = Settings(state_dir=tmp_path / "state", sftp_enabled=False, verl_validation="off",
+                        notify_webhook_allow=["10.0.5.0/24", "127.0.0.1"])
+    with live_server(settings) as srv:
+        sender = notification_sender(srv.ctx)
+        try:
+            assert sender.webhook_allow == parse_allow(["10.0.5.0/24", "127.0.0.1"])
+        finally:
+            sender.db.dispose()

@@ -99,3 +99,80 @@ def test_one_user_cannot_pile_up_channels(live, monkeypatch: pytest.MonkeyPatch)
         assert alice.post("/api/v2/notifications", json={"kind": "webhook", "target": f"https://a.example.com/{n}"}).status_code == 201
     r = alice.post("/api/v2/notifications", json={"kind": "webhook", "target": "https://a.example.com/4"})
     assert r.status_code == 400 and r.json()["detail"]["code"] == "too_many_channels"
+
+
+# ---------------------------------------------------------------- webhooks cannot reach the platform's own network
+
+INTERNAL_TARGETS = [
+    "http://2852039166/", "http://0xA9FEA9FE/latest/meta-data/", "http://0251.0376.0251.0376/", "http://169.254.43518/",
+    "http://[::ffff:169.254.169.254]/", "http://[::ffff:a9fe:a9fe]/", "http://127.1/", "http://0x7f.1:8080/h",
+    "http://017700000001/", "http://127.0.0.1./", "http://[::ffff:7f00:1]/", "http://[::127.0.0.1]/", "http://0/",
+    "http://0x0:22/", "http://127.0.0.1:5432/", "http://10.0.0.7/", "http://172.16.0.1/", "http://192.168.1.1/",
+    "http://100.64.0.1/", "http://[::1]:8265/", "http://[::]/", "http://[fc00::1]/", "http://[fe80::1%25eth0]/",
+    "http://[fec0::1]/", "http://255.255.255.255/", "http://224.0.0.1/", "http://240.0.0.1/",
+    "http://[2002:a9fe:a9fe::]/", "http://[64:ff9b::7f00:1]/", "https://[::ffff:10.0.0.1]:8443/",
+]
+
+
+def test_internal_addresses_in_every_spelling_are_refused_at_creation(live) -> None:
+    alice = live.new_user("alice")
+    for target in INTERNAL_TARGETS:
+        err = _errors(alice.post("/api/v2/notifications", json={"kind": "webhook", "target": target}))
+        assert set(err) == {"target"} and err["target"]["value"] == target, target
+        message = err["target"]["message"]
+        assert "internal address" in message and "notify_webhook_allow" in message, (target, message)
+    assert alice.get("/api/v2/notifications").json() == []
+
+
+def test_the_operators_allowlist_lets_internal_receivers_in(tmp_path) -> None:
+    from argus.settings import Settings
+    from tests.helpers import live_server
+
+    settings = Settings(state_dir=tmp_path / "s", sftp_enabled=False, verl_validation="off",
+                        notify_webhook_allow=["127.0.0.1", "10.0.5.0/24"])
+    with live_server(settings) as srv:
+        alice = srv.new_user("alice")
+        for target in ("http://127.0.0.1:9000/h", "http://0x7f.0.0.1:9000/h", "http://10.0.5.9/h"):
+            r = alice.post("/api/v2/notifications", json={"kind": "webhook", "target": target})
+            assert r.status_code == 201, (target, r.text)
+        for target in ("http://127.0.0.2/h", "http://10.0.6.1/h", "http://169.254.169.254/"):
+            assert "target" in _errors(alice.post("/api/v2/notifications", json={"kind": "webhook", "target": target}))
+
+
+def test_a_name_that_resolves_to_loopback_is_refused_when_sending(tmp_path, receiver) -> None:  # noqa: ANN001
+    from argus.services.notify_sender import REFUSED
+    from argus.settings import Settings
+    from tests.notify_fixtures import notifying_server
+    from tests.waiting import wait_until
+
+    port = receiver.url.rsplit(":", 1)[1].split("/")[0]
+    settings = Settings(state_dir=tmp_path / "s", sftp_enabled=False, verl_validation="off", notify_http_timeout_s=2.0)
+    with notifying_server(settings) as srv:
+        alice = srv.new_user("alice")
+        r = alice.post("/api/v2/notifications", json={"kind": "webhook", "target": f"http://localhost:{port}/hook"})
+        assert r.status_code == 201, r.text  # a name: judged when sending
+        ch = r.json()["id"]
+        assert alice.post(f"/api/v2/notifications/{ch}/test").status_code == 202
+
+        def failed() -> dict | None:
+            rows = alice.get(f"/api/v2/notifications/{ch}/deliveries").json()
+            return rows[0] if rows and rows[0]["state"] == "failed" else None
+
+        d = wait_until(failed, 20, what="the test delivery given up")
+    assert d["last_error"] == REFUSED and d["attempts"] == 1 and receiver.hits == []
+
+
+def test_the_test_button_is_rate_limited_per_user(live) -> None:
+    alice, bob = live.new_user("alice"), live.new_user("bob")
+    mine = alice.post("/api/v2/notifications", json={"kind": "webhook", "target": "https://a.example.com/h"}).json()
+    his = bob.post("/api/v2/notifications", json={"kind": "webhook", "target": "https://b.example.com/h"}).json()
+    assert alice.post("/api/v2/notifications/999999/test").status_code == 404  # not counted
+    for _ in range(5):
+        assert alice.post(f"/api/v2/notifications/{mine['id']}/test").status_code == 202
+    r = alice.post(f"/api/v2/notifications/{mine['id']}/test")
+    assert r.status_code == 429, r.text
+    detail = r.json()["detail"]
+    assert detail["code"] == "too_many_tests" and "at most 5" in detail["message"] and "try again in" in detail["message"]
+    assert 1 <= int(r.headers["Retry-After"]) <= 60
+    assert len(alice.get(f"/api/v2/notifications/{mine['id']}/deliveries").json()) == 5  # the 6th queued nothing
+    assert bob.post(f"/api/v2/notifications/{his['id']}/test").status_code == 202  # per user

@@ -10,7 +10,15 @@ from typer.testing import CliRunner
 
 from argus.cli.main import app
 from argus.server import notification_sender
-from tests.notify_fixtures import Receiver
+from argus.settings import Settings
+from tests.notify_fixtures import ALLOW_LOCAL, Receiver
+
+
+@pytest.fixture
+def settings(tmp_path) -> Settings:
+    """The operator allows webhooks to the local receiver (loopback: refused otherwise)."""
+    return Settings(state_dir=tmp_path / "state", sftp_enabled=False, verl_validation="off",
+                    notify_webhook_allow=ALLOW_LOCAL)
 
 
 @pytest.fixture

@@ -29,7 +29,7 @@ from argus.services.notify_sender import (
 )
 from argus.services.principal import Principal
 from argus.services.tasks import switch_task_status
-from tests.notify_fixtures import Mailbox, Receiver
+from tests.notify_fixtures import ALLOW_LOCAL, Mailbox, Receiver
 from tests.waiting import wait_until
 
 OFF = SmtpSettings()
@@ -66,8 +66,8 @@ def add_task(db: Database, user: Principal, name: str = "my run") -> str:
 
 def add_channel(db: Database, user: Principal, kind: str, target: str, events: list[str] | None = None,
                 email: bool = True) -> svc.CreatedChannel:
-    with db.session() as s:
-        return svc.create_channel(s, user, kind, target, events, email_enabled=email)
+    with db.session() as s:  # the operator allows the local receiver (tests/notify_fixtures.py)
+        return svc.create_channel(s, user, kind, target, events, email_enabled=email, webhook_allow=ALLOW_LOCAL)
 
 
 def switch(db: Database, tid: str, *path: TaskStatus, message: str | None = None) -> None:
@@ -145,20 +145,22 @@ def test_webhook_is_signed_and_delivered_after_two_500s_with_back_off(db: Databa
     switch(db, tid, TaskStatus.SUBMITTED, TaskStatus.RUNNING, TaskStatus.FAILED, message="exit code 3")
     t0 = utcnow()
 
-    assert deliver_due(db, t0, smtp=OFF, http_timeout_s=5) == 0
+    assert deliver_due(db, t0, smtp=OFF, http_timeout_s=5, webhook_allow=ALLOW_LOCAL) == 0
     [row] = outbox(db)
     assert (row.attempts, row.delivered_at, row.last_error) == (1, None, "the receiver answered HTTP 500")
     assert row.next_attempt_at == t0 + timedelta(seconds=30)
-    assert deliver_due(db, t0 + timedelta(seconds=29), smtp=OFF, http_timeout_s=5) == 0  # not due yet
+    not_yet = t0 + timedelta(seconds=29)
+    assert deliver_due(db, not_yet, smtp=OFF, http_timeout_s=5, webhook_allow=ALLOW_LOCAL) == 0  # not due yet
     assert len(receiver.hits) == 1
-    assert deliver_due(db, t0 + timedelta(seconds=30), smtp=OFF, http_timeout_s=5) == 0
+    assert deliver_due(db, t0 + timedelta(seconds=30), smtp=OFF, http_timeout_s=5, webhook_allow=ALLOW_LOCAL) == 0
     [row] = outbox(db)
     assert row.attempts == 2 and row.next_attempt_at == t0 + timedelta(seconds=30 + 120)
-    assert deliver_due(db, t0 + timedelta(seconds=150), smtp=OFF, http_timeout_s=5) == 1
+    assert deliver_due(db, t0 + timedelta(seconds=150), smtp=OFF, http_timeout_s=5, webhook_allow=ALLOW_LOCAL) == 1
     [row] = outbox(db)
     assert row.attempts == 3 and row.delivered_at is not None and row.next_attempt_at is None and row.last_error is None
     assert svc.delivery_state(row) == "delivered"
-    assert deliver_due(db, t0 + timedelta(days=1), smtp=OFF, http_timeout_s=5) == 0  # never twice
+    later = t0 + timedelta(days=1)
+    assert deliver_due(db, later, smtp=OFF, http_timeout_s=5, webhook_allow=ALLOW_LOCAL) == 0  # never twice
 
     hits = receiver.hits
     assert len(hits) == 3 and all(h.signed_ok for h in hits)
@@ -178,12 +180,12 @@ def test_back_off_grows_then_gives_up_keeping_the_error(db: Database, receiver: 
     switch(db, tid, TaskStatus.CANCELED)
     now = utcnow()
     for _ in range(MAX_ATTEMPTS):
-        deliver_due(db, now, smtp=OFF, http_timeout_s=5)
+        deliver_due(db, now, smtp=OFF, http_timeout_s=5, webhook_allow=ALLOW_LOCAL)
         now = now + timedelta(hours=2)
     [row] = outbox(db)
     assert row.attempts == MAX_ATTEMPTS and row.next_attempt_at is None and row.delivered_at is None
     assert row.last_error == "the receiver answered HTTP 503" and svc.delivery_state(row) == "failed"
-    deliver_due(db, now + timedelta(days=1), smtp=OFF, http_timeout_s=5)
+    deliver_due(db, now + timedelta(days=1), smtp=OFF, http_timeout_s=5, webhook_allow=ALLOW_LOCAL)
     assert len(receiver.hits) == MAX_ATTEMPTS
 
 
@@ -192,7 +194,7 @@ def test_a_refusal_that_retrying_cannot_change_gives_up_at_once(db: Database, re
     add_channel(db, alice, "webhook", receiver.url)
     receiver.script = [410]
     switch(db, add_task(db, alice), TaskStatus.CANCELED)
-    deliver_due(db, utcnow(), smtp=OFF, http_timeout_s=5)
+    deliver_due(db, utcnow(), smtp=OFF, http_timeout_s=5, webhook_allow=ALLOW_LOCAL)
     [row] = outbox(db)
     assert (row.attempts, row.next_attempt_at, row.last_error) == (1, None, "the receiver answered HTTP 410")
 
@@ -204,9 +206,10 @@ def test_an_unreachable_receiver_is_an_error_on_the_row_not_an_exception(db: Dat
     add_channel(db, alice, "webhook", f"http://127.0.0.1:{free_port()}/nobody")
     add_channel(db, alice, "webhook", "http://no-such-host.invalid/x")
     switch(db, add_task(db, alice), TaskStatus.CANCELED)
-    assert deliver_due(db, utcnow(), smtp=OFF, http_timeout_s=3) == 0
-    rows = outbox(db)
-    assert all(r.last_error.startswith("cannot reach the receiver: ") and r.next_attempt_at is not None for r in rows)
+    assert deliver_due(db, utcnow(), smtp=OFF, http_timeout_s=3, webhook_allow=ALLOW_LOCAL) == 0
+    rows = outbox(db)  # the same words for a closed port and a name that does not resolve: no port scanner
+    assert [r.last_error for r in rows] == [notify_sender.UNREACHABLE] * 2
+    assert all(r.next_attempt_at is not None for r in rows)
 
 
 def test_a_hanging_receiver_costs_one_timeout(db: Database, receiver: Receiver) -> None:
@@ -215,10 +218,10 @@ def test_a_hanging_receiver_costs_one_timeout(db: Database, receiver: Receiver) 
     receiver.hang = True
     switch(db, add_task(db, alice), TaskStatus.CANCELED)
     started = time.monotonic()
-    assert deliver_due(db, utcnow(), smtp=OFF, http_timeout_s=1.0) == 0
+    assert deliver_due(db, utcnow(), smtp=OFF, http_timeout_s=1.0, webhook_allow=ALLOW_LOCAL) == 0
     assert time.monotonic() - started < 3.0
     [row] = outbox(db)
-    assert row.last_error == "no answer within 1 s" and row.attempts == 1 and row.next_attempt_at is not None
+    assert row.last_error == notify_sender.UNREACHABLE and row.attempts == 1 and row.next_attempt_at is not None
 
 
 def test_the_sender_thread_delivers_and_stops_within_one_timeout_of_a_hanging_receiver(
@@ -226,7 +229,7 @@ def test_the_sender_thread_delivers_and_stops_within_one_timeout_of_a_hanging_re
     alice = add_user(db, "alice")
     made = add_channel(db, alice, "webhook", receiver.url)
     receiver.secret = made.secret
-    sender = NotificationSender(db, OFF, http_timeout_s=1.0, poll_s=0.1)
+    sender = NotificationSender(db, OFF, http_timeout_s=1.0, poll_s=0.1, webhook_allow=ALLOW_LOCAL)
     sender.start()
     try:
         switch(db, add_task(db, alice), TaskStatus.CANCELED)
@@ -253,7 +256,7 @@ def test_stop_hands_unsent_rows_back(db: Database, receiver: Receiver) -> None:
     stop = threading.Event()
     stop.set()
     now = utcnow()
-    assert deliver_due(db, now, smtp=OFF, http_timeout_s=1, stop=stop) == 0
+    assert deliver_due(db, now, smtp=OFF, http_timeout_s=1, webhook_allow=ALLOW_LOCAL, stop=stop) == 0
     [row] = outbox(db)
     assert (row.attempts, row.next_attempt_at, row.last_error) == (0, now, None) and receiver.hits == []
 
@@ -313,7 +316,10 @@ def test_channel_checks_name_field_value_and_fix(db: Database) -> None:
         return [(e.field, e.value) for e in svc.check_channel(kind, target, events, email_enabled=email)]
 
     assert problems("webhook", "https://hooks.example.com/x") == []
-    assert problems("webhook", "http://10.0.0.7:9000/hook", ["FAILED"]) == []
+    assert problems("webhook", "http://10.0.0.7:9000/hook", ["FAILED"]) == [("target", "http://10.0.0.7:9000/hook")]
+    allowed = svc.check_channel("webhook", "http://10.0.0.7:9000/hook", None, email_enabled=True,
+                                webhook_allow=["10.0.0.0/8"])
+    assert allowed == []  # the operator's notify_webhook_allow
     assert problems("webhook", "ftp://example.com/x") == [("target", "ftp://example.com/x")]
     assert problems("webhook", "https:///path") == [("target", "https:///path")]
     assert problems("webhook", "example.com/hook") == [("target", "example.com/hook")]
@@ -370,6 +376,32 @@ def test_old_delivered_and_given_up_rows_are_pruned(db: Database, receiver: Rece
     ids = [r.id for r in outbox(db)]
     with db.session() as s:
         s.get(NotificationOutboxModel, ids[2]).next_attempt_at = utcnow() + timedelta(hours=1)
-    deliver_due(db, utcnow(), smtp=OFF, http_timeout_s=5)
+    deliver_due(db, utcnow(), smtp=OFF, http_timeout_s=5, webhook_allow=ALLOW_LOCAL)
     assert notify_sender.prune_outbox(db, utcnow() + timedelta(seconds=1)) == 2
     assert [r.id for r in outbox(db)] == [ids[2]]
+
+
+def test_the_test_limiter_is_a_sliding_window_per_user() -> None:
+    clock = [1000.0]
+    limiter = svc.SendTestLimiter(limit=5, window_s=60.0, clock=lambda: clock[0])
+    for n in range(5):
+        clock[0] = 1000.0 + n  # tests at 1000 … 1004
+        assert limiter.take(1) == 0.0
+    assert limiter.take(1) == pytest.approx(56.0)  # the oldest leaves the window at 1060
+    assert limiter.take(2) == 0.0  # another user is counted apart
+    clock[0] = 1060.0
+    assert limiter.take(1) == 0.0  # one slot freed, and taken
+    assert limiter.take(1) == pytest.approx(1.0)
+
+
+def test_send_test_beyond_the_limit_is_refused_and_queues_nothing(db: Database) -> None:
+    alice = add_user(db, "alice")
+    ch = add_channel(db, alice, "webhook", "https://hooks.example.com/a").channel.id
+    limiter = svc.SendTestLimiter(limit=2, window_s=60.0)
+    with db.session() as s:
+        svc.send_test(s, alice, ch, limiter=limiter)
+        svc.send_test(s, alice, ch, limiter=limiter)
+        with pytest.raises(svc.SendTestThrottled) as err:
+            svc.send_test(s, alice, ch, limiter=limiter)
+    assert err.value.code == "too_many_tests" and 1 <= err.value.retry_after_s <= 60
+    assert len(outbox(db)) == 2

@@ -13,7 +13,7 @@ import pytest
 
 from argus.settings import Settings
 from tests.helpers import LiveServer
-from tests.notify_fixtures import Mailbox, Receiver, notifying_server
+from tests.notify_fixtures import ALLOW_LOCAL, Mailbox, Receiver, notifying_server
 from tests.web.conftest import ARTIFACTS, sign_in_with_token
 
 pytestmark = [pytest.mark.browser]
@@ -22,7 +22,8 @@ pytestmark = [pytest.mark.browser]
 @pytest.fixture
 def server(tmp_path, mailbox: Mailbox) -> Iterator[LiveServer]:
     settings = Settings(state_dir=tmp_path / "state", sftp_enabled=False, verl_validation="off",
-                        smtp_host=mailbox.host, smtp_port=mailbox.port, notify_http_timeout_s=2.0)
+                        smtp_host=mailbox.host, smtp_port=mailbox.port, notify_http_timeout_s=2.0,
+                        notify_webhook_allow=ALLOW_LOCAL)
     with notifying_server(settings) as srv:
         yield srv
 

@@ -10,23 +10,32 @@ task.
 A user sees and touches only their own channels; another user's channel is "not found" (404), as a
 task is. A webhook's secret is made here, shown once in the answer that created the channel, and
 signs every body the channel sends (``X-Argus-Signature``).
+
+A webhook never reaches the platform's own network (``services/webhook_target.py``): a URL whose host is an
+internal address, however spelled, is refused here; a name is checked on every send. The operator's
+``notify_webhook_allow`` lists the internal receivers that are fine. "Send a test" is rate-limited per user
+(``SendTestLimiter``), so the button is neither a flood nor a fast probe.
 """
 
 from __future__ import annotations
 
-import ipaddress
 import re
 import secrets
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+import httpx
 from sqlalchemy import bindparam, func, insert, select
 from sqlalchemy.orm import Session
 
 from argus.db.models import NotificationChannelModel, NotificationOutboxModel, TaskModel, utcnow
-from argus.errors import ClientError, FieldError, NotFound
-from argus.services import audit
+from argus.errors import ClientError, FieldError, NotFound, TooManyRequests
+from argus.services import audit, webhook_target
 from argus.services.notify_sender import NotificationSender, SmtpSettings, deliver_due  # noqa: F401 - one entry point
 from argus.services.principal import Principal
 
@@ -39,6 +48,8 @@ MAX_CHANNELS_PER_USER = 20
 MAX_URL_CHARS = 2000
 MAX_MESSAGE_CHARS = 2000
 DELIVERIES_SHOWN = 20
+TESTS_PER_WINDOW = 5  # "send a test" per user in any TEST_WINDOW_S seconds
+TEST_WINDOW_S = 60.0
 EMAIL_OFF = ("e-mail notifications are off on this server: the operator has not set smtp_host "
              "(ARGUS_SMTP_HOST); use a webhook, or ask the operator to configure SMTP")
 # one address, as people write them: no display name, no spaces, no header-breaking characters
@@ -55,6 +66,43 @@ _SUBSCRIBED = (select(NotificationChannelModel.id, NotificationChannelModel.even
 class CreatedChannel:
     channel: NotificationChannelModel
     secret: str | None  # the webhook's signing secret: in this answer only
+
+
+@dataclass
+class SendTestThrottled(TooManyRequests):
+    """Too many tests by this user just now (HTTP 429); ``retry_after_s``: when the next one is accepted."""
+
+    retry_after_s: int = 1
+
+
+class SendTestLimiter:
+    """At most ``limit`` tests per user in any ``window_s`` seconds: a sliding window of each user's recent
+    tests, keyed by user id.
+
+    Kept in this process's memory on purpose (the API keeps one per app in ``ctx.extras``): a restart
+    forgets it and each server process counts alone, which is enough to stop one user from turning the
+    test button into a flood or a fast probe of addresses; it is not a quota. Thread-safe: the API's
+    handlers run in a thread pool."""
+
+    def __init__(self, limit: int = TESTS_PER_WINDOW, window_s: float = TEST_WINDOW_S,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.limit, self.window_s, self.clock = limit, window_s, clock
+        self._recent: dict[int, deque[float]] = {}
+        self._lock = threading.Lock()
+
+    def take(self, user_id: int) -> float:
+        """Count one test for ``user_id`` and answer 0, or count nothing and answer the seconds to wait."""
+        now = self.clock()
+        with self._lock:
+            recent = self._recent.setdefault(user_id, deque())
+            while recent and recent[0] <= now - self.window_s:
+                recent.popleft()
+            if len(recent) >= self.limit:
+                return max(recent[0] + self.window_s - now, 0.001)
+            recent.append(now)
+            if len(self._recent) > 10_000:  # forget users whose window has passed: the map stays small
+                self._recent = {u: q for u, q in self._recent.items() if q and q[-1] > now - self.window_s}
+            return 0.0
 
 
 # ---------------------------------------------------------------- events (called by status writers)
@@ -120,11 +168,13 @@ def get_channel(session: Session, principal: Principal, channel_id: int) -> Noti
 
 
 def create_channel(session: Session, principal: Principal, kind: Any, target: Any, events: Any = None, *,
-                   email_enabled: bool, source_ip: str | None = None) -> CreatedChannel:
+                   email_enabled: bool, source_ip: str | None = None,
+                   webhook_allow: Iterable[str] = ()) -> CreatedChannel:
     """Check every field (all problems in one answer, each naming field, value and fix), then store.
 
-    ``events`` None: every event. ``email_enabled`` is whether the operator configured SMTP."""
-    errors = check_channel(kind, target, events, email_enabled=email_enabled)
+    ``events`` None: every event. ``email_enabled`` is whether the operator configured SMTP;
+    ``webhook_allow`` the operator's internal receivers (``Settings.notify_webhook_allow``)."""
+    errors = check_channel(kind, target, events, email_enabled=email_enabled, webhook_allow=webhook_allow)
     if errors:
         raise ClientError("invalid notification channel", code="invalid_channel", errors=errors)
     count = session.scalar(select(func.count()).select_from(NotificationChannelModel)
@@ -143,7 +193,8 @@ def create_channel(session: Session, principal: Principal, kind: Any, target: An
     return CreatedChannel(row, secret)
 
 
-def check_channel(kind: Any, target: Any, events: Any, *, email_enabled: bool) -> list[FieldError]:
+def check_channel(kind: Any, target: Any, events: Any, *, email_enabled: bool,
+                  webhook_allow: Iterable[str] = ()) -> list[FieldError]:
     errors: list[FieldError] = []
     if kind not in KINDS:
         errors.append(FieldError("kind", kind, "must be 'webhook' (a URL) or 'email' (an address)"))
@@ -152,7 +203,7 @@ def check_channel(kind: Any, target: Any, events: Any, *, email_enabled: bool) -
     if not isinstance(target, str) or not target.strip():
         errors.append(FieldError("target", target, "give the webhook's URL or the e-mail address"))
     elif kind == "webhook":
-        problem = url_problem(target.strip())
+        problem = url_problem(target.strip(), webhook_allow)
         if problem:
             errors.append(FieldError("target", target[:200], problem))
     elif kind == "email" and not (len(target.strip()) <= 254 and _EMAIL.match(target.strip())):
@@ -169,8 +220,10 @@ def check_channel(kind: Any, target: Any, events: Any, *, email_enabled: bool) -
     return errors
 
 
-def url_problem(url: str) -> str | None:
-    """Why ``url`` cannot be a webhook (None when it can): http(s), a host, no spaces, a sane length."""
+def url_problem(url: str, webhook_allow: Iterable[str] = ()) -> str | None:
+    """Why ``url`` cannot be a webhook (None when it can): http(s), a host, no spaces, a sane length, a URL
+    the sender can parse, and not an internal address however spelled unless the operator allows it (a
+    name is judged when sending: what it resolves to can change)."""
     if len(url) > MAX_URL_CHARS:
         return f"longer than {MAX_URL_CHARS} characters"
     if any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in url):
@@ -184,12 +237,13 @@ def url_problem(url: str) -> str | None:
         return f"scheme {parts.scheme or '(none)'!r} is not allowed: a webhook URL starts with https:// or http://"
     if not parts.hostname:
         return "no host: write it as https://host[:port]/path"
+    problem = webhook_target.literal_problem(parts.hostname, webhook_target.parse_allow(webhook_allow))
+    if problem:
+        return problem
     try:
-        ip = ipaddress.ip_address(parts.hostname)
-    except ValueError:
-        return None  # a name: resolved when sending
-    if ip.is_link_local or ip.is_unspecified or ip.is_multicast:  # cloud metadata (169.254.169.254), 0.0.0.0
-        return f"{ip} is not an address a webhook can be sent to; use the receiver's own host name or address"
+        httpx.URL(url)
+    except (httpx.InvalidURL, ValueError) as exc:
+        return f"not a URL the sender can use ({exc}); write it as https://host[:port]/path"
     return None
 
 
@@ -212,9 +266,18 @@ def delete_channel(session: Session, principal: Principal, channel_id: int, *, s
                  detail=detail, source_ip=source_ip)
 
 
-def send_test(session: Session, principal: Principal, channel_id: int) -> NotificationOutboxModel:
-    """Queue a TEST notification to this channel (delivered by the sender, like any other)."""
+def send_test(session: Session, principal: Principal, channel_id: int, *,
+              limiter: SendTestLimiter | None = None) -> NotificationOutboxModel:
+    """Queue a TEST notification to this channel (delivered by the sender, like any other).
+
+    With a ``limiter`` (the API always passes its own), the user's tests beyond its limit raise
+    SendTestThrottled; a test of a channel that is not theirs is NotFound first and counts nothing."""
     row = get_channel(session, principal, channel_id)
+    wait = limiter.take(principal.id) if limiter is not None else 0.0
+    if limiter is not None and wait:
+        seconds = max(1, int(wait + 0.999))
+        raise SendTestThrottled(f"too many test notifications: at most {limiter.limit} in {limiter.window_s:g} s; "
+                                f"try again in {seconds} s", code="too_many_tests", retry_after_s=seconds)
     now = utcnow()
     payload = {"event": TEST_EVENT, "task_id": None, "name": None, "status": None, "termination_reason": None,
                "failure_kind": None, "message": f"a test notification for {principal.name}: this channel works",

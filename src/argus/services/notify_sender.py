@@ -9,6 +9,11 @@ Every network step waits at most ``timeout_s`` (a receiver that never answers co
 the next row goes), and no network error leaves ``deliver_due``: it becomes the row's ``last_error``.
 The ``NotificationSender`` thread runs ``deliver_due`` every few seconds with its own database engine,
 never inside the scheduler's loop.
+
+A webhook goes only where ``services/webhook_target.py`` allows (never the platform's own network, unless
+the operator's ``notify_webhook_allow`` lists the address), and its ``last_error`` is generic: the user who
+owns the channel sees "refused", "could not deliver" or the receiver's HTTP status, never the exception
+text that would tell an open port from a closed or a filtered one. The detail goes to the server's log.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import smtplib
 import ssl
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from email.message import EmailMessage
@@ -34,6 +40,8 @@ from argus.db.models import NotificationChannelModel as Chan
 from argus.db.models import NotificationOutboxModel as Out
 from argus.db.models import utcnow
 from argus.db.session import Database
+from argus.services import webhook_target
+from argus.services.webhook_target import AllowList
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +56,14 @@ MAX_ATTEMPTS = 8
 BATCH = 50  # rows claimed per pass: a backlog drains over passes, and a pass stays short
 KEEP_DAYS = 30  # delivered and given-up rows older than this are deleted (the sender, once an hour)
 # HTTP answers that say "this will never work": no point asking again for hours
-_PERMANENT = frozenset({400, 401, 403, 404, 405, 410, 411, 413, 414, 415, 422})
+_PERMANENT = frozenset({301, 308, 400, 401, 403, 404, 405, 410, 411, 413, 414, 415, 422})
+# What a webhook's owner is told: the same words whatever the network said (refused, reset, timed out, no
+# route, no such name), so the deliveries list is no port scanner.
+REFUSED = ("refused: the address is not allowed (webhooks cannot reach this platform's own network; an "
+           "operator can allow an internal receiver with the notify_webhook_allow setting)")
+UNREACHABLE = "could not deliver (connection failed or timed out)"
+BAD_URL = "refused: the URL cannot be sent to (not a valid http(s) URL)"
+SENDER_FAILED = "could not deliver (an error in the sender; the server's log has the detail)"
 
 
 @dataclass(frozen=True)
@@ -93,18 +108,21 @@ class _Claimed:
 
 
 def deliver_due(db: Database, now: datetime | None = None, *, smtp: SmtpSettings, http_timeout_s: float,
-                base_url: str = "", limit: int = BATCH, stop: threading.Event | None = None) -> int:
+                base_url: str = "", limit: int = BATCH, stop: threading.Event | None = None,
+                webhook_allow: Iterable[str] | AllowList = ()) -> int:
     """Send the rows due at ``now`` (default: the clock); how many were delivered. Never raises for a
     receiver's fault. Tests pass ``now`` to step through the back-off without sleeping. Once ``stop`` is
-    set, the rows not sent yet are handed back untouched (due again, the attempt not counted)."""
+    set, the rows not sent yet are handed back untouched (due again, the attempt not counted).
+    ``webhook_allow``: the operator's internal receivers (``Settings.notify_webhook_allow``)."""
     now = now or utcnow()
+    allow = webhook_target.parse_allow(webhook_allow)
     claimed = _claim(db, now, limit)
     if not claimed:
         return 0
     outcomes: list[tuple[_Claimed, Outcome | None]] = []
     for row in claimed:
         stopping = stop is not None and stop.is_set()
-        outcomes.append((row, None if stopping else _send(row, smtp, http_timeout_s, base_url)))
+        outcomes.append((row, None if stopping else _send(row, smtp, http_timeout_s, base_url, allow)))
     done = max(now, utcnow())
     with db.writer() as s:
         for row, out in outcomes:
@@ -140,38 +158,56 @@ def _claim(db: Database, now: datetime, limit: int) -> list[_Claimed]:
     return out
 
 
-def _send(row: _Claimed, smtp: SmtpSettings, timeout_s: float, base_url: str) -> Outcome:
+def _send(row: _Claimed, smtp: SmtpSettings, timeout_s: float, base_url: str, allow: AllowList) -> Outcome:
     if not row.enabled:
         return Outcome(False, "the channel is disabled", permanent=True)
     try:
         if row.kind == "webhook":
-            return send_webhook(row.target, row.secret or "", row.event, row.payload, row.id, timeout_s)
+            return send_webhook(row.target, row.secret or "", row.event, row.payload, row.id, timeout_s, allow=allow)
         if row.kind == "email":
             return send_email(smtp, row.target, row.event, row.payload, timeout_s, base_url)
         return Outcome(False, f"unknown channel kind {row.kind!r}", permanent=True)
-    except Exception as exc:  # noqa: BLE001 - a sender bug must not stop the others; it is the row's error
+    except Exception:  # noqa: BLE001 - a sender bug must not stop the others; logged, a generic row error
         log.exception("notification %s: sending failed", row.id)
-        return Outcome(False, f"{type(exc).__name__}: {exc}")
+        return Outcome(False, SENDER_FAILED)
 
 
 def send_webhook(url: str, secret: str, event: str, payload: dict[str, Any], delivery_id: int,
-                 timeout_s: float) -> Outcome:
-    """POST the payload as JSON, signed; 2xx is delivered. The answer's body is not read (a receiver that
-    streams one forever costs nothing), redirects are not followed (the signature was for this URL)."""
+                 timeout_s: float, *, allow: AllowList = ()) -> Outcome:
+    """POST the payload as JSON, signed, to an address ``webhook_target`` checked; 2xx is delivered.
+
+    The answer's body is not read (a receiver that streams one forever costs nothing); a redirect is a
+    failure, not followed (the signature was for this URL, and the next one would escape the check). The
+    row's error is generic (see the module's docstring); the detail is logged here, with the host only (a
+    URL's query often carries a token)."""
     body = json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode()
     headers = {"Content-Type": "application/json", "User-Agent": "argus-notify/1",
                SIGNATURE_HEADER: sign(secret, body), EVENT_HEADER: event, DELIVERY_HEADER: str(delivery_id)}
     try:
-        with httpx.Client(timeout=httpx.Timeout(timeout_s), follow_redirects=False) as client, \
-                client.stream("POST", url, content=body, headers=headers) as resp:
-            code = resp.status_code
-    except httpx.TimeoutException:
-        return Outcome(False, f"no answer within {timeout_s:g} s")
-    except (httpx.HTTPError, OSError, ValueError) as exc:
-        return Outcome(False, f"cannot reach the receiver: {type(exc).__name__}: {exc}"[:500])
+        code = webhook_target.post_pinned(url, body, headers, timeout_s, allow)
+    except webhook_target.TargetRefused as exc:
+        log.warning("notification %s: refused: %s", delivery_id, exc)
+        return Outcome(False, REFUSED, permanent=True)
+    except (httpx.InvalidURL, ValueError) as exc:  # ValueError: also a bad IDNA name (UnicodeError)
+        log.warning("notification %s: unusable URL: %s: %s", delivery_id, type(exc).__name__, exc)
+        return Outcome(False, BAD_URL, permanent=True)
+    except (httpx.HTTPError, OSError) as exc:
+        log.warning("notification %s to %s: %s: %s", delivery_id, _host(url), type(exc).__name__, exc)
+        return Outcome(False, UNREACHABLE)
     if 200 <= code < 300:
         return Outcome(True)
+    if 300 <= code < 400:
+        return Outcome(False, f"the receiver answered HTTP {code}, a redirect, which is not followed: give the "
+                       "final URL", permanent=code in _PERMANENT)
     return Outcome(False, f"the receiver answered HTTP {code}", permanent=code in _PERMANENT)
+
+
+def _host(url: str) -> str:
+    """The URL's host for the log (never its path or query, which may carry a token)."""
+    try:
+        return httpx.URL(url).host or "?"
+    except (httpx.InvalidURL, ValueError):
+        return "?"
 
 
 def send_email(smtp: SmtpSettings, to: str, event: str, payload: dict[str, Any], timeout_s: float,
@@ -238,8 +274,9 @@ class NotificationSender:
     PRUNE_EVERY_S = 3600.0
 
     def __init__(self, db: Database, smtp: SmtpSettings, *, http_timeout_s: float, base_url: str = "",
-                 poll_s: float = 2.0) -> None:
+                 poll_s: float = 2.0, webhook_allow: Iterable[str] = ()) -> None:
         self.db, self.smtp, self.http_timeout_s, self.base_url, self.poll_s = db, smtp, http_timeout_s, base_url, poll_s
+        self.webhook_allow = webhook_target.parse_allow(webhook_allow)  # the operator's notify_webhook_allow
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -251,7 +288,7 @@ class NotificationSender:
 
     def run_once(self) -> int:
         delivered = deliver_due(self.db, smtp=self.smtp, http_timeout_s=self.http_timeout_s, base_url=self.base_url,
-                                stop=self._stop)
+                                stop=self._stop, webhook_allow=self.webhook_allow)
         self.passes += 1
         return delivered
 

@@ -1,7 +1,10 @@
 """/api/v2/notifications: your webhooks and e-mail addresses for task events (issue 24).
 
 Thin: every rule is in ``services/notifications.py``. Deliveries happen in the server's sender thread;
-"send a test" only queues one and wakes that thread once the row is committed.
+"send a test" only queues one and wakes that thread once the row is committed. Channel creation passes the
+operator's ``notify_webhook_allow`` (internal receivers allowed); "send a test" passes this app's
+per-user limiter, and answers its refusal itself: 429 with ``Retry-After``, which the shared error mapping
+does not set.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from fastapi import APIRouter, BackgroundTasks, Depends, Request, Response
+from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy.orm import Session
 
@@ -21,6 +25,7 @@ from argus.services.principal import Principal
 
 router = APIRouter(prefix="/api/v2/notifications", tags=["notifications"])
 _ERR = {400: {"model": ErrorOut}, 404: {"model": ErrorOut}}
+_TEST_LIMITER = "notify_test_limiter"  # ctx.extras: this app's SendTestLimiter (one per app, so per server)
 
 
 class ChannelIn(BaseModel):
@@ -102,7 +107,8 @@ def create_channel(body: ChannelIn, request: Request, principal: Principal = Dep
     """A webhook (`{"kind": "webhook", "target": "https://…"}`) or an e-mail address; the answer holds a
     webhook's signing secret, the only time it is shown."""
     made = svc.create_channel(session, principal, body.kind, body.target, body.events,
-                              email_enabled=ctx.settings.smtp_host is not None, source_ip=client_ip(request))
+                              email_enabled=ctx.settings.smtp_host is not None, source_ip=client_ip(request),
+                              webhook_allow=ctx.settings.notify_webhook_allow)
     out: dict[str, Any] = ChannelOut.model_validate(made.channel).model_dump()
     return ChannelCreatedOut(**out, secret=made.secret)
 
@@ -115,12 +121,19 @@ def delete_channel(channel_id: RowId, request: Request, principal: Principal = D
     return Response(status_code=204)
 
 
-@router.post("/{channel_id}/test", status_code=202, response_model=TestQueuedOut, responses=_ERR)
+@router.post("/{channel_id}/test", status_code=202, response_model=TestQueuedOut,
+             responses={**_ERR, 429: {"model": ErrorOut}})
 def send_test(channel_id: RowId, background: BackgroundTasks, principal: Principal = Depends(current_principal),
               session: Session = Depends(get_session, scope="function"),
-              ctx: AppContext = Depends(get_ctx)) -> TestQueuedOut:
-    """Queue a TEST notification; see how it went in `/deliveries` a few seconds later."""
-    row = svc.send_test(session, principal, channel_id)
+              ctx: AppContext = Depends(get_ctx)) -> TestQueuedOut | JSONResponse:
+    """Queue a TEST notification; see how it went in `/deliveries` a few seconds later. At most 5 a minute
+    per user: beyond, 429 with `Retry-After` (seconds)."""
+    limiter = ctx.extras.get(_TEST_LIMITER) or ctx.extras.setdefault(_TEST_LIMITER, svc.SendTestLimiter())
+    try:
+        row = svc.send_test(session, principal, channel_id, limiter=limiter)
+    except svc.SendTestThrottled as exc:
+        return JSONResponse({"detail": {"code": exc.code, "message": exc.message}}, status_code=429,
+                            headers={"Retry-After": str(exc.retry_after_s)})
     background.add_task(_wake, ctx)  # after the commit: the sender then finds the row at once
     return TestQueuedOut(delivery_id=row.id, channel_id=channel_id, event=row.event)
 
