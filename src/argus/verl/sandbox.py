@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 from collections.abc import Iterable, Mapping
 from functools import cache
 from pathlib import Path
@@ -89,17 +90,28 @@ def child_env(environ: Mapping[str, str] | None = None, **extra: str) -> dict[st
 
 
 @cache
-def _user_ns(bwrap: str) -> bool:
-    return user_ns_works(bwrap)
+def _user_ns(bwrap: str) -> tuple[bool, bool]:
+    """(user namespaces work, this bubblewrap has ``--disable-userns`` (0.8.0 and later)), probed once."""
+    if not user_ns_works(bwrap):
+        return False, False
+    try:
+        done = subprocess.run([bwrap, "--ro-bind", "/", "/", "--unshare-user", "--disable-userns", "--", "true"],
+                              capture_output=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return True, False
+    return True, done.returncode == 0
 
 
 def _unprivileged(bwrap: str) -> list[str]:
     """A user namespace in which the jail is not root and can make no other one; [] where the kernel refuses
-    user namespaces (a root server's jail is then host root without capabilities: --cap-drop ALL)."""
-    if not _user_ns(bwrap):
+    user namespaces (a root server's jail is then host root without capabilities: --cap-drop ALL). An older
+    bubblewrap without ``--disable-userns`` leaves nested namespaces possible: they hold no more than the
+    jail, because its mounts are locked to it."""
+    works, can_disable = _user_ns(bwrap)
+    if not works:
         return []
     uid, gid = (SANDBOX_UID, SANDBOX_UID) if os.getuid() == 0 else (os.getuid(), os.getgid())
-    return ["--unshare-user", "--uid", str(uid), "--gid", str(gid), "--disable-userns"]
+    return ["--unshare-user", "--uid", str(uid), "--gid", str(gid), *(["--disable-userns"] if can_disable else [])]
 
 
 def _budget(settings: Settings) -> list[str]:
