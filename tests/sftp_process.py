@@ -16,7 +16,7 @@ from pathlib import Path
 
 import httpx
 
-from tests.helpers import free_port
+from tests.helpers import CLIENT_TIMEOUT_S, free_port
 from tests.waiting import slack, wait_until
 
 TOKEN = "argus_sftp_process_admin_token_0123456789"
@@ -81,11 +81,11 @@ def sftp_server_process(tmp: Path, user: str, *, quiet: bool = False, serve: str
         wait_until(healthy, 60, ignore=(httpx.TransportError,), what="argus server did not start")
         key = tmp / "key"
         subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
-        with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {TOKEN}"}) as admin:
+        with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=slack(CLIENT_TIMEOUT_S)) as admin:
             admin.post("/api/v2/users", json={"name": user}).raise_for_status()
             token = admin.post(f"/api/v2/users/{user}/tokens", json={}).json()["token"]
         httpx.post(f"{url}/api/v2/me/keys", headers={"Authorization": f"Bearer {token}"},
-                   json={"public_key": key.with_suffix(".pub").read_text()}).raise_for_status()
+                   json={"public_key": key.with_suffix(".pub").read_text()}, timeout=slack(CLIENT_TIMEOUT_S)).raise_for_status()
         yield SftpServerProcess(proc, url, port, user, key, tmp / "known_hosts")
     finally:
         proc.terminate()

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import httpx
 
+from tests.helpers import CLIENT_TIMEOUT_S
+from tests.waiting import slack
+
 PASSWORD = "correct horse battery"
 
 
@@ -39,7 +42,7 @@ def test_changing_a_password_needs_the_current_one(live):
     assert ok.status_code == 204, ok.text
     with live.admin() as a:  # an admin resetting someone else's needs no current password
         assert a.post("/api/v2/users/alice/password", json={"password": "reset by admin"}).status_code == 204
-    with httpx.Client(base_url=live.url, timeout=30) as b:
+    with httpx.Client(base_url=live.url, timeout=slack(CLIENT_TIMEOUT_S)) as b:
         assert b.post("/api/v2/session", json={"user": "alice", "password": "reset by admin"}).status_code == 200
 
 
@@ -49,7 +52,7 @@ def test_disabled_account_is_told_only_after_the_right_password(live):
     assert alice.post("/api/v2/me/password", json={"password": PASSWORD}).status_code == 204
     with live.admin() as a:
         assert a.post("/api/v2/users/alice/disable").status_code == 200
-    with httpx.Client(base_url=live.url, timeout=30) as b:
+    with httpx.Client(base_url=live.url, timeout=slack(CLIENT_TIMEOUT_S)) as b:
         wrong = b.post("/api/v2/session", json={"user": "alice", "password": "wrong password"})
         assert wrong.status_code == 401 and wrong.json()["detail"]["code"] == "bad_credentials"
         assert "disabled" not in wrong.text  # a guesser learns nothing about the account
@@ -62,7 +65,7 @@ def test_disabled_account_is_told_only_after_the_right_password(live):
         assert bad.status_code == 401 and "disabled" not in bad.text
     with live.admin() as a:
         assert a.post("/api/v2/users/alice/enable").status_code == 200
-    with httpx.Client(base_url=live.url, timeout=30) as b:
+    with httpx.Client(base_url=live.url, timeout=slack(CLIENT_TIMEOUT_S)) as b:
         assert b.post("/api/v2/session", json={"user": "alice", "password": PASSWORD}).status_code == 200
 
 

@@ -9,8 +9,9 @@ import httpx
 import pytest
 
 from argus.settings import Settings
-from tests.helpers import free_port, live_server
+from tests.helpers import CLIENT_TIMEOUT_S, free_port, live_server
 from tests.ldap_fixtures import USERS, Slapd, slapd  # noqa: F401 - fixture
+from tests.waiting import slack
 
 LOCAL_PASSWORD = "bob-local-password"
 
@@ -33,7 +34,7 @@ def live(tmp_path: Path, slapd: Slapd):  # noqa: F811
 
 
 def sign_in(live, user: str, password: str) -> httpx.Response:  # noqa: ANN001
-    with httpx.Client(base_url=live.url, timeout=30) as b:
+    with httpx.Client(base_url=live.url, timeout=slack(CLIENT_TIMEOUT_S)) as b:
         return b.post("/api/v2/session", json={"user": user, "password": password})
 
 
@@ -64,7 +65,7 @@ def test_wrong_locked_and_disabled_are_refused(live) -> None:  # noqa: ANN001
 
 
 def test_a_token_by_password_for_directory_and_local_users(live) -> None:  # noqa: ANN001
-    with httpx.Client(base_url=live.url, timeout=30) as c:
+    with httpx.Client(base_url=live.url, timeout=slack(CLIENT_TIMEOUT_S)) as c:
         r = c.post("/api/v2/session/token", json={"user": "dana", "password": pw("dana"), "name": "laptop"})
         assert r.status_code == 201, r.text
         token = r.json()["token"]
@@ -122,7 +123,7 @@ def test_argus_login_with_a_directory_password_saves_a_working_token(live, monke
     assert r.exit_code == 0, r.output
     assert "logged in as dana" in r.output and pw("dana") not in r.output
     saved = yaml.safe_load((tmp_path / ".config" / "argus" / "cli.yaml").read_text())
-    with httpx.Client(base_url=live.url, headers={"Authorization": f"Bearer {saved['token']}"}) as c:
+    with httpx.Client(base_url=live.url, headers={"Authorization": f"Bearer {saved['token']}"}, timeout=slack(CLIENT_TIMEOUT_S)) as c:
         assert c.get("/api/v2/me").json()["name"] == "dana"
     r = CliRunner().invoke(app, ["login", "--url", live.url, "--user", "dana"], input="wrong-password\n")
     assert r.exit_code != 0 and "wrong user name or password" in r.output

@@ -7,6 +7,8 @@ from sqlalchemy import func, select
 
 from argus.db.models import IdCounterModel, TaskEventModel, TaskModel
 from tests.api.test_tasks_api import ADV
+from tests.helpers import CLIENT_TIMEOUT_S
+from tests.waiting import slack
 
 YAML = {"Content-Type": "application/yaml"}
 
@@ -38,7 +40,7 @@ def test_dry_run_answers_the_verdict_and_stores_nothing(live):
     # the next real submit gets the first id of the day: the dry runs took none
     for _ in range(3):
         assert dry(alice, ADV).status_code == 200
-    tid = alice.post("/api/v2/tasks", content=ADV.encode(), headers=YAML).json()["task_id"]
+    tid = alice.post("/api/v2/tasks", content=ADV.encode(), headers=YAML, timeout=slack(CLIENT_TIMEOUT_S)).json()["task_id"]
     assert tid.endswith("-0001")
     spec = alice.get(f"/api/v2/tasks/{tid}/spec").json()
     assert spec["resolved"] == body["resolved"] and spec["command_expanded"] == body["command_expanded"]
@@ -107,11 +109,11 @@ def test_dry_run_reveals_nothing_about_other_users_files(live):
 def test_dry_run_needs_authentication_and_csrf(live):
     import httpx
 
-    r = httpx.post(f"{live.url}/api/v2/tasks?dry_run=true", content=ADV.encode(), headers=YAML)
+    r = httpx.post(f"{live.url}/api/v2/tasks?dry_run=true", content=ADV.encode(), headers=YAML, timeout=slack(CLIENT_TIMEOUT_S))
     assert r.status_code == 401
     alice = live.new_user("alice")
     assert alice.post("/api/v2/me/password", json={"password": "correct horse"}).status_code == 204
-    with httpx.Client(base_url=live.url) as b:
+    with httpx.Client(base_url=live.url, timeout=slack(CLIENT_TIMEOUT_S)) as b:
         csrf = b.post("/api/v2/session", json={"user": "alice", "password": "correct horse"}).json()["csrf_token"]
         assert dry(b, ADV).status_code == 403  # a cookie write without X-CSRF-Token
         r = b.post("/api/v2/tasks", params={"dry_run": "true"}, content=ADV.encode(),

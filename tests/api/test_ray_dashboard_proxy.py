@@ -21,7 +21,8 @@ from sqlalchemy import update
 from argus.db.models import TaskAttemptModel, TaskModel, UserModel
 from argus.runtime.jail import dashboard_record_path, write_dashboard_record
 from argus.settings import Settings
-from tests.helpers import LiveServer, live_server, submit_spec
+from tests.helpers import CLIENT_TIMEOUT_S, LiveServer, live_server, submit_spec
+from tests.waiting import slack
 
 pytestmark = pytest.mark.hostile
 SPEC = "kind: advanced\nworkload: job\nnnodes: 1\nn_gpus_per_node: 0\ncommand: python3 -m argus.jobs.sleep 1\n"
@@ -106,7 +107,7 @@ def _browser_open(srv: LiveServer, client: httpx.Client, tid: str) -> httpx.Resp
     """What a browser does: open …/ray-dashboard, follow to the view key, then fetch without any credential."""
     r = client.get(f"/api/v2/tasks/{tid}/ray-dashboard")
     assert r.status_code == 307 and "/ray-dashboard/~" in r.headers["location"], r.text
-    with httpx.Client(base_url=srv.url) as anonymous:  # a sandboxed page's own requests carry no cookie
+    with httpx.Client(base_url=srv.url, timeout=slack(CLIENT_TIMEOUT_S)) as anonymous:  # a sandboxed page's own requests carry no cookie
         page = anonymous.get(r.headers["location"])
         assert page.status_code == 200 and page.content == EVIL
         assert page.headers["access-control-allow-origin"] == "*"
@@ -122,7 +123,7 @@ def test_a_view_key_opens_only_its_task_and_ends_with_its_viewer(srv, page) -> N
             write_dashboard_record(srv.ctx.settings.root, tid, 1, page.server_port, TOKEN)
         key_url = quinn.get(f"/api/v2/tasks/{first}/ray-dashboard").headers["location"]
         key = key_url.split("/~", 1)[1].rstrip("/")
-        with httpx.Client(base_url=srv.url) as anonymous:
+        with httpx.Client(base_url=srv.url, timeout=slack(CLIENT_TIMEOUT_S)) as anonymous:
             assert anonymous.get(key_url).status_code == 200
             assert anonymous.get(f"/api/v2/tasks/{second}/ray-dashboard/~{key}/").status_code == 401
             expires, uid, mac = key.split(".")

@@ -10,8 +10,9 @@ from sqlalchemy import select, update
 
 from argus.db.models import UserModel, WebSessionModel
 from argus.settings import Settings
-from tests.helpers import api_client, live_server
+from tests.helpers import CLIENT_TIMEOUT_S, api_client, live_server
 from tests.sftp_process import TOKEN, sftp_server_process
+from tests.waiting import slack
 
 PASSWORD = "correct horse battery"
 
@@ -24,7 +25,7 @@ def _user_with_password(live, name: str) -> str:
 
 
 def _browser(live) -> httpx.Client:
-    return httpx.Client(base_url=live.url, timeout=30)
+    return httpx.Client(base_url=live.url, timeout=slack(CLIENT_TIMEOUT_S))
 
 
 def _sign_in(b: httpx.Client, **body) -> httpx.Response:
@@ -118,7 +119,7 @@ def test_sign_out_revokes_server_side(live):
     with live.ctx.db.session() as s:
         assert s.scalar(select(WebSessionModel.revoked_at)) is not None
     # a copy of the old cookie no longer works anywhere
-    with httpx.Client(base_url=live.url, cookies={"argus_session": sid}) as stolen:
+    with httpx.Client(base_url=live.url, cookies={"argus_session": sid}, timeout=slack(CLIENT_TIMEOUT_S)) as stolen:
         assert stolen.get("/api/v2/session").status_code == 401
         assert stolen.get("/api/v2/me").status_code == 401
         assert stolen.delete("/api/v2/session").status_code == 204  # idempotent
@@ -277,5 +278,5 @@ def test_signing_in_again_ends_the_old_session(live):
         first = b.cookies["argus_session"]
         assert _sign_in(b, token=live.admin_token).json()["user"] == "admin"
         assert b.cookies["argus_session"] != first  # a fresh id at every sign-in (no fixation)
-    with httpx.Client(base_url=live.url, cookies={"argus_session": first}) as old:
+    with httpx.Client(base_url=live.url, cookies={"argus_session": first}, timeout=slack(CLIENT_TIMEOUT_S)) as old:
         assert old.get("/api/v2/me").status_code == 401

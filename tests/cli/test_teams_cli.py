@@ -40,7 +40,9 @@ def test_team_lifecycle_from_the_cli(cli, live) -> None:  # noqa: ANN001
     r = cli("team", "create", "Bad!", token=admin)
     assert r.exit_code != 0 and "name" in r.output and "Bad!" in r.output
     assert cli("team", "add", "nlp", "alice", "--admin", token=admin).exit_code == 0
-    r = cli("team", "add", "nlp", "bob", token=alice)
+    r = cli("team", "add", "nlp", "bob", token=alice)  # bob is in no team alice administers (issue 33)
+    assert r.exit_code != 0 and "ask a site administrator to add 'bob'" in r.output, r.output
+    r = cli("team", "add", "nlp", "bob", token=admin)
     assert r.exit_code == 0 and "added bob to nlp as member" in r.output, r.output
 
     r = cli("team", "show", "nlp", token=bob)

@@ -4,7 +4,8 @@ import httpx
 
 from argus.settings import Settings
 from tests.db.test_postgres import SPEC, pg_admin_url, pg_url  # noqa: F401 - fixtures
-from tests.helpers import live_server
+from tests.helpers import CLIENT_TIMEOUT_S, live_server
+from tests.waiting import slack
 
 
 def test_sessions_and_dry_run_on_postgres(pg_url, tmp_path):  # noqa: F811
@@ -12,7 +13,7 @@ def test_sessions_and_dry_run_on_postgres(pg_url, tmp_path):  # noqa: F811
     with live_server(settings) as srv, srv.admin() as admin:
         alice = srv.new_user("alice")
         assert alice.post("/api/v2/me/password", json={"password": "correct horse"}).status_code == 204
-        with httpx.Client(base_url=srv.url) as b:
+        with httpx.Client(base_url=srv.url, timeout=slack(CLIENT_TIMEOUT_S)) as b:
             # a NUL cannot reach PostgreSQL (it would refuse the query): a plain 401
             assert b.post("/api/v2/session", json={"user": "alice\u0000", "password": "x"}).status_code == 401
             r = b.post("/api/v2/session", json={"user": "alice", "password": "correct horse"})

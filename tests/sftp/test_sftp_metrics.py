@@ -11,12 +11,13 @@ import psutil
 from prometheus_client.parser import text_string_to_metric_families
 
 from argus.sftp.stats import SftpStats
+from tests.helpers import CLIENT_TIMEOUT_S
 from tests.sftp_process import TOKEN, sftp_server_process
-from tests.waiting import wait_until
+from tests.waiting import slack, wait_until
 
 
 def _sftp_metrics(url: str) -> dict[str, float]:
-    r = httpx.get(f"{url}/metrics", headers={"Authorization": f"Bearer {TOKEN}"})
+    r = httpx.get(f"{url}/metrics", headers={"Authorization": f"Bearer {TOKEN}"}, timeout=slack(CLIENT_TIMEOUT_S))
     assert r.status_code == 200, r.text
     out = {}
     for family in text_string_to_metric_families(r.text):

@@ -7,7 +7,9 @@ from types import SimpleNamespace
 
 import httpx
 
+from tests.helpers import CLIENT_TIMEOUT_S
 from tests.verl.test_verl_admission import PPO_ARGS, advanced
+from tests.waiting import slack
 
 YAML = {"Content-Type": "application/yaml"}
 
@@ -85,7 +87,7 @@ def test_verl_keys_for_completion(verl_server, validator, alice):
     assert env.json()["detail"]["errors"][0] == {"field": "env", "value": "nope",
                                                   "message": env.json()["detail"]["message"]}
     assert "argus" in env.json()["detail"]["message"]  # names what exists
-    assert httpx.get(f"{verl_server.url}/api/v2/verl/keys").status_code == 401
+    assert httpx.get(f"{verl_server.url}/api/v2/verl/keys", timeout=slack(CLIENT_TIMEOUT_S)).status_code == 401
 
 
 def test_a_new_users_template_is_one_to_do_not_a_wall(verl_server):

@@ -92,7 +92,7 @@ def test_language_from_accept_language_and_the_switchers_cookie(live: LiveServer
 
 
 def test_static_assets_are_served_from_the_package(live: LiveServer) -> None:
-    with httpx.Client(base_url=live.url) as c:
+    with httpx.Client(base_url=live.url, timeout=slack(CLIENT_TIMEOUT_S)) as c:
         for path in ("/static/app.css", "/static/js/common.js", "/static/vendor/editor.js", "/static/vendor/charts.js",
                      "/static/vendor/uplot.css"):
             r = c.get(path)
