@@ -9,6 +9,7 @@ what the process will do.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import sys
 from pathlib import Path
@@ -216,8 +217,6 @@ class Settings(BaseSettings):
     @classmethod
     def _webhook_allow_networks(cls, entries: list[str]) -> list[str]:
         """A typo is refused at start, naming the entry, rather than at the first channel created."""
-        import ipaddress
-
         for entry in entries:
             try:
                 ipaddress.ip_network(entry.strip(), strict=False)

@@ -39,7 +39,8 @@ UNTRUSTED = {"Content-Security-Policy": "sandbox allow-scripts allow-forms allow
 
 def _view_secret(ctx: AppContext) -> bytes:
     """This server process's key for view keys (a restart ends every open dashboard link)."""
-    return ctx.extras.setdefault("ray_dashboard_view_secret", secrets.token_bytes(32))
+    secret = ctx.extras.get("ray_dashboard_view_secret")
+    return secret if secret is not None else ctx.extras.setdefault("ray_dashboard_view_secret", secrets.token_bytes(32))
 
 
 @router.get("/{task_id}/ray-dashboard", include_in_schema=False)
