@@ -5,37 +5,47 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 
 import httpx
 import pytest
 
 from tests.helpers import free_port
-from tests.waiting import wait_until
+from tests.waiting import slack, wait_until
 
 
 def start(state_dir, port, **env):
+    """The server as a subprocess; a thread collects its output (``proc.lines``) as it prints it."""
     e = {**os.environ, "ARGUS_SFTP_ENABLED": "false", "ARGUS_VERL_VALIDATION": "off", **env}
     e.pop("ARGUS_ADMIN_TOKEN", None) if "ARGUS_ADMIN_TOKEN" not in env else None
-    return subprocess.Popen(
+    proc = subprocess.Popen(
         [sys.executable, "-m", "argus.cli.main", "server", "--state-dir", str(state_dir), "--port", str(port),
          "--ray-address", "127.0.0.1:1"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=e,
     )
+    proc.lines = []
+    proc.reader = threading.Thread(target=lambda: proc.lines.extend(proc.stdout), daemon=True)
+    proc.reader.start()
+    return proc
 
 
 def wait_healthy(port, proc, timeout=60):
-    def healthy():
-        assert proc.poll() is None, proc.stdout.read()
-        return httpx.get(f"http://127.0.0.1:{port}/api/v2/health", timeout=1).status_code == 200
+    """Until the server says it is up ("Argus API: …", after its own health check and before the token): the
+    API answering a probe of ours is not enough, the server may not have checked itself yet, and stopping it
+    then is a start that never got up (CI saw that race)."""
+    def ready():
+        assert proc.poll() is None, "".join(proc.lines)
+        return any(line.startswith("Argus API: ") for line in list(proc.lines))
 
-    wait_until(healthy, timeout, every=0.2, ignore=(httpx.TransportError,),
-               what="server did not become healthy")
+    wait_until(ready, timeout, every=0.2, what="server did not say it is up")
+    assert httpx.get(f"http://127.0.0.1:{port}/api/v2/health", timeout=slack(30)).status_code == 200
 
 
 def stop(proc):
     proc.send_signal(signal.SIGTERM)
-    out, _ = proc.communicate(timeout=30)
-    return out
+    proc.wait(timeout=slack(30))
+    proc.reader.join(timeout=slack(30))
+    return "".join(proc.lines)
 
 
 def test_server_serves_and_prints_token_once(tmp_path):

@@ -216,24 +216,36 @@ async def _serve_api(server: uvicorn.Server, s: Settings) -> None:
                          "--port N (ARGUS_API_PORT)") from None
 
 
-async def _wait_healthy(s: Settings, serve_task: asyncio.Task[None], timeout_s: float = 30.0) -> None:
-    """Poll ``/api/v2/health`` on the listening socket until it answers 200 (the database is reachable)."""
+async def _wait_healthy(s: Settings, serve_task: asyncio.Task[None], unhealthy_s: float = 30.0,
+                        unanswered_s: float = 300.0) -> None:
+    """Poll ``/api/v2/health`` on the listening socket until it answers 200 (the database is reachable).
+
+    Two bounds, because a loaded machine is not a broken one: an API that answers "unhealthy" (its database
+    unreachable) fails the start after ``unhealthy_s`` of such answers; an API that has not answered yet (its
+    first request still queued behind a busy CPU, measured at more than 30 s beside a Ray cluster on 2 cores)
+    gets ``unanswered_s``."""
     host = {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(s.api_host, s.api_host)  # noqa: S104 - a match, not a bind
     url = f"http://{f'[{host}]' if ':' in host else host}:{s.api_port}/api/v2/health"
-    deadline = asyncio.get_running_loop().time() + timeout_s
-    async with httpx.AsyncClient(timeout=5, trust_env=False) as client:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + unanswered_s
+    first_unhealthy: float | None = None
+    async with httpx.AsyncClient(timeout=30, trust_env=False) as client:
         while True:
             try:
                 if (await client.get(url)).status_code == 200:
                     return
+                first_unhealthy = loop.time() if first_unhealthy is None else first_unhealthy
             except httpx.HTTPError:
                 pass
             if serve_task.done():
                 await serve_task
                 raise StartError(f"the API server on {s.api_host}:{s.api_port} stopped while starting")
-            if asyncio.get_running_loop().time() > deadline:
+            if first_unhealthy is not None and loop.time() - first_unhealthy > unhealthy_s:
+                raise StartError(f"the API server on {s.api_host}:{s.api_port} answered {url} as unhealthy "
+                                 f"for {unhealthy_s:.0f} s: is its database reachable?")
+            if loop.time() > deadline:
                 raise StartError(f"the API server on {s.api_host}:{s.api_port} did not answer {url} "
-                                 f"within {timeout_s:.0f} s")
+                                 f"within {unanswered_s:.0f} s")
             await asyncio.sleep(0.1)
 
 

@@ -21,7 +21,10 @@ from argus.sftp.stats import SftpStats
 
 log = logging.getLogger(__name__)
 
-READY_TIMEOUT_S = 60.0
+# How long a child may take to say "ready" or "error: …". A child that cannot listen says so at once; one that
+# is still importing on a loaded machine is slow, not broken (CI measured more than 60 s beside a Ray cluster),
+# so this bounds only a child that hangs.
+READY_TIMEOUT_S = 300.0
 STABLE_S = 60.0
 MAX_BACKOFF_S = 30.0
 
