@@ -22,6 +22,8 @@ import subprocess
 import sys
 import urllib.error
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from http.client import HTTPException
 
 SECRET_NAMES = ("ARGUS_ADMIN_TOKEN", "ARGUS_METRICS_TOKEN", "ARGUS_DATABASE_URL", "AWS_SECRET_ACCESS_KEY",
                 "RAY_AUTH_TOKEN_PATH", "ARGUS_JAIL_CONFIG")
@@ -61,6 +63,37 @@ def http(method: str, url: str) -> tuple[int | None, str]:
         return e.code, e.read(200).decode(errors="replace")
     except OSError as e:
         return None, str(e)
+
+
+def listening_ports() -> list[int]:
+    """Every TCP port something listens on in this network namespace (the node's: /proc/net/tcp{,6}, state 0A)."""
+    ports = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as f:
+                rows = f.read().splitlines()[1:]
+        except OSError:
+            continue
+        ports |= {int(cols[1].rsplit(":", 1)[1], 16) for cols in map(str.split, rows) if cols[3] == "0A"}
+    return sorted(ports)
+
+
+def prometheus_scrapes(hosts: list[str]) -> list[str]:
+    """Each ``host:port/path`` on the node that hands out Ray's Prometheus text to a caller without a token."""
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+    def scrape(target: tuple[str, int, str]) -> str | None:
+        host, port, path = target
+        try:
+            with opener.open(f"http://{host}:{port}{path}", timeout=2) as resp:
+                body = resp.read(1 << 20).decode(errors="replace")
+        except (OSError, ValueError, HTTPException):
+            return None
+        return f"{host}:{port}{path}" if "# TYPE ray_" in body or "# HELP ray_" in body else None
+
+    targets = [(h, port, path) for port in listening_ports() for h in hosts for path in ("/metrics", "/")]
+    with ThreadPoolExecutor(16) as pool:
+        return [hit for hit in pool.map(scrape, targets) if hit]
 
 
 def visible_processes() -> list[tuple[int, str]]:
@@ -114,6 +147,9 @@ def main(knows: str) -> int:
     if k.get("bob_ray"):
         ok, why = ray_connects(k["bob_ray"], dict(os.environ))
         verdict("bob-private-ray", ok, why)
+    # every port on the node: Ray's Prometheus endpoints take no token (the platform's, bob's private Ray's)
+    hits = prometheus_scrapes(sorted({"127.0.0.1", k["host"]}))
+    verdict("ray-metrics", bool(hits), hits or f"no Prometheus text from {len(listening_ports())} listening ports")
     seen = [p for p in k["platform_paths"] if os.path.exists(p)]
     verdict("platform-files", bool(seen), seen or "none of the platform's files (db, keys, Ray session, token)")
 

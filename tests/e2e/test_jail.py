@@ -134,8 +134,8 @@ def assert_all_blocked(log: str) -> None:
     assert not leaks, leaks
     names = {p[0] for p in probes}
     expected = {"ray-client", "platform-gcs", "platform-gcs-own-token", "environment", "jobs-api-list",
-                "jobs-api-stop", "state-api", "bob-private-ray", "platform-files", "processes", "signal-server",
-                "capabilities", "proc-root", "umount /tmp", "bob-home", "dev-shm", "gpu-devices"}
+                "jobs-api-stop", "state-api", "bob-private-ray", "ray-metrics", "platform-files", "processes",
+                "signal-server", "capabilities", "proc-root", "umount /tmp", "bob-home", "dev-shm", "gpu-devices"}
     assert expected <= names, (sorted(expected - names), log[-3000:])
 
 

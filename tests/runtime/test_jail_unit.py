@@ -93,7 +93,8 @@ def test_the_platform_ray_token_is_made_once_and_private(tmp_path: Path) -> None
     assert jail.ensure_ray_token(tmp_path) == token == jail.read_ray_token(tmp_path) and len(token) == 64
     assert jail.token_path(tmp_path).stat().st_mode & 0o777 == 0o600
     assert jail.platform_ray_env(tmp_path) == {"RAY_AUTH_MODE": "token",
-                                                "RAY_AUTH_TOKEN_PATH": str(jail.token_path(tmp_path))}
+                                                "RAY_AUTH_TOKEN_PATH": str(jail.token_path(tmp_path)),
+                                                "RAY_enable_metrics_collection": "0", "DASHBOARD_METRIC_PORT": "65536"}
     with pytest.raises(jail.JailError, match="no Ray auth token"):
         jail.platform_ray_env(tmp_path / "elsewhere")
 

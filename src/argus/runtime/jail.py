@@ -43,6 +43,7 @@ from pathlib import Path
 
 from argus.core.envvars import NODE_ENV_KEEP, env_kept
 from argus.core.teams import TEAM_NAME_RE
+from argus.runtime.private_ray import RAY_NO_METRICS
 
 CONFIG_ENV = "ARGUS_JAIL_CONFIG"
 JAILED_ENV = "ARGUS_JAILED"  # set inside the sandbox to the owner's name
@@ -127,12 +128,13 @@ def read_ray_token(data_root: Path) -> str | None:
 
 
 def platform_ray_env(data_root: Path) -> dict[str, str]:
-    """The variables that make a ``ray start`` (and every platform process it starts) use token auth."""
+    """The variables that make a ``ray start`` (and every platform process it starts) use token auth, and
+    serve no Prometheus endpoint: those take no token (``private_ray.RAY_NO_METRICS``)."""
     path = token_path(data_root)
     if not path.is_file():
         raise JailError(f"no Ray auth token at {path}: the head creates it on the shared filesystem; "
                         f"is it mounted at {data_root} here (argus worker --data-root)?")
-    return {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(path)}
+    return {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(path), **RAY_NO_METRICS}
 
 
 # -- a task's own Ray dashboard, for the server's proxy -------------------------------------------

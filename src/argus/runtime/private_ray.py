@@ -16,6 +16,8 @@ environment's Ray:
   launcher), so another task on the same network cannot join or drive it;
 * no autoscaler monitor, and no dashboard unless the platform offers one to owners
   (``task_ray_dashboard``; ``--dashboard-port``): ~370 MB instead of ~590 MB (bench/overhead.py);
+* no Prometheus endpoint (``RAY_NO_METRICS``): Ray serves its metrics without a token on every address, so
+  another task could read this one's (and the CPU they cost is saved);
 * the command gets ``RAY_ADDRESS`` pointing at it, so verl's ``ray.init(address="auto")`` and
   a plain ``ray.init()`` both attach to it, never to the platform's.
 
@@ -40,6 +42,11 @@ RAY_TEMP = "/tmp/ray"
 START_TIMEOUT_S = 120.0
 EX_RAY_FAILED = 70  # EX_SOFTWARE: the platform part of the task failed, not the user's command
 PR_SET_CHILD_SUBREAPER = 36
+# Ray's Prometheus endpoints answer anyone who reaches the port, and Ray has no token for them: the dashboard
+# agent's metrics export port (off with metrics collection: its port file then says -1) and the dashboard's own
+# metrics server on a fixed port (44227; Ray logs a bind error for a port number out of range and goes on
+# without it). The platform's Ray nodes get the same (runtime/jail.py: platform_ray_env).
+RAY_NO_METRICS = {"RAY_enable_metrics_collection": "0", "DASHBOARD_METRIC_PORT": "65536"}
 
 
 def parse_args(args: list[str] | None = None) -> argparse.Namespace:
@@ -187,6 +194,7 @@ def end_children() -> None:
 
 def main(args: list[str] | None = None) -> int:
     ns = parse_args(args)
+    os.environ.update(RAY_NO_METRICS)  # ray start, the join and the command's own Ray processes
     env = dict(os.environ)
     if ns.join:
         return join(ns)
