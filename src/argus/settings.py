@@ -123,6 +123,7 @@ class Settings(BaseSettings):
     # accepts with a warning (clusters whose workers download models themselves); off skips the check.
     model_check: Literal["required", "warn", "off"] = "required"
     reward_check_rows: int = 4
+    # The reward dry-run's budget in seconds of its own CPU time, not of the clock (verl/rewards.py)
     reward_check_timeout_s: float = 30.0
     # Jail for head-side processes that handle user input (reward dry-run, verl validator): see verl/sandbox.py
     sandbox: Literal["auto", "bwrap", "off"] = "auto"

@@ -111,6 +111,25 @@ def test_safe_binds_never_show_hidden_trees_or_other_homes(tmp_path: Path) -> No
 
 
 @pytest.mark.hostile
+def test_safe_binds_in_embedded_mode_show_the_environments_inside_the_hidden_state_dir(tmp_path: Path) -> None:
+    """Embedded mode's data root is ``<state>/private``: its ``envs`` and the owner's home are shown, nothing else of
+    the state dir, and a hidden tree inside an open folder stays hidden."""
+    state = tmp_path / "state"
+    root = state / "private"
+    secret = root / "users" / "alice" / ".ssh"
+    for d in (root / "envs" / "a" / "venv", root / "users" / "alice" / "envs" / "mine", root / "users" / "bob",
+              state / "jail", secret):
+        d.mkdir(parents=True)
+    (state / "argus.db").write_text("the database")
+    (root / "envs" / "a" / "venv" / "db").symlink_to(state / "argus.db")  # a link out of the open folder
+    kw = {"hidden": [state, secret], "root": root, "open_under": [root / "envs", root / "users" / "alice"]}
+    shown = [str(root / "envs" / "a" / "venv"), str(root / "users" / "alice" / "envs" / "mine")]
+    assert safe_binds(shown, **kw) == shown
+    assert safe_binds([str(state), str(state / "argus.db"), str(state / "jail"), str(root), str(root / "users" / "bob"),
+                       str(root / "envs" / "a" / "venv" / "db"), str(secret)], **kw) == []
+
+
+@pytest.mark.hostile
 def test_a_users_manifest_cannot_name_an_interpreter_outside_their_environment(tmp_path: Path) -> None:
     """bob's own manifest pointing at alice's environment (or the state dir) is broken, never used."""
     env = install_env(tmp_path, "verl-0.4.1-cpu")

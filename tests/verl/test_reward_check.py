@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,14 @@ from tests.verl.conftest import (
 )
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
+SLOW_IMPORT = """
+import time
+for _ in range(8):
+    time.sleep(0.6)
+    t = time.process_time()
+    while time.process_time() - t < 0.12:
+        pass
+"""
 
 
 @pytest.fixture
@@ -27,6 +36,9 @@ def files(tmp_path: Path) -> Path:
                        ("raises.py", RAISING_REWARD)):
         (tmp_path / name).write_text(text)
     (tmp_path / "hang.py").write_text("import time\ntime.sleep(60)\n")
+    (tmp_path / "spin.py").write_text("while True:\n    pass\n")
+    # what a busy head makes of an import that needs ~1 s of CPU: 6 s of wall time, never idle for long
+    (tmp_path / "slow.py").write_text(SLOW_IMPORT + GOOD_REWARD)
     write_rl_parquet(tmp_path / "d.parquet", 10)
     return tmp_path
 
@@ -67,13 +79,20 @@ def test_without_data_checks_import_and_function(files):
     assert res.returncode == 0 and "cannot read" in json.loads(res.stdout)["data_warning"]
 
 
-def test_admission_check_times_out(files, tmp_path):
+def test_admission_check_budget_is_cpu_time_not_the_clock(files, tmp_path):
+    """A hang (no CPU used) and a loop (CPU used up) are stopped, each said so; a check slower than the budget
+    on the clock but within it in CPU, as on a busy head, passes (issue 35: refused under load before)."""
     from argus.settings import Settings
     from argus.verl.rewards import check_reward
 
-    settings = Settings(state_dir=tmp_path / "s", reward_check_timeout_s=2)
+    settings = Settings(state_dir=tmp_path / "s", reward_check_timeout_s=3)
     result = check_reward(settings, str(files / "hang.py"), None, None)
-    assert result.error and "did not finish in 2 s" in result.error
+    assert result.error and "used no CPU for 3 s" in result.error and "reward_check_timeout_s" in result.error
+    result = check_reward(settings, str(files / "spin.py"), None, None)
+    assert result.error and "used more than 3 s of CPU" in result.error
+    started = time.monotonic()
+    result = check_reward(settings, str(files / "slow.py"), None, str(files / "d.parquet"))
+    assert result.error is None and time.monotonic() - started > 3, result.error
 
 
 def test_banner(files, capsys):

@@ -298,21 +298,24 @@ def _under(path: Path, folder: Path) -> bool:
 def safe_binds(paths: Iterable[str], *, hidden: Iterable[Path], root: Path, open_under: Iterable[Path]) -> list[str]:
     """The ``paths`` a sandbox may show read-only on top of what it hides: a training environment's
     prefix comes from a manifest, and a user's own manifest (or a symbolic link in their venv) could
-    name the node's state directory or another home. A path passes when neither it nor where it leads
-    is under a hidden tree, nor under the data root outside ``open_under`` (the cluster's
-    environments, the owner's home)."""
+    name the node's state directory or another home. A path passes when it and where it leads are both
+    under an ``open_under`` folder (the cluster's environments, the owner's home) and under no hidden tree
+    inside that folder, or under neither a hidden tree nor the data root.
+
+    Open folders win over the hidden trees they lie in: in embedded mode the data root, its ``envs`` too, is
+    ``<state dir>/private``, and the state dir is hidden (an environment built there was refused, so neither
+    a task nor a reward check could start its interpreter)."""
     hidden = [Path(os.path.realpath(h)) for h in hidden]
     root = Path(os.path.realpath(root))
     opened = [Path(os.path.realpath(o)) for o in open_under]
-    out = []
-    for path in paths:
-        ok = True
-        for q in {Path(os.path.abspath(path)), Path(os.path.realpath(path))}:
-            if any(_under(q, h) for h in hidden) or (_under(q, root) and not any(_under(q, o) for o in opened)):
-                ok = False
-        if ok:
-            out.append(path)
-    return out
+
+    def shown(q: Path) -> bool:
+        if any(_under(q, o) and not any(_under(q, h) and _under(h, o) for h in hidden) for o in opened):
+            return True
+        return not any(_under(q, h) for h in hidden) and not _under(q, root)
+
+    return [path for path in paths
+            if all(shown(q) for q in {Path(os.path.abspath(path)), Path(os.path.realpath(path))})]
 
 
 def inside_ids(cfg: JailConfig) -> tuple[int, int]:
