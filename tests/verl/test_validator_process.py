@@ -51,6 +51,15 @@ def test_timeout_kills_and_next_request_works(validator):
     assert validator.pid != pid
 
 
+def test_the_budget_is_cpu_time_not_the_clock(validator):
+    """A request slower on the clock than its budget but using little CPU, as on a busy head, is answered; the
+    validator is the same process after it (issue 35)."""
+    validator.request({"op": "info"})
+    pid, started = validator.pid, time.monotonic()
+    validator.request({"op": "sleep", "seconds": 3, "burn_every": 0.2}, timeout_s=1)
+    assert time.monotonic() - started > 3 and validator.pid == pid
+
+
 def test_concurrent_requests_are_serialized(validator):
     from concurrent.futures import ThreadPoolExecutor
 

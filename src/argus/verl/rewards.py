@@ -6,11 +6,8 @@ and scores ``settings.reward_check_rows`` rows. The child gets a minimal
 environment (no ARGUS_* settings or tokens) and its own session. A reward that cannot import or
 raises is rejected at submit with the last lines of its traceback.
 
-**The budget is the check's own CPU time, not the clock** (``reward_check_timeout_s``): a reward that imports
-``transformers`` needs 5-10 s of CPU, which a busy head stretches past 30 s of wall time; that is a slow
-machine, not a broken reward. The check is stopped when it has used its budget of CPU (a loop), when it
-has used no CPU for as long (a sleep, a lock, a network wait: a hang), or after ``WALL_CAP`` times the budget
-of wall time, which bounds how long the submit waits whatever the load.
+The budget (``reward_check_timeout_s``) is the check's own CPU time, not the clock (verl/budget.py): a busy
+head makes a reward that imports ``transformers`` slow, not refused.
 """
 
 from __future__ import annotations
@@ -19,19 +16,16 @@ import json
 import os
 import signal
 import subprocess
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import psutil
-
 from argus.settings import Settings
+from argus.verl.budget import CpuBudget
 from argus.verl.sandbox import child_env, sandbox_prefix
 
 _SRC_ROOT = str(Path(__file__).resolve().parents[2])
 POLL_S = 0.25
-WALL_CAP = 10  # × the CPU budget: the longest a submit waits for its reward check, whatever the head's load
 
 
 @dataclass
@@ -83,45 +77,17 @@ def check_reward(settings: Settings, path: str, name: str | None, data: str | No
 
 def _wait_within_budget(proc: subprocess.Popen[str], budget_s: float) -> tuple[str, str] | str:
     """The child's (stdout, stderr) once it exits; else it is killed with its session, and why is returned."""
-    started = time.monotonic()
-    used, progressed = 0.0, started
+    budget = CpuBudget(proc.pid, budget_s)
     while True:
         try:
             return proc.communicate(timeout=POLL_S)  # a retry after a time-out loses no output
         except subprocess.TimeoutExpired:
             pass
-        now = time.monotonic()
-        cpu = _tree_cpu_s(proc.pid)
-        if cpu > used:
-            used, progressed = cpu, now
-        if used > budget_s:
-            why = f"used more than {budget_s:g} s of CPU (a loop?)"
-        elif now - progressed > budget_s:
-            why = f"used no CPU for {budget_s:g} s (it waits on something: a sleep, a lock, the network?)"
-        elif now - started > WALL_CAP * budget_s:
-            why = f"did not finish in {WALL_CAP * budget_s:g} s ({used:.1f} s of CPU: the head is very busy)"
-        else:
-            continue
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
-        return why
-
-
-def _tree_cpu_s(pid: int) -> float:
-    """CPU seconds (user + system) used so far by ``pid`` and its descendants (bwrap, then the check)."""
-    try:
-        root = psutil.Process(pid)
-        procs = [root, *root.children(recursive=True)]
-    except psutil.Error:
-        return 0.0
-    total = 0.0
-    for p in procs:
-        try:
-            t = p.cpu_times()
-        except psutil.Error:
-            continue
-        total += t.user + t.system + t.children_user + t.children_system
-    return total
+        why = budget.overrun()
+        if why is not None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            return why
 
 
 def _last_json(stdout: str) -> dict[str, Any] | None:

@@ -3,7 +3,8 @@
 The child (``argus.verl.worker``) runs under ``settings.verl_python`` so the
 verl that judges a task is the one that will run it. Requests are serialized
 with a lock (the child answers one at a time) so concurrent API requests are
-safe; each has a deadline, and a child that misses it is killed and replaced —
+safe; each has a budget of the child's own CPU time (verl/budget.py: a busy head makes a request slow, not
+refused), and a child that overruns it — a loop, or no CPU used for as long: a hang — is killed and replaced;
 a stuck compose must never wedge admission. Start-up is done in a background
 thread so the server does not wait ~3 s for ``import verl``; the first request
 waits for it instead.
@@ -21,6 +22,7 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
+from argus.verl.budget import CpuBudget
 from argus.verl.sandbox import child_env
 
 log = logging.getLogger(__name__)
@@ -29,6 +31,7 @@ _SRC_ROOT = str(Path(__file__).resolve().parents[2])  # the directory holding th
 
 
 _TIMED_OUT = "\0timed out"
+POLL_S = 0.25
 
 
 class ValidatorUnavailable(RuntimeError):
@@ -61,6 +64,7 @@ class VerlValidator:
         self._stderr_tail: deque[str] = deque(maxlen=40)
         self.info: dict[str, Any] | None = None
         self.restarts = 0
+        self._overrun = ""  # why the last request or start was stopped (verl/budget.py)
 
     # ------------------------------------------------------------ lifecycle
 
@@ -94,10 +98,12 @@ class VerlValidator:
         except OSError as exc:
             raise ValidatorUnavailable(f"cannot run verl_python {self.python!r}: {exc}") from exc
         threading.Thread(target=self._drain_stderr, args=(proc,), daemon=True).start()
-        first = self._readline(proc, self.start_timeout_s)
+        budget = CpuBudget(proc.pid, self.start_timeout_s)
+        first = self._readline(proc, budget)
         if first is None or first is _TIMED_OUT:
             self._kill(proc)
-            raise ValidatorUnavailable(f"verl validator did not start: {self._tail()}")
+            why = f" (it {self._overrun})" if first is _TIMED_OUT else ""
+            raise ValidatorUnavailable(f"verl validator did not start{why}: {self._tail()}")
         hello = json.loads(first)
         if not hello.get("ready"):
             self._kill(proc)
@@ -176,11 +182,12 @@ class VerlValidator:
         except (BrokenPipeError, OSError) as exc:
             self._proc = None
             raise ValidatorUnavailable(f"verl validator died: {self._tail()}") from exc
-        deadline = time.monotonic() + timeout_s
+        budget = CpuBudget(proc.pid, timeout_s)
         while True:
-            line = self._readline(proc, max(0.0, deadline - time.monotonic()))
+            line = self._readline(proc, budget)
             if line is _TIMED_OUT:
-                raise ValidatorTimeout(f"verl validation took longer than {timeout_s:.0f} s")
+                raise ValidatorTimeout(f"verl validation {self._overrun} and was stopped (verl_timeout_s = "
+                                       f"{timeout_s:g} s of CPU)")
             if line is None:
                 self._proc = None
                 raise ValidatorUnavailable(f"verl validator died: {self._tail()}")
@@ -190,14 +197,18 @@ class VerlValidator:
                     raise ValidatorUnavailable(f"verl validator failed: {resp['fatal']}")
                 return resp
 
-    @staticmethod
-    def _readline(proc: subprocess.Popen[str], timeout_s: float) -> str | None:
-        """One stdout line; None at EOF; _TIMED_OUT (after killing the child) when none came in time."""
+    def _readline(self, proc: subprocess.Popen[str], budget: CpuBudget) -> str | None:
+        """One stdout line; None at EOF; _TIMED_OUT (after killing the child; why in ``_overrun``) when the child
+        overran its budget before writing one."""
         box: list[str] = []
         t = threading.Thread(target=lambda: box.append(proc.stdout.readline() if proc.stdout else ""), daemon=True)
         t.start()
-        t.join(timeout_s)
-        if t.is_alive():
-            proc.kill()  # the reader is stuck on a child we give up on; the kill ends its readline with EOF
-            return _TIMED_OUT
-        return box[0] if box and box[0] else None
+        while True:
+            t.join(POLL_S)
+            if not t.is_alive():
+                return box[0] if box and box[0] else None
+            why = budget.overrun()
+            if why is not None:
+                self._overrun = why
+                proc.kill()  # the reader is stuck on a child we give up on; the kill ends its readline with EOF
+                return _TIMED_OUT

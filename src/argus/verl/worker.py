@@ -24,7 +24,9 @@ Protocol: one JSON object per line in, one per line out, same ``id``.
   {"op": "keys", "config": name}      -> {"keys": [{"key", "default", "type", "deprecated"?, "use"?}]}
                                           (every leaf of verl's composed config: the editor's completion)
   {"op": "find_module", "module": m}   -> {"found": bool, "replacement": str | None}  (nothing imported)
-  {"op": "sleep", "seconds": s}        -> used by tests to exercise the caller's timeout
+  {"op": "sleep", "seconds": s[, "burn_every": b]}
+                                       -> used by tests to exercise the caller's CPU budget: a hang, or with
+                                          burn_every a busy machine's slow answer (a little CPU every b s)
 """
 
 from __future__ import annotations
@@ -805,6 +807,16 @@ def prompt_lengths(model: str, path: str, prompt_key: str, rows: int) -> dict[st
     return {"lengths": lengths}
 
 
+
+def _sleep(seconds: float, burn_every: float) -> None:
+    """Sleep ``seconds``; with ``burn_every``, use 20 ms of CPU after each ``burn_every`` s of sleep."""
+    end = time.monotonic() + seconds
+    while (left := end - time.monotonic()) > 0:
+        time.sleep(min(left, burn_every) if burn_every else left)
+        spin = time.process_time()
+        while burn_every and time.process_time() - spin < 0.02:
+            pass
+
 def main() -> None:
     out = sys.stdout
     sys.stdout = sys.stderr  # stray prints from verl must never corrupt the protocol stream
@@ -840,7 +852,7 @@ def main() -> None:
             elif req["op"] == "prompt_lengths":
                 resp = prompt_lengths(req["model"], req["file"], req["prompt_key"], int(req.get("rows", 8)))
             elif req["op"] == "sleep":
-                time.sleep(float(req["seconds"]))
+                _sleep(float(req["seconds"]), float(req.get("burn_every", 0)))
                 resp = {}
             else:
                 resp = {"fatal": f"unknown op {req['op']!r}"}
