@@ -39,6 +39,15 @@ def test_renamed_keys_name_their_091_key(alice):
     assert "ppo_micro_batch_size`" not in sizes and "ppo_micro_batch_size=" not in sizes  # never a deprecated key
 
 
+def test_an_older_key_added_with_plus_is_accepted_with_a_warning(alice):
+    """verl composes ``+actor_rollout_ref.rollout.n_val=4`` (its own qwen3moe recipe writes it) and never reads it:
+    accepted, with the warning naming what verl reads instead, as a deprecated key gets (issue 35: one rule)."""
+    r = submit(alice, advanced(PPO_ARGS, extra=["+actor_rollout_ref.rollout.n_val=4"]))
+    assert r.status_code == 201, r.text
+    [w] = [w for w in r.json()["warnings"] if "n_val" in w]
+    assert "ignores it" in w and "actor_rollout_ref.rollout.val_kwargs.n=4" in w and "did you mean" not in w
+
+
 def test_legacy_reward_error_names_the_key_the_user_wrote(alice):
     errs = errors_of(submit(alice, advanced(PPO_ARGS, extra=["custom_reward_function.path=$HOME/code/nope.py"])))
     [e] = [e for e in errs if "reward" in e["field"]]

@@ -196,8 +196,7 @@ class Validator:
                 errors.extend(bad)
             else:
                 keep.append(item)
-                m = _OVERRIDE.match(item)
-                note = deprecation_warning(schema, m.group("key")) if m and m.group("value") is not None else None
+                note = self._ignored(schema, item)
                 if note:
                     notes.append(note)
         refused = list(errors)
@@ -214,6 +213,21 @@ class Validator:
         errors.extend(fold_knock_on(refused, found, schema))
         return {"errors": errors, "warnings": notes + warned, "resolved": _resolved(cfg), "paths": paths}
 
+    @staticmethod
+    def _ignored(schema: Schema, item: str) -> str | None:
+        """The warning for an override verl accepts and then ignores, with what it reads instead: one rule for a
+        deprecated key this verl still composes and for an older verl's key added with + (verl's own recipes
+        write ``+actor_rollout_ref.rollout.n_val``: refusing it refused scripts verl runs)."""
+        m = _OVERRIDE.match(item)
+        if not m or m.group("value") is None:
+            return None
+        prefix, key, value = m.group("prefix") or "", m.group("key"), m.group("value")
+        note = deprecation_warning(schema, key)
+        if note is None and prefix in ("+", "++") and not schema.has(key):
+            old = rename_error(schema, prefix, key, value)
+            note = old and f"verl accepts {prefix}{key} and ignores it: {old['message']}"
+        return note
+
     def _precheck(self, schema: Schema, item: str) -> list[dict[str, Any]]:
         m = _OVERRIDE.match(item)
         if not m or "/" in m.group("key") or "@" in m.group("key") or m.group("key").startswith("hydra."):
@@ -221,8 +235,8 @@ class Validator:
         prefix, key, value = m.group("prefix") or "", m.group("key"), m.group("value")
         if not schema.has(key):
             old = rename_error(schema, prefix, key, value)  # a key of an older verl: its name here, not a guess
-            if old is not None:
-                return [old]
+            if old is not None:  # with + verl adds it and never reads it: a warning (_ignored); else Hydra refuses
+                return [] if prefix in ("+", "++") else [old]
         if prefix in ("", "~") and not schema.has(key):
             near = schema.suggest(key)
             what = "cannot delete" if prefix == "~" else "cannot override"
