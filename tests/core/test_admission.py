@@ -147,6 +147,20 @@ def test_verl_needs_gpus():
     assert out.errors[0].field == "n_gpus_per_node" and "≥ 1" in out.errors[0].message
 
 
+def test_a_shell_operator_hides_no_other_problem():
+    """Issue 35: ``cd … && python3 -m …`` is refused for the operator and, in the same answer, for what is wrong
+    in the python command (it used to take one round per problem: the operator first, then the rest)."""
+    out = adv("cd /tmp && python3 -m verl.trainer.main_ppo data.train_files=/private/users/bob/x.parquet "
+              "2>&1 | tee log")
+    assert isinstance(out, Rejected)
+    by_field = {(e.field, str(e.value)) for e in out.errors}
+    assert ("command", "&&") in by_field and "command: data.train_files" in {f for f, _ in by_field}, out.errors
+    assert out.partial is not None and out.partial.entry_module == "verl.trainer.main_ppo"
+    assert "data.train_files" in out.partial.overrides and "2" not in " ".join(out.partial.overrides)
+    out = adv("echo start; python3 -m os")
+    assert {str(e.value) for e in out.errors} >= {";", "os"}, out.errors
+
+
 def test_all_errors_reported_at_once():
     out = adv("python3 -m os data.train_files=/etc/x custom_reward_function.path=/tmp/r.py "
               "y=/private/users/bob/z")

@@ -304,3 +304,14 @@ def test_torchrun_sft_is_validated_for_the_processes_it_starts_not_the_reservati
     r = submit(alice, sft_advanced("torchrun --nproc_per_node=2 --standalone", gpus=8))
     assert r.status_code == 201, r.text
     assert any("nproc" in w for w in r.json()["warnings"]), r.json()["warnings"]
+
+
+def test_a_shell_operator_and_verls_own_problems_come_in_one_answer(alice):
+    """Issue 35: ``cd … && python3 -m verl…`` with a key typo: the operator and the typo, in one refusal."""
+    body = yaml.safe_load(advanced(PPO_ARGS, extra=["data.train_batch_sz=8"]))
+    body["command"] = "cd $HOME && " + body["command"].rstrip() + " 2>&1 | tee log\n"
+    errs = errors_of(submit(alice, yaml.safe_dump(body)))
+    assert any(e["field"] == "command" and e["value"] == "&&" for e in errs), errs
+    [typo] = [e for e in errs if e["field"] == "command: data.train_batch_sz"]
+    assert "did you mean `data.train_batch_size`" in typo["message"]
+    assert not any(e["value"] in ("2", "log", "tee") for e in errs), errs

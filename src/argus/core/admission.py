@@ -181,6 +181,7 @@ def _admit_advanced(
     if isinstance(parsed, list):
         errors.extend(parsed)
         return None
+    errors.extend(parsed.problems)
     _check_entry(parsed, policy, errors)
     if parsed.torchrun is not None:
         _check_torchrun(spec, parsed, errors, warnings)

@@ -37,6 +37,10 @@ class ParsedCommand:
     # Set when torchrun launches the module (``torchrun …`` or ``python3 -m torch.distributed.run …``):
     # ``module``/``args``/``overrides`` are then the inner module's, and this holds torchrun's own options.
     torchrun: TorchrunOptions | None = None
+    # What makes the command as written unacceptable although its python command could still be found and
+    # judged (shell operators: ``cd x && python3 -m …``): admission refuses with these and every problem of the
+    # python command in the same answer, instead of one round per problem.
+    problems: list[FieldError] = field(default_factory=list)
 
 
 @dataclass
@@ -141,9 +145,36 @@ def parse_command(command: str, fld: str = "command") -> ParsedCommand | list[Fi
                 "writes stdout/stderr to the task log (jobs/<task>/logs), so pipes and redirections are not needed",
             )
         )
-    if errors:
+    if errors and not ops or len(errors) > 1:
         return errors
-    return _structure(tokens, fld)
+    if not ops:
+        return _structure(tokens, fld)
+    parsed = _structure(_main_segment(tokens), fld)  # judged too, so that one answer names every problem
+    if isinstance(parsed, list):
+        return [*errors, *parsed]
+    parsed.problems = errors
+    return parsed
+
+
+def _main_segment(tokens: list[str]) -> list[str]:
+    """The simple command among ``a && b | c > f`` that runs a module (``-m``), else the first: the words
+    between control operators, without redirections and their targets."""
+    segments: list[list[str]] = [[]]
+    skip = False
+    for tok in tokens:
+        if skip:
+            skip = False
+        elif tok and set(tok) <= _OPERATOR_CHARS:
+            if set(tok) & set("<>"):
+                skip = True  # the file a redirection names
+                if segments[-1] and segments[-1][-1].isdigit():
+                    segments[-1].pop()  # the descriptor of 2>&1 (the lexer cut it off)
+            elif segments[-1]:
+                segments.append([])
+        else:
+            segments[-1].append(tok)
+    segments = [s for s in segments if s]
+    return next((s for s in segments if "-m" in s), segments[0] if segments else [])
 
 
 def _structure(tokens: list[str], fld: str) -> ParsedCommand | list[FieldError]:
