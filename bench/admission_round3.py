@@ -87,6 +87,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--width", type=int, default=60, help="first-problem column width")
     ap.add_argument("--rounds", type=int, default=3, help="dry runs per spec (latency samples)")
+    ap.add_argument("--fixes", action="store_true", help="list every one-click fix offered (key: replace -> with)")
     args = ap.parse_args()
     old_specs = sorted((OLD / "specs").glob("*.yaml"))
     specs = [(p, p.read_text()) for p in old_specs]
@@ -99,6 +100,7 @@ def main() -> None:
     validator = VerlValidator(sys.executable, timeout_s=120)
     validator.start_background()
     rows = []
+    fixes: list[tuple[str, str, str, str]] = []  # (spec, field, replace, with): what a one-click button would do
     latencies: list[float] = []
     with tempfile.TemporaryDirectory() as tmp:
         settings = Settings(state_dir=Path(tmp) / "state", sftp_enabled=False, verl_validation="required",
@@ -127,6 +129,7 @@ def main() -> None:
                 body = r.json()
                 errors = body["detail"].get("errors", []) if r.status_code == 400 else []
                 warnings = body["detail"].get("warnings", []) if r.status_code == 400 else body.get("warnings", [])
+                fixes += [(path.stem, e["field"], e["fix"]["replace"], e["fix"]["with"]) for e in errors if e.get("fix")]
                 if path.stem in planted:  # a planted defect is named when a problem is about its key
                     found[path.stem] = sum(any(e["field"] == f"command: {k}" for e in errors) for k in planted[path.stem])
                 expects = EXPECT.findall(text)
@@ -158,6 +161,11 @@ def main() -> None:
                      f"{sum(found.values())}, problems listed {sum(r[3] for r in mine)} (named/planted/listed: "
                      + ", ".join(f"{r[1]} {found[r[1]]}/{len(planted[r[1]])}/{r[3]}" for r in mine) + ")")
         print(line)
+    print(f"\none-click fixes offered: {len(fixes)} in {len({f[0] for f in fixes})} specs (issue 35: only the rename "
+          "table, a same-parent spelling slip, a value of verl's registry; review them with --fixes)")
+    if args.fixes:
+        for spec, fld, old, new in fixes:
+            print(f"  {spec}: {fld}: {old!r} -> {new!r}")
     q = statistics.quantiles(latencies, n=20)
     print(f"\nsubmit latency (dry run): p50 {statistics.median(latencies) * 1000:.0f} ms, p95 {q[18] * 1000:.0f} ms")
 

@@ -106,3 +106,15 @@ def test_a_new_users_template_is_one_to_do_not_a_wall(verl_server):
         typed = errors_at(dry(bob, template.replace("$HOME/datasets/gsm8k/test.parquet", "$HOME/mine/v.parquet")))
         assert "does not exist" in typed["val_file"]["message"] and "link" not in typed["val_file"]
         assert typed["model_id"]["link"] == "/data"
+
+
+def test_a_guess_across_the_config_is_text_never_a_one_click_fix(verl_server, alice):
+    """Issue 35: similarity across the config guessed ``retriever.url`` → ``reward.sandbox_fusion.url``: applied,
+    it changes what the script means. Such a guess stays in the message; a fix is only the rename table's key
+    or a spelling slip of a key under the same parent."""
+    errs = errors_at(dry(alice, advanced(PPO_ARGS, extra=["retriever.url=http://127.0.0.1:8000/retrieve",
+                                                          "data.max_prompt_lenght=64"])))
+    guess = errs["command: retriever.url"]
+    assert "did you mean" in guess["message"] and guess.get("fix") is None, guess
+    slip = errs["command: data.max_prompt_lenght"]
+    assert slip["fix"] == {"replace": "data.max_prompt_lenght", "with": "data.max_prompt_length"}

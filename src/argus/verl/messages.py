@@ -98,6 +98,14 @@ class Schema:
         new = entry.get("new")
         return [new] if new is None or self.has(new) else []
 
+    def safe_fix(self, key: str) -> str | None:
+        """The key a one-click fix may write for an unknown ``key``: only where the meaning is known to stay —
+        what verl's history renamed it to, or a spelling slip of a key under the same parent. A guess from
+        similarity across the config (``retriever.url`` → ``reward.sandbox_fusion.url``) is never a fix: it
+        stays text ("did you mean"), since applying it would change what the script does without a word."""
+        renamed = [r for r in self.renamed_to(key) if r]
+        return self.successor(renamed[0]) if renamed else self.sibling_typo(key)
+
     def sibling_typo(self, key: str) -> str | None:
         """The closest existing key under the same parent whose last segment is a near-miss of ``key``'s
         (a deprecated one is replaced by its successor)."""
@@ -221,7 +229,8 @@ def compose_error(exc: BaseException, schema: Schema | None) -> dict[str, Any]:
         return err(m.group(1) if m else "", None, f"verl/Hydra: {text}")
     key = m.group(1) if m else key_in(text, schema)
     near = [] if schema.has(key) else schema.suggest(key)
-    return err(key, None, f"verl/Hydra: {text}{did_you_mean(near)}", edit(key, near[0]) if key and near else None)
+    fix_to = schema.safe_fix(key) if key and near else None
+    return err(key, None, f"verl/Hydra: {text}{did_you_mean(near)}", edit(key, fix_to) if fix_to else None)
 
 
 # What a check needs from the environment, found in its failure: (pattern, what is missing).

@@ -240,8 +240,9 @@ class Validator:
         if prefix in ("", "~") and not schema.has(key):
             near = schema.suggest(key)
             what = "cannot delete" if prefix == "~" else "cannot override"
+            fix_to = schema.safe_fix(key) if near else None  # a one-click fix only where the meaning stays
             return [err(key, value, f"unknown key: verl's {{cfg}} has no '{key}' ({what} it){did_you_mean(near)}",
-                        edit(key, near[0]) if near else None)]
+                        edit(key, fix_to) if fix_to else None)]
         if prefix == "+" and (key in schema.nodes or schema.leaves.get(key) is not None):
             # Hydra: "Could not append to config. An item is already at ..." (a null default may be appended
             # to), and then nothing else would be checked
