@@ -148,13 +148,14 @@ def _bind_problem(host: str, port: int) -> str | None:
 
 def _wire_verl(ctx: AppContext) -> None:
     """verl's own validation as an admission check; the validator process starts with the components."""
-    from argus.envs.check import EnvCheck
+    from argus.envs.check import EnvCheck, environment_choices
     from argus.envs.registry import Registry
     from argus.verl.component import make_verl_checks
 
     registry = Registry.for_settings(ctx.settings)
     checks, pool = make_verl_checks(ctx.settings, registry)
     ctx.checks = (*ctx.checks, EnvCheck(registry), *checks)
+    ctx.env_choices = environment_choices(registry) if pool is not None else None
     ctx.extras["env_registry"] = registry
     ctx.extras["verl_validator"] = pool
 

@@ -97,6 +97,20 @@ def test_the_same_spec_is_refused_by_verl_091_and_accepted_by_verl_041(srv: Live
     assert any("verl-0.4.1-cpu" in p for p in pythons) and any("verl-0.9.1-cpu" in p for p in pythons), warm
 
 
+def test_a_refusal_points_first_at_the_environment_that_accepts_the_spec_as_written(alice: httpx.Client) -> None:
+    """Issue 35: a script for an older verl is told where it runs unchanged before it is told how to port it; a
+    spec no environment accepts as written gets no such line."""
+    r = post_spec(alice, advanced(OLD_STYLE, None))  # the default environment (verl 0.9.1 here)
+    assert r.status_code == 400, r.text
+    first, *rest = _errors(r)
+    assert first["field"] == "env" and "accepted as written by verl 0.4.1" in first["message"], first
+    assert "`env: verl-0.4.1-cpu`" in first["message"] and first.get("fix") is None
+    assert {"command: ray_init.num_cpus", "command: critic.model.fsdp_config.param_offload"} <= {e["field"] for e in rest}
+    bad = OLD_STYLE.replace("data.train_batch_size=8", "data.train_batch_size=3")  # refused by both verls
+    r = post_spec(alice, advanced(bad, "verl-0.9.1-cpu"))
+    assert r.status_code == 400 and not any(e["field"] == "env" for e in _errors(r)), r.text
+
+
 def test_a_verl_041_rule_is_checked_by_verl_041(alice: httpx.Client) -> None:
     bad = OLD_STYLE.replace("data.train_batch_size=8", "data.train_batch_size=3")  # 3 × 4 rollouts < mini batch 8
     r = post_spec(alice, advanced(bad, "verl-0.4.1-cpu"))
@@ -144,3 +158,20 @@ def test_removing_an_environment_waits_for_its_tasks(alice: httpx.Client, admin:
     assert "old-scripts" not in {e["name"] for e in alice.get("/api/v2/envs").json()["environments"]}
     assert admin.delete("/api/v2/envs/argus").status_code == 409  # the built-in one stays
     assert admin.delete("/api/v2/envs/nope").status_code == 404
+
+
+def test_start_up_warms_a_validator_for_each_verl_of_the_cluster(srv: LiveServer) -> None:
+    """Issue 35: the 0.4.1 environment's validator starts with the server, not on the first spec that needs it
+    (a refused spec is tried there; a first answer took 89 s on a busy head)."""
+    import asyncio
+
+    from argus.verl.component import VerlValidatorComponent
+    from argus.verl.pool import ValidatorPool
+
+    pool = ValidatorPool(srv.ctx.settings)
+    try:
+        asyncio.run(VerlValidatorComponent(pool, srv.ctx.extras["env_registry"]).start())
+        pythons = [w["python"] for w in pool.warm()]
+        assert len(pythons) == 2 and any("verl-0.4.1-cpu" in p for p in pythons), pythons  # 0.9.1 once, 0.4.1
+    finally:
+        pool.stop()

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import argus
-from argus.core.admission import AdmissionPolicy, SpecCheck
+from argus.core.admission import AdmissionPolicy, EnvChoices, SpecCheck
 from argus.core.paths import DataLayout
 from argus.db.session import Database
 from argus.services.eta import QueueEstimates
@@ -23,6 +23,8 @@ class AppContext:
     settings: Settings
     db: Database
     checks: tuple[SpecCheck, ...] = ()
+    # The other environments a spec refused by its own environment's verl is tried in (set with the registry).
+    env_choices: EnvChoices | None = None
     # Called after a write that the scheduler should act on (submit, cancel): wakes its loops.
     wake: Callable[[], None] = lambda: None
     # Read-only cluster view for /nodes (set when a cluster adapter is available).

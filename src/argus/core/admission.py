@@ -575,3 +575,6 @@ class CheckOutcome:
 
 # An extra check run after the pure ones: (admitted spec, user name, template overrides) -> outcome.
 SpecCheck = Callable[[Admitted, str, list[str]], CheckOutcome]
+# (the spec's env: or None for the default, the user) -> the other environments a refused advanced spec is tried
+# in, as (name, verl version): "accepted as written by verl 0.4.1 in verl-0.4.1-cpu" (issue 35)
+EnvChoices = Callable[[str | None, str], list[tuple[str, str]]]

@@ -12,7 +12,7 @@ and it can run what the spec asks for.
 
 from __future__ import annotations
 
-from argus.core.admission import Admitted, CheckOutcome
+from argus.core.admission import Admitted, CheckOutcome, EnvChoices
 from argus.core.command import PPO_ENTRY
 from argus.core.taskspec import BasicTaskSpec
 from argus.envs.registry import EnvError, Environment, Registry
@@ -71,3 +71,19 @@ class EnvCheck:
             out.warnings.append(message)
         else:
             out.errors.append(FieldError(fld, wanted, message))
+
+
+def environment_choices(registry: Registry) -> EnvChoices:
+    """The other environments a refused advanced spec is tried in: the ones its user may name that passed their
+    check and hold another verl than the spec's environment, newest verl first."""
+
+    def choices(name: str | None, user: str) -> list[tuple[str, str]]:
+        try:
+            current = registry.resolve(name, user)
+        except EnvError:
+            return []  # refused on env: already
+        others = [e for e in registry.visible(user) if e.ok and e.verl and e.verl != current.verl]
+        others.sort(key=lambda e: tuple(int(p) if p.isdigit() else 0 for p in e.verl.split(".")), reverse=True)
+        return [(e.name, e.verl) for e in others]
+
+    return choices

@@ -22,6 +22,7 @@ from argus.core.admission import (
     AdmissionPolicy,
     Admitted,
     CheckOutcome,
+    EnvChoices,
     SpecCheck,
     admit,
     resolved_view,
@@ -109,17 +110,19 @@ def policy_for(session: Session, principal: Principal, policy: AdmissionPolicy) 
 
 
 def check_spec(principal: Principal, body: str, *, policy: AdmissionPolicy, content_type: str | None = None,
-               max_bytes: int = 256 * 1024, checks: tuple[SpecCheck, ...] = ()) -> Checked:
-    """Every check of a submit, no database: raise ClientError listing every problem (with YAML lines)."""
+               max_bytes: int = 256 * 1024, checks: tuple[SpecCheck, ...] = (),
+               alternatives: EnvChoices | None = None) -> Checked:
+    """Every check of a submit, no database: raise ClientError listing every problem (with YAML lines).
+    ``alternatives``: the other environments a spec refused by its environment's verl is tried in."""
     try:
-        return _check(principal, body, policy, content_type, max_bytes, checks)
+        return _check(principal, body, policy, content_type, max_bytes, checks, alternatives)
     except ClientError as exc:
         exc.errors = with_lines(exc.errors, body, content_type)
         raise
 
 
 def _check(principal: Principal, body: str, policy: AdmissionPolicy, content_type: str | None, max_bytes: int,
-           checks: tuple[SpecCheck, ...]) -> Checked:
+           checks: tuple[SpecCheck, ...], alternatives: EnvChoices | None = None) -> Checked:
     if len(body.encode()) > max_bytes:
         raise _rejected([FieldError("(body)", None, f"must be at most {max_bytes} bytes")], "size",
                         "task spec too large")
@@ -155,6 +158,9 @@ def _check(principal: Principal, body: str, policy: AdmissionPolicy, content_typ
             verdict.command_expanded = outcome.command_expanded
     if not resolved:  # no check resolved the config: interpolations into paths cannot be judged
         errors.extend(verdict.unresolved)
+    if errors and not refused and alternatives is not None and isinstance(spec, AdvancedTaskSpec):
+        elsewhere = accepted_elsewhere(spec, principal.name, policy, checks, alternatives)
+        errors = [elsewhere, *errors] if elsewhere is not None else errors
     if errors:
         exc = _rejected(fold_example_paths(shown_errors(errors, principal.name, policy)),
                         "admission" if refused or not checks else "verl")
@@ -162,6 +168,23 @@ def _check(principal: Principal, body: str, policy: AdmissionPolicy, content_typ
         raise exc
     return Checked(spec=spec, verdict=verdict, body=body, warnings=shown_warnings(warnings, principal.name, policy),
                    info=info)
+
+
+def accepted_elsewhere(spec: AdvancedTaskSpec, user: str, policy: AdmissionPolicy, checks: tuple[SpecCheck, ...],
+                       alternatives: EnvChoices) -> FieldError | None:
+    """The first problem of an answer when another environment's verl accepts the spec as written (issue 35): a
+    script for an older verl is pointed at the environment that runs it unchanged, before the edits that would
+    port it. Each other environment's checks run in full (its own validator), stopping at its first problem."""
+    for name, verl in alternatives(spec.env, user):
+        verdict = admit(spec.model_copy(update={"env": name}), user, policy)
+        if not isinstance(verdict, Admitted):
+            return None  # a problem of the spec itself: no environment takes it as written
+        if not any(check(verdict, user, []).errors for check in checks):
+            current = spec.env or policy.default_env
+            return FieldError("env", current, f"accepted as written by verl {verl} in environment {name!r}: add "
+                              f"`env: {name}` to run it unchanged there; the problems below are what {current!r} "
+                              "would need changed", fix=None)
+    return None
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,10 @@
 """The validators as a server Component, and the factory server.py calls to wire them in.
 
-Start-up begins the default environment's validator in a background thread (``import verl``
-takes seconds) so the API is serving at once; the first submit waits for it. Other
-environments' validators start on their first task (argus.verl.pool).
+Start-up begins validators in background threads (``import verl`` takes seconds; on a busy head a
+first answer took 89 s) so the API is serving at once: the default environment's, then one for each
+other verl version among the cluster's environments, up to ``env_validators_warm`` — a refused spec is
+tried in those (``services.tasks.accepted_elsewhere``) and a task naming one is not the one that waits.
+Other environments' validators start on their first task (argus.verl.pool).
 """
 
 from __future__ import annotations
@@ -37,6 +39,13 @@ class VerlValidatorComponent:
             log.warning("default training environment: %s", exc)
             return
         self.pool.start(env)
+        versions = {env.verl}
+        for other in await asyncio.to_thread(self.registry.cluster):
+            if len(versions) >= self.pool.settings.env_validators_warm:
+                break
+            if other.ok and other.verl and other.verl not in versions:
+                versions.add(other.verl)
+                self.pool.start(other)
 
     async def stop(self) -> None:
         await asyncio.to_thread(self.pool.stop)

@@ -97,7 +97,8 @@ async def submit(
             policy = svc.policy_for(session, principal, ctx.policy)
         if dry_run:  # before any Idempotency-Key handling: a dry run stores nothing, a key included
             checked = svc.check_spec(principal, body, policy=policy, content_type=content_type,
-                                     max_bytes=ctx.settings.max_spec_bytes, checks=ctx.checks)
+                                     max_bytes=ctx.settings.max_spec_bytes, checks=ctx.checks,
+                                     alternatives=ctx.env_choices)
             with ctx.db.session() as session:  # the team and class a submit would charge, refused alike
                 charges = svc.charges(session, principal, checked)
             r = svc.preview(checked, principal, policy)
@@ -119,7 +120,8 @@ async def submit(
         started = time.monotonic()
         try:  # the checks (verl validation: 0.1–1 s) before the write lock, never inside it
             checked = svc.check_spec(principal, body, policy=policy, content_type=content_type,
-                                     max_bytes=ctx.settings.max_spec_bytes, checks=ctx.checks)
+                                     max_bytes=ctx.settings.max_spec_bytes, checks=ctx.checks,
+                                     alternatives=ctx.env_choices)
         except ClientError as exc:
             telemetry.observe_rejection(exc)
             raise
