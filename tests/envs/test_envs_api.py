@@ -175,3 +175,47 @@ def test_start_up_warms_a_validator_for_each_verl_of_the_cluster(srv: LiveServer
         assert len(pythons) == 2 and any("verl-0.4.1-cpu" in p for p in pythons), pythons  # 0.9.1 once, 0.4.1
     finally:
         pool.stop()
+
+
+def test_a_task_is_rerun_in_another_environment_with_its_keys_moved(srv: LiveServer, alice: httpx.Client) -> None:
+    """Issue 35: a task accepted in verl 0.4.1 re-run in 0.9.1: a preview shows the diff (env: and each key 0.9.1
+    reads under another name) and what is left; the re-run queues that spec; nobody else can re-run it."""
+    old = post_spec(alice, advanced(OLD_STYLE, "verl-0.4.1-cpu"))
+    assert old.status_code == 201, old.text
+    tid = old.json()["task_id"]
+    preview = alice.post(f"/api/v2/tasks/{tid}/rerun", params={"dry_run": "true"}, json={"env": "verl-0.9.1-cpu"})
+    assert preview.status_code == 200, preview.text
+    plan = preview.json()
+    assert "-env: verl-0.4.1-cpu" in plan["diff"] and "+env: verl-0.9.1-cpu" in plan["diff"], plan["diff"]
+    assert "ray_kwargs.ray_init.num_cpus=null" in plan["spec"] and "critic.fsdp.param_offload" in plan["spec"]
+    assert {e["field"] for e in plan["edits"]} >= {"command: ray_init.num_cpus",
+                                                   "command: critic.model.fsdp_config.param_offload"}
+    assert plan["errors"] == [], plan["errors"]
+    done = alice.post(f"/api/v2/tasks/{tid}/rerun", json={"env": "verl-0.9.1-cpu"})
+    assert done.status_code == 201, done.text
+    new = done.json()["task_id"]
+    spec = alice.get(f"/api/v2/tasks/{new}/spec").json()
+    assert spec["resolved"]["env"] == "verl-0.9.1-cpu" and "ray_kwargs.ray_init.num_cpus" in spec["raw"]
+    events = alice.get(f"/api/v2/tasks/{new}/events").json()
+    assert any(f"re-run of {tid} in environment verl-0.9.1-cpu" in (e.get("message") or "") for e in events), events
+    bad = alice.post(f"/api/v2/tasks/{tid}/rerun", json={"env": "verl-9.9-cpu"})
+    assert bad.status_code == 400 and any(e["field"] == "env" for e in bad.json()["detail"]["errors"]), bad.text
+    with srv.new_user("mallory") as mallory:
+        assert mallory.post(f"/api/v2/tasks/{tid}/rerun", json={"env": "verl-0.9.1-cpu"}).status_code == 404
+
+
+def test_argus_rerun_shows_the_diff_and_asks_first(srv: LiveServer, alice: httpx.Client, monkeypatch,
+                                                     tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from argus.cli.main import app
+
+    tid = post_spec(alice, advanced(OLD_STYLE, "verl-0.4.1-cpu")).json()["task_id"]
+    for name, value in (("HOME", str(tmp_path)), ("ARGUS_URL", srv.url), ("COLUMNS", "200"),
+                        ("ARGUS_TOKEN", alice.headers["Authorization"].removeprefix("Bearer "))):
+        monkeypatch.setenv(name, value)
+    runner = CliRunner()
+    no = runner.invoke(app, ["rerun", tid, "--env", "verl-0.9.1-cpu"], input="n\n")
+    assert no.exit_code == 1 and "+env: verl-0.9.1-cpu" in no.output and "ray_kwargs.ray_init" in no.output, no.output
+    yes = runner.invoke(app, ["rerun", tid, "--env", "verl-0.9.1-cpu"], input="y\n")
+    assert yes.exit_code == 0 and f"re-runs {tid} in verl-0.9.1-cpu" in yes.output, yes.output

@@ -46,6 +46,23 @@ class SubmitOut(BaseModel):
     info: dict[str, Any] = {}
 
 
+class RerunIn(BaseModel):
+    """``POST /api/v2/tasks/{id}/rerun``: the environment to re-run the task in."""
+
+    model_config = ConfigDict(extra="forbid")
+    env: str = Field(min_length=1, max_length=200, description="an environment you can name in env: (GET /api/v2/envs)")
+
+
+class RerunPreviewOut(BaseModel):
+    """``POST /api/v2/tasks/{id}/rerun?dry_run=true``: the spec a re-run would submit, nothing queued."""
+
+    spec: str = Field(description="the task's spec as submitted, with env: set and the keys moved for its verl")
+    diff: str = Field(description="unified diff from the spec as submitted to `spec`")
+    edits: list[dict[str, str]] = Field(description="each fix applied: {field, replace, with}")
+    errors: list[ErrorItem] = Field(description="what no fix covers: a re-run is refused with these")
+    warnings: list[str]
+
+
 class DryRunOut(BaseModel):
     """``POST /api/v2/tasks?dry_run=true``: what a submit would be told, with nothing queued."""
 

@@ -1,4 +1,5 @@
-"""`argus checkpoints [ls] ID`, `argus resume ID [--step N]`, `argus export ID [--step N] [--to NAME]` (on the SDK).
+"""`argus checkpoints [ls] ID`, `argus resume ID [--step N]`, `argus rerun ID --env ENV`, `argus export ID [--step N]
+[--to NAME]` (on the SDK).
 
 ``argus checkpoints`` is one command group (``rm`` lives in ``cli/ops.py``); a task id where a
 sub-command would be means ``ls``, so ``argus checkpoints ID`` lists.
@@ -75,6 +76,38 @@ def resume(
 
 
 @handle_errors
+def rerun(
+    task_id: str,
+    env: str = typer.Option(..., "--env", help="the environment to re-run it in (argus env list)"),
+    yes: bool = typer.Option(False, "--yes", "-y", help="submit without showing the diff and asking"),
+    output: Output = output_option(),
+) -> None:
+    """Re-run a task in another training environment: its spec with env: set and the keys its verl reads under
+    another name moved. Shows the diff and what is left to fix, then asks before submitting."""
+    client = sdk()
+    if not yes:
+        plan = client.rerun(task_id, env, dry_run=True)
+        if output != Output.text:
+            emit(plan, output)
+            return
+        console.print(escape(plan["diff"]) if plan["diff"] else "(the spec as submitted already names it)")
+        for e in plan.get("errors", []):
+            console.print(f"  [red]problem[/red] {escape(e['field'])}: {escape(e['message'])}")
+        if plan.get("errors"):
+            console.print("[red]not submitted[/red]: fix these in a new spec (argus spec ID shows it)")
+            raise typer.Exit(1)
+        if not typer.confirm(f"submit this spec in {env}?"):
+            raise typer.Exit(1)
+    out = client.rerun(task_id, env)
+    if emit(out, output):
+        return
+    console.print(f"[green]accepted[/green] {escape(out['task_id'])} ({escape(out['status'])}): re-runs "
+                  f"{escape(task_id)} in {escape(env)}")
+    for w in out.get("warnings", []):
+        console.print(f"  [yellow]warning[/yellow]: {escape(str(w))}")
+
+
+@handle_errors
 def export(
     task_id: str,
     step: int | None = typer.Option(None, "--step", min=0, help="a complete step; default: the latest complete one"),
@@ -98,5 +131,5 @@ def register(app: typer.Typer) -> None:
     """After ``ops.register`` (which adds the ``checkpoints`` group): ``ls`` into it, resume and export at the top."""
     checkpoints_app.info.cls = _ListByDefault
     checkpoints_app.command("ls")(checkpoints)
-    for fn in (resume, export):
+    for fn in (resume, rerun, export):
         app.command(fn.__name__)(fn)

@@ -239,6 +239,12 @@ class Client:
         """A new task resuming this ended one from ``step`` (default: its latest complete checkpoint)."""
         return self.http.post(f"/api/v2/tasks/{task_id}/resume", json={"step": step})
 
+    def rerun(self, task_id: str, env: str, dry_run: bool = False) -> dict[str, Any]:
+        """Re-run this task in environment ``env``, keys moved for its verl; ``dry_run``: the spec, its ``diff`` and
+        the ``errors`` no fix covers, nothing queued."""
+        return self.http.post(f"/api/v2/tasks/{task_id}/rerun", json={"env": env},
+                              params={"dry_run": "true"} if dry_run else None)
+
     def export(self, task_id: str, step: int | None = None, to: str | None = None) -> dict[str, Any]:
         """Queue a CPU task merging a checkpoint into a Hugging Face folder (default ``$HOME/models/<task>-step<N>``);
         returns that task (``info.target`` is the folder, usable as a next task's ``model_id``)."""

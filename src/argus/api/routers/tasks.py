@@ -22,6 +22,8 @@ from argus.api.schemas import (
     EventOut,
     ProgressOut,
     QueueOut,
+    RerunIn,
+    RerunPreviewOut,
     SpecOut,
     SubmitOut,
     TaskListOut,
@@ -33,6 +35,7 @@ from argus.core.states import TaskStatus
 from argus.errors import ClientError, Conflict, FieldError
 from argus.services import eta as eta_svc
 from argus.services import idempotency, task_list, telemetry
+from argus.services import rerun as rerun_svc
 from argus.services import tasks as svc
 from argus.services.principal import Principal
 from argus.services.resume import resumed_by
@@ -255,6 +258,38 @@ def get_events(
     task_id: str, principal: Principal = Depends(current_principal), session: Session = Depends(get_session, scope="function")
 ) -> list[EventOut]:
     return [EventOut.model_validate(e) for e in svc.list_task_events(session, principal, task_id)]
+
+
+@router.post("/{task_id}/rerun", status_code=201, response_model=SubmitOut | RerunPreviewOut,
+             responses={200: {"model": RerunPreviewOut}, 400: {"model": ErrorOut}, 404: {"model": ErrorOut}})
+async def rerun(
+    task_id: str,
+    body: RerunIn,
+    dry_run: bool = Query(False, description="show the spec, its diff and what is left to fix; queue nothing"),
+    principal: Principal = Depends(current_principal),
+    ctx: AppContext = Depends(get_ctx),
+) -> Any:
+    """Re-run your task in another training environment: its spec as submitted with ``env:`` set and every
+    key moved that the environment's verl reads under another name (the one-click fixes its admission offers).
+    A dry run answers 200 with the spec, the diff and the problems no fix covers; a re-run goes through
+    admission like any submit (400 listing those problems)."""
+    def work() -> Any:
+        with ctx.db.session() as session:
+            policy = svc.policy_for(session, principal, ctx.policy)
+            if dry_run:
+                r = rerun_svc.preview(session, principal, task_id, body.env, policy=policy, checks=ctx.checks,
+                                      max_bytes=ctx.settings.max_spec_bytes)
+                return JSONResponse(RerunPreviewOut(
+                    spec=r.spec, diff=r.diff, edits=r.edits, errors=[e.as_dict() for e in r.problems],
+                    warnings=r.warnings).model_dump(), status_code=200)
+            done, _planned = rerun_svc.rerun(session, principal, task_id, body.env, policy=policy,
+                                             checks=ctx.checks, max_bytes=ctx.settings.max_spec_bytes)
+            return SubmitOut(task_id=done.task.id, status=done.task.status, warnings=done.warnings, info=done.info)
+
+    out = await run_in_threadpool(work)
+    if not dry_run:
+        ctx.wake()
+    return out
 
 
 @router.post("/{task_id}/cancel", response_model=CancelOut, responses={404: {"model": ErrorOut}, 409: {"model": ErrorOut}})
