@@ -269,3 +269,24 @@ def test_checkpoints_tab(up: Up, pages: Pages) -> None:
     page.click("#ckpt-delete-all")
     page.locator("#ckpt-empty").wait_for()
     assert page.locator("#ckpt-result").inner_text() == f"Deleted $HOME/jobs/{tid}/checkpoints."
+
+
+def test_rerun_in_another_environment_from_the_spec_tab(up: Up, pages: Pages) -> None:
+    """Issue 35: the Spec tab previews a re-run (the API's diff: env: set, keys moved) and submits it, linked."""
+    tid = submit_api(up, "alice", sleep_spec("rerun-me", 1))
+    page = pages.new(user="alice")
+    page.goto(f"{up.url}/tasks/{tid}")
+    page.click('.tab[data-tab="spec"]')
+    page.locator('#rerun-env option[value="argus"]').wait_for(state="attached")
+    page.click("#rerun-preview")
+    page.locator("#rerun-diff:not([hidden])").wait_for()
+    assert "+env: argus" in page.locator("#rerun-diff").inner_text()
+    assert page.locator("#rerun-problems").is_hidden()
+    page.click("#rerun-submit")
+    link = page.locator("#rerun-result a[data-new-task]")
+    link.wait_for()
+    new = link.get_attribute("data-new-task")
+    with up.api("alice") as c:
+        assert "env: argus" in c.get(f"/api/v2/tasks/{new}/spec").json()["raw"]
+        events = c.get(f"/api/v2/tasks/{new}/events").json()
+    assert any(f"re-run of {tid}" in (e.get("message") or "") for e in events), events

@@ -6,6 +6,7 @@ import { renderEta } from "./eta.js";
 import { startLog } from "./logpane.js";
 import { startResources } from "./resources.js";
 import { startCheckpoints } from "./checkpoints.js";
+import { startRerun } from "./rerun.js";
 
 const id = page.task_id;
 const base = `/api/v2/tasks/${encodeURIComponent(id)}`;
@@ -66,6 +67,7 @@ function renderAttempts(tk) { logPane.attempts(tk); }
 let charts = null;
 let resources = null;
 const checkpoints = startCheckpoints(base, id, () => task && TERMINAL.has(task.status));
+const rerun = startRerun(base);
 let activeTab = "log";
 const loaded = new Set();
 for (const tab of document.querySelectorAll("#tabs .tab")) {
@@ -86,6 +88,7 @@ let spec = null;
 async function loadSpec() {
   spec = await api(`${base}/spec`);
   showSpec("raw");
+  rerun.open(spec.resolved && spec.resolved.env);
 }
 function showSpec(which) {
   for (const b of document.querySelectorAll("#spec-tabs .tab")) b.classList.toggle("active", b.dataset.spec === which);
