@@ -79,6 +79,14 @@ def main() -> None:
                                headers={"Content-Type": "application/yaml"})
                     times[name].append((time.perf_counter() - t) * 1000)
                     assert r.status_code == 201, r.text
+            refused: list[float] = []  # issue 35: refused by 0.9.1, then tried in 0.4.1, which accepts it
+            for _ in range(args.n):
+                t = time.perf_counter()
+                r = c.post("/api/v2/tasks", params={"dry_run": "true"},
+                           content=advanced(OLD_STYLE, "verl-0.9.1-cpu").encode(),
+                           headers={"Content-Type": "application/yaml"})
+                refused.append((time.perf_counter() - t) * 1000)
+                assert r.status_code == 400 and "accepted as written" in r.json()["detail"]["errors"][0]["message"]
             pool = srv.ctx.extras["verl_validator"]
             warm = {w["python"]: w["pid"] for w in pool.warm()}
             print(f"admission with {len(ENVS)} environments warm ({args.n} submits each, alternating; "
@@ -90,6 +98,8 @@ def main() -> None:
                 rss, pss = memory_mb(pid)
                 print(f"{name:16} {cold[name]:>16.2f} s {pct(xs, 50):>8.0f} {pct(xs, 95):>8.0f} "
                       f"{statistics.mean(xs):>8.0f} {rss:>17.0f} {pss:>8.0f}")
+            print(f"a 0.4-style spec refused by verl-0.9.1-cpu and found accepted as written by verl-0.4.1-cpu "
+                  f"(two validations): p50 {pct(refused, 50):.0f} ms, p95 {pct(refused, 95):.0f} ms")
 
 
 if __name__ == "__main__":
