@@ -112,17 +112,22 @@ def main(knows: str) -> int:
     k = json.loads(knows)
     bare = {key: v for key, v in os.environ.items() if not key.startswith("RAY_")}  # no private-Ray token
 
-    # 1. the platform's Ray Client server, GCS and internal tables
+    # 1. the platform's Ray Client server, GCS and internal tables; bob's private Ray (section 3+4). Each refused
+    # ray.init waits ~20 s before it gives up: the attempts run side by side, not one after the other.
     client_open = tcp_open(k["host"], k["client_port"])
+    attempts = {"ray-client": (f"ray://{k['host']}:{k['client_port']}", bare) if client_open else None,
+                "platform-gcs": (k["gcs"], bare),
+                "platform-gcs-own-token": (k["gcs"], dict(os.environ)),  # with this task's own private-Ray token
+                "bob-private-ray": (k["bob_ray"], dict(os.environ)) if k.get("bob_ray") else None}
+    with ThreadPoolExecutor(len(attempts)) as pool:
+        tried = {name: pool.submit(ray_connects, *args) for name, args in attempts.items() if args}
+        connected = {name: future.result() for name, future in tried.items()}
     if client_open:
-        ok, why = ray_connects(f"ray://{k['host']}:{k['client_port']}", bare)
-        verdict("ray-client", ok, why)
+        verdict("ray-client", *connected["ray-client"])
     else:
         verdict("ray-client", False, "nothing listens on the client port")
-    ok, why = ray_connects(k["gcs"], bare)
-    verdict("platform-gcs", ok, why)
-    ok, why = ray_connects(k["gcs"], dict(os.environ))  # with this task's own private-Ray token
-    verdict("platform-gcs-own-token", ok, why)
+    verdict("platform-gcs", *connected["platform-gcs"])
+    verdict("platform-gcs-own-token", *connected["platform-gcs-own-token"])
 
     # 2. the server's environment
     env_leaks = [n for n in SECRET_NAMES if n in os.environ]
@@ -144,9 +149,8 @@ def main(knows: str) -> int:
     verdict("jobs-api-stop", status == 200, f"{status} {body}")
     status, body = http("GET", f"{k['dashboard']}/api/v0/nodes")
     verdict("state-api", status == 200, f"{status} {body}")
-    if k.get("bob_ray"):
-        ok, why = ray_connects(k["bob_ray"], dict(os.environ))
-        verdict("bob-private-ray", ok, why)
+    if "bob-private-ray" in connected:
+        verdict("bob-private-ray", *connected["bob-private-ray"])
     # every port on the node: Ray's Prometheus endpoints take no token (the platform's, bob's private Ray's)
     hits = prometheus_scrapes(sorted({"127.0.0.1", k["host"]}))
     verdict("ray-metrics", bool(hits), hits or f"no Prometheus text from {len(listening_ports())} listening ports")
