@@ -189,10 +189,29 @@ def test_sft_without_torchrun_on_many_gpus_names_torchrun(alice):
            "data.micro_batch_size_per_gpu=2 data.train_batch_size=16")
     r = submit(alice, yaml.safe_dump({"kind": "advanced", "nnodes": 1, "n_gpus_per_node": 8, "command": cmd}))
     [e] = [e for e in errors_of(r) if e["field"] == "command"]
-    assert "torchrun --standalone --nnodes=1 --nproc_per_node=8 -m verl.trainer.sft_trainer" in e["message"]
+    assert "replace 'python3 -m' with 'torchrun --standalone --nnodes=1 --nproc_per_node=8 -m'" in e["message"]
+    assert e["fix"] == {"replace": "python3 -m", "with": "torchrun --standalone --nnodes=1 --nproc_per_node=8 -m"}
     one = submit(alice, yaml.safe_dump({"kind": "advanced", "nnodes": 1, "n_gpus_per_node": 1, "command": cmd}))
     assert one.status_code == 201, one.text
     assert not any("trainer.n_gpus_per_node" in w for w in one.json()["warnings"]), "the SFT trainer never reads it"
+
+
+def test_the_fixes_of_one_answer_compose_never_contradict(alice):
+    """Issue 35: 'python3 -m verl.trainer.fsdp_sft_trainer' on 2 GPUs under verl 0.9.1 was told to write
+    'torchrun … -m verl.trainer.fsdp_sft_trainer', then that the module does not exist. Now one fix changes the
+    launcher, the other the module, and applying both gives a command neither refuses."""
+    cmd = ("python3 -m verl.trainer.fsdp_sft_trainer data.train_files=$HOME/datasets/sft.parquet "
+           "data.val_files=$HOME/datasets/sft.parquet model.path=$HOME/models/tiny "
+           "data.micro_batch_size_per_gpu=2 data.train_batch_size=16")
+    spec = {"kind": "advanced", "nnodes": 1, "n_gpus_per_node": 2, "command": cmd}
+    errs = [e for e in errors_of(submit(alice, yaml.safe_dump(spec))) if e["field"] == "command"]
+    assert len(errs) == 2 and all(e.get("fix") for e in errs), errs
+    assert not any("-m verl.trainer.fsdp_sft_trainer" in e["fix"]["with"] for e in errs), errs
+    for e in errs:
+        spec["command"] = spec["command"].replace(e["fix"]["replace"], e["fix"]["with"], 1)
+    assert spec["command"].startswith("torchrun --standalone --nnodes=1 --nproc_per_node=2 -m verl.trainer.sft_trainer ")
+    fixed = submit(alice, yaml.safe_dump(spec))
+    assert fixed.status_code == 201, fixed.text
 
 
 @pytest.mark.hostile

@@ -186,13 +186,16 @@ def _admit_advanced(
     if parsed.torchrun is not None:
         _check_torchrun(spec, parsed, errors, warnings)
     elif parsed.module in SFT_ENTRIES and spec.nnodes * spec.n_gpus_per_node > 1:
+        # The fix changes the launcher only, never the module: a module this environment's verl replaced is the
+        # entry check's problem, with its own fix, and the two compose (issue 35: they contradicted each other)
+        launcher = f"torchrun --standalone --nnodes=1 --nproc_per_node={spec.n_gpus_per_node} -m"
         errors.append(FieldError("command", f"python3 -m {parsed.module}", (
             f"verl's SFT trainer runs one process per GPU, started by torchrun; 'python3 -m {parsed.module}' "
             f"starts one process, which would use 1 of the {spec.nnodes * spec.n_gpus_per_node} GPUs this task "
-            f"reserves (it never reads trainer.n_gpus_per_node): write 'torchrun --standalone --nnodes=1 "
-            f"--nproc_per_node={spec.n_gpus_per_node} -m {parsed.module} ...'"
+            f"reserves (it never reads trainer.n_gpus_per_node): replace 'python3 -m' with '{launcher}' (the "
+            "module and its arguments stay)"
             + (" (one node: SFT under torchrun runs on one node)" if spec.nnodes > 1 else "")
-            + ", or reserve n_gpus_per_node: 1")))
+            + ", or reserve n_gpus_per_node: 1"), fix={"replace": "python3 -m", "with": launcher}))
     check_env_assignments(parsed.env, policy.env_allowlist, errors)
     for exp in dict.fromkeys(shell_expansions(expanded)):
         errors.append(
