@@ -36,7 +36,8 @@ def entry_module(argv: list[str]) -> str | None:
     """
     if len(argv) == 3 and argv[0] in ("bash", "sh") and argv[1].startswith("-") and argv[1].endswith("c"):
         parsed = parse_command(argv[2])
-        return None if isinstance(parsed, list) else parsed.module
+        # a compound command (``a; b``, which admission refuses) is not one Argus can name, whatever its parts
+        return None if isinstance(parsed, list) or parsed.problems else parsed.module
     modules = [argv[i + 1] for i, t in enumerate(argv[:-1]) if t in ("-m", "--module")]
     if modules and modules[0] in TORCHRUN_MODULES:
         return modules[1] if len(modules) > 1 else None

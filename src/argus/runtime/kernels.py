@@ -86,7 +86,7 @@ def rollout_engine(argv: list[str]) -> str | None:
     args = argv
     if len(argv) == 3 and argv[0] in ("bash", "sh"):
         parsed = parse_command(argv[2])
-        if isinstance(parsed, list):
+        if isinstance(parsed, list) or parsed.problems:
             return None
         args = parsed.args
     if entry_module(argv) not in PPO_MODULES:
