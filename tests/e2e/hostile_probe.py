@@ -78,7 +78,7 @@ def listening_ports() -> list[int]:
     return sorted(ports)
 
 
-def prometheus_scrapes(hosts: list[str]) -> list[str]:
+def prometheus_scrapes(hosts: list[str], ports: list[int]) -> list[str]:
     """Each ``host:port/path`` on the node that hands out Ray's Prometheus text to a caller without a token."""
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
@@ -91,7 +91,7 @@ def prometheus_scrapes(hosts: list[str]) -> list[str]:
             return None
         return f"{host}:{port}{path}" if "# TYPE ray_" in body or "# HELP ray_" in body else None
 
-    targets = [(h, port, path) for port in listening_ports() for h in hosts for path in ("/metrics", "/")]
+    targets = [(h, port, path) for port in ports for h in hosts for path in ("/metrics", "/")]
     with ThreadPoolExecutor(16) as pool:
         return [hit for hit in pool.map(scrape, targets) if hit]
 
@@ -152,8 +152,9 @@ def main(knows: str) -> int:
     if "bob-private-ray" in connected:
         verdict("bob-private-ray", *connected["bob-private-ray"])
     # every port on the node: Ray's Prometheus endpoints take no token (the platform's, bob's private Ray's)
-    hits = prometheus_scrapes(sorted({"127.0.0.1", k["host"]}))
-    verdict("ray-metrics", bool(hits), hits or f"no Prometheus text from {len(listening_ports())} listening ports")
+    ports = listening_ports()
+    hits = prometheus_scrapes(sorted({"127.0.0.1", k["host"]}), ports)
+    verdict("ray-metrics", bool(hits), hits or f"no Prometheus text from {len(ports)} listening ports")
     seen = [p for p in k["platform_paths"] if os.path.exists(p)]
     verdict("platform-files", bool(seen), seen or "none of the platform's files (db, keys, Ray session, token)")
 

@@ -3,7 +3,7 @@
 // (POST …/export: a CPU task), Delete (DELETE …/checkpoints?step=N), plus Delete all. What may be done is the
 // API's to say: a refused action shows the API's own message (e.g. "the task is RUNNING: … once it has
 // ended"), nothing is decided here. Refreshed every 10 s while the tab is open and the task runs.
-import { api, el, fmtBytes, fmtTime, poll, t } from "./common.js";
+import { api, el, fmtBytes, fmtTime, poll, sayResult, t } from "./common.js";
 
 function stateText(state) {
   if (state === "complete") return t("task.ckpt_complete");
@@ -18,12 +18,7 @@ export function startCheckpoints(base, taskId, finished) {
   const deleteAll = document.getElementById("ckpt-delete-all");
   let poller = null;
 
-  function say(ok, text, link) {
-    result.hidden = false;
-    result.className = ok ? "" : "error";
-    result.dataset.ok = ok ? "1" : "0";
-    result.replaceChildren(text, link ? " " : "", link || "");
-  }
+  const say = (ok, text, link) => sayResult(result, ok, text, link);
 
   function taskLink(id) {
     return el("a", { href: `/tasks/${encodeURIComponent(id)}`, class: "mono", "data-new-task": id }, id);

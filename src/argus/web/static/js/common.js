@@ -184,3 +184,11 @@ function wireChrome() {
 }
 
 wireChrome();
+
+/** Show an action's outcome in ``target`` (a result line): the text, then an optional link (a new task). */
+export function sayResult(target, ok, text, link) {
+  target.hidden = false;
+  target.className = ok ? "" : "error";
+  target.dataset.ok = ok ? "1" : "0";
+  target.replaceChildren(text, link ? " " : "", link || "");
+}

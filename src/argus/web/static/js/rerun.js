@@ -2,7 +2,7 @@
 // (POST …/rerun?dry_run=true) for the spec it would submit — env: set, the keys that environment's verl reads
 // under another name moved — and shows its diff and what no fix covers; Submit re-run posts it and links the
 // new task. Which keys move, and whether a re-run is allowed, is the API's to say: this only shows its answer.
-import { api, el, t } from "./common.js";
+import { api, el, sayResult, t } from "./common.js";
 
 export function startRerun(base) {
   const envSelect = document.getElementById("rerun-env");
@@ -13,12 +13,7 @@ export function startRerun(base) {
   const result = document.getElementById("rerun-result");
   let loaded = false;
 
-  function say(ok, text, link) {
-    result.hidden = false;
-    result.className = ok ? "" : "error";
-    result.dataset.ok = ok ? "1" : "0";
-    result.replaceChildren(text, link ? " " : "", link || "");
-  }
+  const say = (ok, text, link) => sayResult(result, ok, text, link);
 
   async function preview() {
     result.hidden = true;
