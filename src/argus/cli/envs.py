@@ -32,7 +32,16 @@ STATE_DIR = typer.Option(None, "--state-dir", help="embedded mode: the state dir
 
 
 def _engines(e: dict) -> str:
-    return ",".join(e.get("rollout_engines") or []) or "-"
+    """The rollout engines, and "(cpu)" where the environment trains on CPU (``device: cpu``)."""
+    engines = ",".join(e.get("rollout_engines") or []) or "-"
+    return f"{engines} (cpu)" if e.get("cpu_training") or e.get("cpu_platform") else engines
+
+
+def _result(r: dict) -> str:
+    if not r["ok"]:
+        return "; ".join(r["problems"])
+    made = r.get("generation")
+    return f"ok, generated {made['tokens']} tokens in {made['seconds']} s" if made else "ok"
 
 
 @handle_errors
@@ -120,27 +129,38 @@ def env_check(
     names: list[str] = typer.Argument(None, help="environments to check [default: every cluster environment]"),
     data_root: Path | None = DATA_ROOT,
     state_dir: Path | None = STATE_DIR,
+    generate: bool = typer.Option(False, "--generate", help="also generate a few tokens with each environment's "
+                                  "vLLM on this node's device (a random tiny model, no download; minutes on a CPU)"),
     output: Output = output_option(),
 ) -> None:
     """Check environments as THIS node sees them (real imports, rollout engines, kernels, CUDA build vs
     driver) and record the result; exit 1 when one is broken. Run it on every worker."""
     import socket
 
-    from argus.envs.registry import EnvError
+    from argus.envs.registry import EnvError, generate_check
 
     reg = _registry(data_root, state_dir)
     wanted = names or [e.name for e in reg.visible(None)]
     results = []
     for n in wanted:
         try:
-            results.append(reg.check(n).public())
+            result = reg.check(n).public()
+            if generate and "vllm" in result["rollout_engines"] and result["ok"]:
+                made = generate_check(result["python"])
+                result["generation"] = made
+                if "tokens" not in made:
+                    result["ok"], result["problems"] = False, [*result["problems"], made["problem"]]
+                else:
+                    result["notes"] = [*result["notes"], f"vLLM generated {made['tokens']} tokens "
+                                       f"({made['seconds']} s with the engine's start)"]
+            results.append(result)
         except EnvError as exc:
             results.append({"name": n, "ok": False, "problems": [str(exc)], "verl": None, "torch": None,
                             "torch_cuda": None, "rollout_engines": [], "kernels": [], "notes": []})
     if not emit({"node": socket.gethostname(), "environments": results}, output):
         table(["NAME", "VERL", "TORCH", "CUDA", "ROLLOUT", "KERNELS", "RESULT"],
               ((r["name"], r["verl"] or "-", r["torch"] or "-", r["torch_cuda"] or "-", _engines(r),
-                ",".join(r["kernels"]) or "-", "ok" if r["ok"] else "; ".join(r["problems"])) for r in results),
+                ",".join(r["kernels"]) or "-", _result(r)) for r in results),
               wrap=("RESULT",))
     if not all(r["ok"] for r in results):
         raise typer.Exit(1)

