@@ -85,3 +85,29 @@ def test_batch_plan_divides_for_any_gang(nnodes, gpus, n):
     assert p.ppo_mini_batch_size % world == 0
     assert (p.ppo_mini_batch_size * n // world) % p.micro_batch_size_per_gpu == 0
     assert p.train_batch_size % p.ppo_mini_batch_size == 0
+
+
+def test_cpu_training_template_adds_the_cpu_settings_and_user_overrides_win():
+    """Issue 34: device: cpu adds what verl 0.9.1 on CPU needs; the user's overrides still come last."""
+    s = spec(device="cpu", n_gpus_per_node=1, max_prompt_length=128, max_response_length=32,
+             overrides=["actor_rollout_ref.rollout.enforce_eager=False"])
+    argv = argv_of(s)
+    for setting in ("trainer.device=cpu", "actor_rollout_ref.actor.strategy=fsdp2",
+                    "+actor_rollout_ref.rollout.enable_sleep_mode=False", "actor_rollout_ref.rollout.max_model_len=160",
+                    "actor_rollout_ref.rollout.checkpoint_engine.update_weights_bucket_megabytes=64",
+                    "reward.num_workers=1", "transfer_queue.backend.SimpleStorage.num_data_storage_units=1"):
+        assert setting in argv, setting
+    assert "transfer_queue.backend.SimpleStorage.num_data_storage_units=2" not in argv
+    assert argv.index("actor_rollout_ref.rollout.enforce_eager=True") < argv.index(
+        "actor_rollout_ref.rollout.enforce_eager=False")
+    assert "critic.strategy=fsdp2" in argv_of(spec(workload="ppo", device="cpu", n_gpus_per_node=1))
+    sft = argv_of(spec(workload="sft", device="cpu", n_gpus_per_node=2))
+    assert "--nproc_per_node=2" in sft and "trainer.device=cpu" in sft and "engine.strategy=fsdp2" in sft
+    gpu = argv_of(spec())
+    assert not [a for a in gpu if a.startswith(("trainer.device=", "reward.num_workers="))]
+
+
+def test_device_is_gpu_or_cpu():
+    assert spec().device == "gpu"
+    (e,) = spec(device="tpu")
+    assert e.field == "device" and "'gpu'" in e.message and "'cpu'" in e.message

@@ -118,3 +118,12 @@ def test_basic_rl_templates_pin_transferqueue_to_workers_and_count_its_units() -
     sft = parse_taskspec({"workload": "sft", "model_id": "m/x", "train_file": "$HOME/t.parquet", "nnodes": 1,
                           "n_gpus_per_node": 4})
     assert not any("transfer_queue" in o for o in basic_overrides(sft, PathView.as_written("t"), "t"))
+
+
+def test_cpu_training_reserves_no_gpu_and_a_cpu_per_worker_plus_one() -> None:
+    from argus.core.resources import default_cpus, reserved_gpus
+
+    assert reserved_gpus(2, "cpu") == 0 and reserved_gpus(2, "gpu") == 2
+    assert default_cpus("verl.trainer.main_ppo", 1, 1, device="cpu") == 2.0
+    assert default_cpus("verl.trainer.sft_trainer", 1, 2, device="cpu") == 3.0
+    assert default_cpus("argus.jobs.doctor", 1, 0, device="cpu") == 0.0

@@ -35,7 +35,7 @@ def advanced(command: str, env: str | None, workload: str = "grpo") -> str:
 def srv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     settings = Settings(state_dir=tmp_path_factory.mktemp("envs"), sftp_enabled=False, verl_validation="required",
                         model_check="off")
-    for name in ("verl-0.4.1-cpu", "verl-0.9.1-cpu"):
+    for name in ("verl-0.4.1-cpu", "verl-0.9.1-cpu", "verl-0.9.1-vllm-cpu"):
         install_env(settings.root, name)
     with live_server(settings) as s:
         yield s
@@ -61,11 +61,14 @@ def test_users_list_the_environments_they_can_name(alice: httpx.Client) -> None:
     out = alice.get("/api/v2/envs").json()
     assert out["default"] == "argus"
     by_name = {e["name"]: e for e in out["environments"]}
-    assert set(by_name) == {"argus", "verl-0.4.1-cpu", "verl-0.9.1-cpu"}
+    assert set(by_name) == {"argus", "verl-0.4.1-cpu", "verl-0.9.1-cpu", "verl-0.9.1-vllm-cpu"}
     old = by_name["verl-0.4.1-cpu"]
     assert (old["verl"], old["torch"], old["templates"], old["ok"]) == ("0.4.1", "2.13.0+cpu", False, True)
     assert old["rollout_engines"] == [] and old["lock_sha256"]
     assert by_name["verl-0.9.1-cpu"]["templates"] is True
+    cpu = by_name["verl-0.9.1-vllm-cpu"]  # issue 34: the one that trains on CPU, vLLM-CPU as its rollout
+    assert (cpu["cpu_training"], cpu["rollout_engines"], cpu["ok"]) == (True, ["vllm"], True)
+    assert by_name["verl-0.9.1-cpu"]["cpu_training"] is False
 
 
 @pytest.mark.hostile
@@ -122,7 +125,7 @@ def test_unknown_environments_and_templates_for_another_verl_are_refused_on_env(
     r = post_spec(alice, advanced(OLD_STYLE, "verl-0.4.2-cpu"))
     assert r.status_code == 400
     (e,) = [e for e in _errors(r) if e["field"] == "env"]
-    assert e["value"] == "verl-0.4.2-cpu" and "available: argus, verl-0.4.1-cpu, verl-0.9.1-cpu" in e["message"]
+    assert e["value"] == "verl-0.4.2-cpu" and "available: argus, verl-0.4.1-cpu, verl-0.9.1-cpu, verl-0.9.1-vllm-cpu" in e["message"]
     basic = ("workload: grpo\nenv: verl-0.4.1-cpu\nmodel_id: Qwen/Qwen2.5-0.5B-Instruct\n"
              "train_file: $HOME/datasets/t.parquet\nval_file: $HOME/datasets/v.parquet\nnnodes: 1\nn_gpus_per_node: 1\n")
     r = post_spec(alice, basic)
@@ -130,6 +133,44 @@ def test_unknown_environments_and_templates_for_another_verl_are_refused_on_env(
     (e,) = [e for e in _errors(r) if e["field"] == "env"]
     assert "verl 0.9 config" in e["message"] and "kind: advanced" in e["message"]
     assert "line" in e  # points at the env: line of the YAML
+
+
+CPU_GRPO = ("workload: grpo\ndevice: cpu\nenv: {env}\nmodel_id: $HOME/models/tiny\ntrain_file: $HOME/datasets/rl.parquet\n"
+            "val_file: $HOME/datasets/rl.parquet\n"
+            "nnodes: 1\nn_gpus_per_node: 1\ntrain_batch_size: 4\nrollout_n: 4\nmax_prompt_length: 64\n"
+            "max_response_length: 32\n")
+
+
+def test_cpu_training_is_validated_by_verl_and_reserves_no_gpu(srv: LiveServer, alice: httpx.Client) -> None:
+    """Issue 34: a device: cpu GRPO template (with its CPU settings) passes verl's own validation in the CPU
+    training environment; the task reserves no GPU, its n_gpus_per_node counts CPU training workers."""
+    from tests.verl.conftest import make_tiny_model, write_rl_parquet
+
+    home = srv.ctx.settings.root / "users" / "alice"
+    (home / "datasets").mkdir(parents=True, exist_ok=True)
+    write_rl_parquet(home / "datasets" / "rl.parquet", 8)
+    if not (home / "models" / "tiny").exists():
+        make_tiny_model(home / "models" / "tiny")
+    r = post_spec(alice, CPU_GRPO.format(env="verl-0.9.1-vllm-cpu"))
+    assert r.status_code == 201, r.text
+    tid = r.json()["task_id"]
+    task = alice.get(f"/api/v2/tasks/{tid}").json()
+    assert task["n_gpus_per_node"] == 0
+    spec = alice.get(f"/api/v2/tasks/{tid}/spec").json()
+    assert spec["resolved"]["resources_per_node"] == {"gpus": 0, "cpus": 2.0, "memory": 0}
+    assert "trainer.device=cpu" in spec["argv"] and "actor_rollout_ref.rollout.enforce_eager=True" in spec["argv"]
+    alice.post(f"/api/v2/tasks/{tid}/cancel")
+
+
+def test_cpu_training_and_cpu_environments_go_together(alice: httpx.Client) -> None:
+    r = post_spec(alice, CPU_GRPO.format(env="verl-0.9.1-cpu"))
+    assert r.status_code == 400
+    (e,) = [e for e in _errors(r) if e["field"] == "device"]
+    assert e["value"] == "cpu" and "cannot train on CPU" in e["message"] and "verl-0.9.1-vllm-cpu" in e["message"]
+    r = post_spec(alice, CPU_GRPO.format(env="verl-0.9.1-vllm-cpu").replace("device: cpu\n", ""))
+    assert r.status_code == 400
+    (e,) = [e for e in _errors(r) if e["field"] == "device"]
+    assert e["value"] == "gpu" and "trains on CPU only" in e["message"] and "add device: cpu" in e["message"]
 
 
 def test_an_admin_registers_an_environment_after_it_is_checked(srv: LiveServer, alice: httpx.Client,

@@ -261,3 +261,25 @@ def test_a_tiny_jobs_filesystem_filling_mid_run(tmp_path: Path) -> None:
     assert "the task was stopped (exit code 137)" in last_line(out)
     assert 0 < log_size <= 64 * 1024
     assert not alive(int(pid_file.read_text()))
+
+
+def test_cpu_training_gets_logical_gpus_and_slots_in_its_private_ray(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+    """Issue 34: --device cpu: the private Ray advertises the task's workers as GPUs (no device file, no
+    CUDA_VISIBLE_DEVICES: Ray refuses GPUs that an empty one says are absent) and CPU slots for verl's actors;
+    every node of it is a worker node (the templates pin TransferQueue there)."""
+    from argus.runtime import private_ray
+    from argus.runtime.driver import parse_args
+    from argus.runtime.task_sandbox import Sandbox, private_ray_share
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    ns = parse_args(["--job-dir", str(tmp_path / "j"), "--attempt", "1", "--private-ray", "--device", "cpu",
+                     "--cpus", "2", "--gpus", "1", "--", "python3", "-m", "verl.trainer.main_ppo"])
+    assert private_ray_share(ns) == (16.0, 1)
+    box = Sandbox(ns, tmp_path / "j")
+    assert "CUDA_VISIBLE_DEVICES" not in box.env({"CUDA_VISIBLE_DEVICES": ""}, "/bin")
+    inner = box.inner("/env/bin/python", ["python3", "x.py"])
+    assert inner[inner.index("--cpus") + 1] == "16.0" and inner[inner.index("--gpus") + 1] == "1"
+    gpu = parse_args(["--job-dir", str(tmp_path / "j"), "--attempt", "1", "--cpus", "7", "--gpus", "1", "--", "x"])
+    assert private_ray_share(gpu) == (7.0, 1)
+    start = private_ray.ray_start_argv(private_ray.parse_args(["--head", "1", "--client-port", "2", "--", "x"]))
+    assert '--resources={"worker_node": 1}' in start

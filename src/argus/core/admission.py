@@ -33,7 +33,7 @@ from argus.core.interpolation import (
 )
 from argus.core.pathrules import REWARD_KEYS, TRAIN_KEYS, check_literal_path, code_dirs, display, team_refusal
 from argus.core.paths import DataLayout, is_under, normalize
-from argus.core.resources import RESOURCES_KEY, task_need
+from argus.core.resources import RESOURCES_KEY, reserved_gpus, task_need
 from argus.core.taskspec import AdvancedTaskSpec, BasicTaskSpec, TaskSpec
 from argus.errors import FieldError
 
@@ -553,9 +553,10 @@ def resolved_view(admitted: Admitted, user: str, policy: AdmissionPolicy) -> dic
     if isinstance(spec, BasicTaskSpec) and spec.workload != "sft":  # the template's TransferQueue settings
         overrides = {**transfer_queue_settings(spec.nnodes), **overrides}
     need = task_need(admitted.entry_module, spec.nnodes, spec.n_gpus_per_node, cpus_per_node=spec.cpus_per_node,
-                     memory_per_node=spec.memory_per_node, overrides=overrides)
+                     memory_per_node=spec.memory_per_node, overrides=overrides, device=spec.device)
     # what the scheduler fits per node (issue 15): the spec's values or core.resources' defaults
-    data[RESOURCES_KEY] = {"gpus": spec.n_gpus_per_node, "cpus": need.cpus, "memory": need.memory}
+    data[RESOURCES_KEY] = {"gpus": reserved_gpus(spec.n_gpus_per_node, spec.device), "cpus": need.cpus,
+                           "memory": need.memory}
     return data
 
 

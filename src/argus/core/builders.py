@@ -91,6 +91,38 @@ def transfer_queue_settings(nnodes: int) -> dict[str, str]:
             "transfer_queue.backend.SimpleStorage.num_data_storage_units": str(2 * max(nnodes, 1))}
 
 
+CPU_ROLLOUT_BUCKET_MB = 64  # verl's default 2048 MB bucket would be a 2 GB /dev/shm segment per weight sync
+
+
+def cpu_training_overrides(spec: BasicTaskSpec) -> list[str]:
+    """What a basic template adds for ``device: cpu`` (issue 34; shared/reference/rl-on-cpu.md §3).
+
+    Each answers a GPU assumption of verl 0.9.1 that has a setting (the rest is the environment's CPU
+    platform, argus/envs/cpu_plugin): FSDP2 (FSDP1 binds a device id), ``trainer.device=cpu``; for the
+    rollout, vLLM-CPU in eager mode (no graph capture or inductor compile), no sleep mode or cache freeing
+    (CUDA allocator calls), a context as long as prompt + response, weights sent through a small shared-memory
+    bucket, one agent-loop and one reward worker instead of eight. A user override of any of these wins.
+    """
+    if spec.workload == "sft":
+        return ["trainer.device=cpu", "engine.strategy=fsdp2", "data.num_workers=0"]
+    context = spec.max_prompt_length + spec.max_response_length
+    out = [
+        "trainer.device=cpu",
+        "actor_rollout_ref.actor.strategy=fsdp2",
+        "actor_rollout_ref.rollout.enforce_eager=True",
+        "actor_rollout_ref.rollout.free_cache_engine=False",
+        "+actor_rollout_ref.rollout.enable_sleep_mode=False",
+        f"actor_rollout_ref.rollout.max_model_len={context}",
+        f"actor_rollout_ref.rollout.max_num_batched_tokens={max(1024, context)}",
+        "actor_rollout_ref.rollout.agent.num_workers=1",
+        f"actor_rollout_ref.rollout.checkpoint_engine.update_weights_bucket_megabytes={CPU_ROLLOUT_BUCKET_MB}",
+        "reward.num_workers=1",
+    ]
+    if spec.workload == "ppo":
+        out.append("critic.strategy=fsdp2")
+    return out
+
+
 def basic_overrides(spec: BasicTaskSpec, view: PathView, task_id: str) -> list[str]:
     """The Hydra overrides of a basic template, user overrides last (they win)."""
     ex = view.expand
@@ -148,13 +180,17 @@ def basic_overrides(spec: BasicTaskSpec, view: PathView, task_id: str) -> list[s
                 f"critic.ppo_micro_batch_size_per_gpu={plan.micro_batch_size_per_gpu}",
                 f"critic.ppo_mini_batch_size={plan.ppo_mini_batch_size}",
             ]
-        out += [f"{'+' if key in TQ_NEW_KEYS else ''}{key}={value}"
-                for key, value in transfer_queue_settings(spec.nnodes).items()]
+        tq = transfer_queue_settings(spec.nnodes)
+        if spec.device == "cpu":  # one storage unit: each is a process, and a CPU task's batches are small
+            tq["transfer_queue.backend.SimpleStorage.num_data_storage_units"] = "1"
+        out += [f"{'+' if key in TQ_NEW_KEYS else ''}{key}={value}" for key, value in tq.items()]
         if spec.reward_path:
             out += [
                 f"reward.custom_reward_function.path={ex(spec.reward_path)}",
                 f"reward.custom_reward_function.name={spec.reward_name or 'compute_score'}",
             ]
+    if spec.device == "cpu":
+        out += cpu_training_overrides(spec)
     return out + [ex(o) for o in spec.overrides]
 
 

@@ -26,6 +26,11 @@ entry module and the verl overrides. The defaults, and where in verl 0.9.1 they 
   that reserved no CPU before either (set ``cpus_per_node`` to count one).
 * **Other CPU jobs** (``verl.model_merger``, …): 1 CPU; other driver-held GPU programs:
   ``n_gpus_per_node + 1``.
+* **CPU training** (``device: cpu``, issue 34): no GPU is reserved and ``n_gpus_per_node`` counts
+  the task's CPU training workers; they and the rollout engine compute on the node's cores, so the
+  default is ``n_gpus_per_node + 1`` for every entry module. verl's placement groups still ask Ray
+  for their ``{"CPU": 3, "GPU": 1}`` bundles and its actors for 1 CPU each: those are the task's
+  private Ray's logical slots (``CPU_TRAINING_RAY_CPUS``), not cores the scheduler hands out.
 * **Memory**: 0 (not counted) unless the spec sets ``memory_per_node``: neither verl nor
   its actors reserve memory in Ray, so there is nothing to derive it from.
 
@@ -49,6 +54,7 @@ TQ_CONTROLLER_CPUS = 1  # transfer_queue/controller.py: @ray.remote(num_cpus=1)
 TQ_STORAGE_UNITS_DEFAULT = 8  # verl's transfer_queue.backend.SimpleStorage.num_data_storage_units
 TQ_STORAGE_UNITS_KEY = "transfer_queue.backend.SimpleStorage.num_data_storage_units"
 TQ_BACKEND_KEY = "transfer_queue.backend.storage_backend"
+CPU_TRAINING_RAY_CPUS = 16  # device cpu: logical CPUs of the task's private Ray (verl's bundles and actors)
 ACTOR_HEADROOM_CPUS = 1  # actors without num_cpus need 1 free CPU to be scheduled
 RESOURCES_KEY = "resources_per_node"  # in a task's resolved spec: {"gpus", "cpus", "memory"}
 MAX_CPUS = 100_000
@@ -125,11 +131,18 @@ def _int_override(overrides: Mapping[str, str], key: str, default: int) -> int:
         return default  # an interpolation or a typo: verl refuses it; count the default
 
 
+def reserved_gpus(n_gpus_per_node: int, device: str = "gpu") -> int:
+    """The GPUs per node the scheduler reserves: none for CPU training (``device: cpu``)."""
+    return 0 if device == "cpu" else n_gpus_per_node
+
+
 def default_cpus(entry_module: str | None, nnodes: int, n_gpus_per_node: int,
-                 overrides: Mapping[str, str] | None = None) -> float:
+                 overrides: Mapping[str, str] | None = None, device: str = "gpu") -> float:
     """The documented default CPUs per node (module docstring) for a task that sets none."""
     overrides = overrides or {}
     module = entry_module or ""
+    if device == "cpu" and not module.startswith(UTILITY_PREFIX):
+        return float(n_gpus_per_node + 1)
     if module in PPO_MODULES or module in LEGACY_PPO_MODULES:
         cpus = CPUS_PER_GPU_BUNDLE * n_gpus_per_node + ACTOR_HEADROOM_CPUS
         legacy = module in LEGACY_PPO_MODULES or str(overrides.get("trainer.use_v1", "true")).lower() == "false"
@@ -148,8 +161,8 @@ def default_cpus(entry_module: str | None, nnodes: int, n_gpus_per_node: int,
 
 def task_need(entry_module: str | None, nnodes: int, n_gpus_per_node: int, *,
               cpus_per_node: float | None = None, memory_per_node: int | None = None,
-              overrides: Mapping[str, str] | None = None) -> NodeNeed:
+              overrides: Mapping[str, str] | None = None, device: str = "gpu") -> NodeNeed:
     """A task's per-node need: the spec's own values where set, the documented defaults otherwise."""
     cpus = cpus_per_node if cpus_per_node is not None else default_cpus(entry_module, nnodes, n_gpus_per_node,
-                                                                        overrides)
+                                                                        overrides, device)
     return NodeNeed(cpus=float(cpus), memory=int(memory_per_node or 0))

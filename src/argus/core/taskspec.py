@@ -34,6 +34,10 @@ class _Spec(BaseModel):
     priority: int = Field(default=0, ge=-100, le=100)
     nnodes: int = Field(ge=1, le=100_000)
     n_gpus_per_node: int = Field(ge=0, le=1024)
+    # What verl trains on (issue 34). "cpu": no GPU is reserved; n_gpus_per_node counts the task's CPU training
+    # workers (verl's logical devices: its private Ray advertises that many GPUs), in an environment with Argus's
+    # CPU platform (`argus env list`: cpu training). For laptops, CPU servers and tests on tiny models.
+    device: Literal["gpu", "cpu"] = "gpu"
     # What one node needs beside GPUs (issue 15); unset: core.resources' documented defaults.
     cpus_per_node: float | None = None
     memory_per_node: int | None = None  # bytes; written as "64Gi", "512Mi", "16G" or a number of bytes

@@ -7,7 +7,10 @@ and it can run what the spec asks for.
   templates are not written for is refused with the fix (an advanced spec, or a 0.9 environment);
 * a PPO/GRPO task in an environment with no rollout engine is refused here, not after an hour
   in the queue; the engine named by the spec must be the environment's (``rollout_name``,
-  ``actor_rollout_ref.rollout.name``).
+  ``actor_rollout_ref.rollout.name``);
+* CPU training (``device: cpu``) needs an environment with Argus's verl CPU platform
+  (``cpu_platform`` in its probe); such an environment trains on CPU only, so a verl task that
+  reserves GPUs there is refused with the fix (``device: cpu``, or a GPU environment).
 """
 
 from __future__ import annotations
@@ -54,8 +57,24 @@ class EnvCheck:
                                          f"and environment {env.name!r} has verl {env.verl}: submit an advanced spec "
                                          "(kind: advanced, the verl command as you would run it) to this environment, "
                                          "or name one of the template environments (argus env list)"))
+        self._check_device(admitted, env, out)
         self._check_rollout(admitted, env, out)
         return out
+
+    def _check_device(self, admitted: Admitted, env: Environment, out: CheckOutcome) -> None:
+        spec = admitted.spec
+        cpu_env = bool(env.probe.get("cpu_platform"))
+        if spec.device == "cpu" and not cpu_env:
+            cpu_envs = [e.name for e in self.registry.visible(None) if e.ok and e.probe.get("cpu_platform")]
+            named = f" such as {', '.join(cpu_envs)}" if cpu_envs else " (an admin builds one: argus env build verl-0.9.1-vllm-cpu)"
+            out.errors.append(FieldError("device", "cpu", f"environment {env.name!r} cannot train on CPU (it has no "
+                                         f"verl CPU platform): name a CPU training environment in env:{named}, or "
+                                         "drop device: cpu to train on GPUs"))
+        elif spec.device == "gpu" and cpu_env and spec.n_gpus_per_node > 0 and admitted.entry_module is not None \
+                and admitted.entry_module.startswith("verl."):
+            out.errors.append(FieldError("device", "gpu", f"environment {env.name!r} trains on CPU only (verl's CPU "
+                                         f"platform, no CUDA): add device: cpu (n_gpus_per_node then counts CPU "
+                                         "training workers), or name a GPU environment in env: (argus env list)"))
 
     @staticmethod
     def _check_rollout(admitted: Admitted, env: Environment, out: CheckOutcome) -> None:

@@ -95,7 +95,9 @@ def parse_args(args: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--private-ray", action="store_true", help="start the task's own Ray cluster in the sandbox")
     p.add_argument("--ray-dashboard", action="store_true", help="with --private-ray: with its dashboard (for its owner)")
     p.add_argument("--cpus", type=float, default=1, help="the task's CPUs on this node (its private Ray's)")
-    p.add_argument("--gpus", type=int, default=0, help="the task's GPUs on this node")
+    p.add_argument("--gpus", type=int, default=0, help="the task's GPUs on this node (device cpu: logical ones)")
+    p.add_argument("--device", choices=["gpu", "cpu"], default="gpu",
+                   help="cpu: CPU training, --gpus counts its workers (Ray's logical GPUs, no device file)")
     p.add_argument("--nnodes", type=int, default=1, help="the task's nodes (a Ray program spans them all)")
     p.add_argument("--memory", type=int, default=0, help="the task's memory on this node, bytes (0: not set)")
     p.add_argument("--setenv", action="append", default=[], metavar="NAME=VALUE",

@@ -35,9 +35,10 @@ def node_ip() -> str:
 
 
 def join_argv(ns: argparse.Namespace, python: str, head: str, ip: str) -> list[str]:
-    from argus.runtime.task_sandbox import PRIVATE_RAY
+    from argus.runtime.task_sandbox import PRIVATE_RAY, private_ray_share
 
-    return [python, "-I", PRIVATE_RAY, "--join", head, "--cpus", str(ns.cpus), "--gpus", str(ns.gpus),
+    cpus, gpus = private_ray_share(ns)
+    return [python, "-I", PRIVATE_RAY, "--join", head, "--cpus", str(cpus), "--gpus", str(gpus),
             *(["--memory", str(ns.memory)] if ns.memory else []), "--node-ip", ip]
 
 
@@ -105,7 +106,7 @@ class Gang:
         ns, extra = self.ns, self.ns.nnodes - 1
         own = ray.get_runtime_context().get_node_id()
         share: dict[str, float] = {"worker_node": 1, **({"CPU": ns.cpus} if ns.cpus else {}),
-                                   **({"GPU": ns.gpus} if ns.gpus else {}), **({"memory": ns.memory} if ns.memory else {})}
+                                   **({"GPU": ns.gpus} if ns.gpus and getattr(ns, "device", "gpu") != "cpu" else {}), **({"memory": ns.memory} if ns.memory else {})}
         self.pg = placement_group([share] * extra, strategy="STRICT_SPREAD",
                                   bundle_label_selector=[{"ray.io/node-id": f"!{own}"}] * extra)
         try:

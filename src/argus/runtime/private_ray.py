@@ -10,7 +10,8 @@ trust domain (whoever reaches its GCS can list, kill and start anything in it). 
 task gets a Ray of its own, started here, inside the sandbox, from the training
 environment's Ray:
 
-* its resources are exactly the task's share on this node (``--num-cpus/--num-gpus/--memory``);
+* its resources are exactly the task's share on this node (``--num-cpus/--num-gpus/--memory``), and
+  ``worker_node``, as on the platform's worker nodes;
 * its session, sockets and worker logs live in the sandbox's private ``/tmp``;
 * it uses token auth with a token made for this task alone (``RAY_AUTH_TOKEN``, set by the
   launcher), so another task on the same network cannot join or drive it;
@@ -40,6 +41,10 @@ from pathlib import Path
 START_LOG = Path("/tmp/argus-private-ray.log")
 RAY_TEMP = "/tmp/ray"
 START_TIMEOUT_S = 120.0
+# Every node of a task's cluster is a worker node: the basic templates pin TransferQueue's storage units to nodes
+# with this resource (core.builders.transfer_queue_settings, written for the platform's cluster, whose head has
+# none), and TransferQueue refuses to start where no node has it (found by the first real GRPO run, issue 34).
+WORKER_NODE_RESOURCE = '{"worker_node": 1}'
 EX_RAY_FAILED = 70  # EX_SOFTWARE: the platform part of the task failed, not the user's command
 PR_SET_CHILD_SUBREAPER = 36
 # Ray's Prometheus endpoints answer anyone who reaches the port, and Ray has no token for them: the dashboard
@@ -72,6 +77,7 @@ def parse_args(args: list[str] | None = None) -> argparse.Namespace:
 
 def ray_start_argv(ns: argparse.Namespace) -> list[str]:
     common = [f"--num-cpus={max(int(ns.cpus), 1)}", f"--num-gpus={ns.gpus}", f"--temp-dir={RAY_TEMP}",
+              f"--resources={WORKER_NODE_RESOURCE}",
               f"--node-ip-address={ns.node_ip}", "--disable-usage-stats", "--dashboard-agent-listen-port=0",
               *([f"--memory={ns.memory}"] if ns.memory else []),
               *([f"--object-store-memory={ns.object_store}"] if ns.object_store else [])]

@@ -15,6 +15,7 @@ import shutil
 import socket
 from pathlib import Path
 
+from argus.core.resources import CPU_TRAINING_RAY_CPUS
 from argus.runtime import jail
 
 PRIVATE_RAY = str(Path(__file__).with_name("private_ray.py"))
@@ -60,6 +61,16 @@ def free_ports(count: int, avoid: tuple[int, int] = RAY_WORKER_PORTS) -> list[in
     finally:
         for sock in held:
             sock.close()
+
+
+def private_ray_share(ns: argparse.Namespace) -> tuple[float, int]:
+    """(CPUs, GPUs) the task's private Ray advertises on this node: the task's share, except for CPU training
+    (``--device cpu``), whose GPUs are logical (one per CPU training worker) and whose CPUs are at least
+    ``CPU_TRAINING_RAY_CPUS`` slots: verl places a ``{"CPU": 3, "GPU": 1}`` bundle per worker and one CPU per
+    TransferQueue, agent-loop and reward actor, which share the cores the node gave the task."""
+    if getattr(ns, "device", "gpu") == "cpu":
+        return max(float(ns.cpus), float(CPU_TRAINING_RAY_CPUS)), ns.gpus
+    return ns.cpus, ns.gpus
 
 
 class Sandbox:
@@ -109,7 +120,11 @@ class Sandbox:
         if self.ns.user:
             env.setdefault("USER", f"argus-{self.ns.user}")
             env.setdefault("LOGNAME", env["USER"])
-        if self.cuda_visible is not None:
+        if getattr(self.ns, "device", "gpu") == "cpu":
+            # CPU training: the private Ray's GPUs are logical, and Ray refuses to advertise GPUs that an empty
+            # CUDA_VISIBLE_DEVICES (a launcher holding none) says are not there
+            env.pop("CUDA_VISIBLE_DEVICES", None)
+        elif self.cuda_visible is not None:
             env["CUDA_VISIBLE_DEVICES"] = self.cuda_visible
         if self.ns.private_ray:
             env.update(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=self.ray_token, RAY_USAGE_STATS_ENABLED="0")
@@ -123,8 +138,9 @@ class Sandbox:
         self.gcs_port, client, dashboard = free_ports(3)
         self.dashboard_port = dashboard if ns.ray_dashboard else 0
         store = int(self.shm_bytes() * OBJECT_STORE_SHARE)
+        cpus, gpus = private_ray_share(ns)
         return [python, "-I", PRIVATE_RAY, "--head", str(self.gcs_port), "--client-port", str(client),
-                "--cpus", str(ns.cpus), "--gpus", str(ns.gpus), *(["--memory", str(ns.memory)] if ns.memory else []),
+                "--cpus", str(cpus), "--gpus", str(gpus), *(["--memory", str(ns.memory)] if ns.memory else []),
                 "--object-store", str(store), "--node-ip", self.node_ip, "--wait-nodes", str(max(ns.nnodes, 1)),
                 *(["--dashboard-port", str(self.dashboard_port)] if self.dashboard_port else []), "--", *argv]
 

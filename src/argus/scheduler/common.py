@@ -176,6 +176,7 @@ def driver_argv(ctx: LoopContext, user: str, task: TaskModel, attempt: int, team
     """
     need, ray = task_node_need(task), uses_ray(list(task.argv))
     env, python = task_python(ctx, user, task)
+    device, gpus = task_device(task)
     return [
         ctx.settings.launcher_python, "-I", "-m", DRIVER_MODULE,
         "--job-dir", str(job_dir(ctx, user, task.id)),
@@ -187,12 +188,25 @@ def driver_argv(ctx: LoopContext, user: str, task: TaskModel, attempt: int, team
         *(["--sandbox"] if ctx.sandbox else []),
         *(["--private-ray"] if ray else []),
         *(["--ray-dashboard"] if ray and ctx.settings.task_ray_dashboard else []),
-        "--cpus", f"{need.cpus:g}", "--gpus", str(task.n_gpus_per_node), "--nnodes", str(task.nnodes),
+        *(["--device", device] if device != "gpu" else []),
+        "--cpus", f"{need.cpus:g}", "--gpus", str(gpus), "--nnodes", str(task.nnodes),
         *(["--memory", str(need.memory)] if need.memory else []),
         *(f"--setenv={name}={value}" for name, value in task_env(ctx, user).items()),
         "--",
         *task.argv,
     ]
+
+
+TASK_HF_SCRATCH = "/tmp/argus-hf"  # in the task's sandbox: its private /tmp
+
+
+def task_device(task: TaskModel) -> tuple[str, int]:
+    """(``device``, the GPUs per node its private Ray advertises): for CPU training (``device: cpu``, issue 34)
+    the spec's ``n_gpus_per_node`` logical GPUs, one per CPU training worker, while the platform reserved none."""
+    spec = task.spec_resolved or {}
+    if spec.get("device") == "cpu":
+        return "cpu", int(spec.get("n_gpus_per_node") or 0)
+    return "gpu", task.n_gpus_per_node
 
 
 def task_env(ctx: LoopContext, user: str) -> dict[str, str]:
@@ -201,7 +215,8 @@ def task_env(ctx: LoopContext, user: str) -> dict[str, str]:
     * the user's ``code/`` on the path of every task process, *after* the installed packages
       (runtime/userpath/sitecustomize.py, first on PYTHONPATH), so it can never shadow Argus or
       Ray; the launcher runs with ``-I``;
-    * the user's home and the shared Hugging Face cache (``$HOME/common/hf``);
+    * the user's home and the shared Hugging Face cache (``$HOME/common/hf``, read-only; the caches HF
+      libraries write go to the sandbox's ``/tmp``);
     * ``RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO``: a process of the private Ray that holds no GPU gets
       an empty ``CUDA_VISIBLE_DEVICES`` instead of seeing every GPU of the task.
 
@@ -216,6 +231,11 @@ def task_env(ctx: LoopContext, user: str) -> dict[str, str]:
         "RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO": "1",
         "HOME": str(ctx.layout.home(user)),
         "HF_HOME": str(ctx.layout.hf_dir),
+        # the shared HF cache is read-only in the sandbox: what the task's processes write beside it goes to the
+        # sandbox's private /tmp (verl's datasets.load_dataset caches every parquet it reads; trust_remote_code
+        # models compile their modules), removed with the attempt
+        "HF_DATASETS_CACHE": TASK_HF_SCRATCH + "/datasets",
+        "HF_MODULES_CACHE": TASK_HF_SCRATCH + "/modules",
         "ARGUS_USER": user,
         "PYTHONUNBUFFERED": "1",
         **ctx.extra_env,

@@ -37,6 +37,7 @@ from argus.core.builders import (
 )
 from argus.core.example_paths import fold_example_paths
 from argus.core.problems import merge_problems, shown, shown_text
+from argus.core.resources import reserved_gpus
 from argus.core.spec_lines import with_lines
 from argus.core.states import TERMINAL, TaskStatus, TerminationReason, can_transition
 from argus.core.taskspec import AdvancedTaskSpec, BasicTaskSpec, load_spec_document, parse_taskspec
@@ -248,7 +249,7 @@ def queue_task(session: Session, principal: Principal, checked: Checked, *, poli
         "status": TaskStatus.QUEUED.value,
         "priority": spec.priority,
         "nnodes": spec.nnodes,
-        "n_gpus_per_node": spec.n_gpus_per_node,
+        "n_gpus_per_node": reserved_gpus(spec.n_gpus_per_node, spec.device),  # device cpu: none reserved
         "spec_raw": checked.body,
         "spec_resolved": resolved_view(verdict, principal.name, policy),
         "command_raw": command_raw,
