@@ -72,3 +72,15 @@ def test_resume_verdicts():
 
 def test_format_duration():
     assert [format_duration(s) for s in (45, 600, 3600 * 2 + 300)] == ["45 s", "10 min", "2 h 05 min"]
+
+
+def test_a_validation_line_is_not_a_training_step():
+    """Resumed from global_step_2, verl logs its validation as step:2 before training step 3 (the first real
+    resumed GRPO run, issue 34): the resume check and the ETA count training steps only."""
+    from argus.core.metrics import is_training_step, parse_metric_line
+
+    val = parse_metric_line("step:2 - val-aux/openai/gsm8k/reward/mean@1:np.float64(0.0) - val-core/x/acc/mean@1:0.0")
+    train = parse_metric_line("step:3 - actor/pg_loss:-0.02 - val-core/x/acc/mean@1:0.1 - timing_s/step:2.7")
+    old = parse_metric_line("step:0 - val/test_score/openai/gsm8k:0.0")
+    assert val and train and old
+    assert not is_training_step(val[1]) and not is_training_step(old[1]) and is_training_step(train[1])

@@ -57,6 +57,16 @@ def _number(text: str) -> float | None:
     return value
 
 
+VALIDATION_PREFIXES = ("val-", "val/")  # verl ≥ 0.6: val-core/…, val-aux/…; older verl: val/…
+
+
+def is_training_step(values: dict[str, float]) -> bool:
+    """Whether a metric line reports a training step, not only a validation: verl validates before training
+    (``step:0 - val-core/…``) and, resumed from ``global_step_N``, logs that validation as ``step:N`` before
+    its first training step N+1 (measured on the first real resumed GRPO run, issue 34)."""
+    return any(not key.startswith(VALIDATION_PREFIXES) for key in values)
+
+
 def parse_metric_line(line: str) -> tuple[int, dict[str, float]] | None:
     """``(step, {key: value})`` for a verl console metric line, else None. ``nan``/``inf`` are kept."""
     m = _STEP.search(line)

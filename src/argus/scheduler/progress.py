@@ -29,7 +29,7 @@ from datetime import datetime
 from pathlib import Path
 
 from argus.core import checkpoints as ck
-from argus.core.metrics import parse_metric_line
+from argus.core.metrics import is_training_step, parse_metric_line
 from argus.core.resource_use import IDLE_PCT, IDLE_S
 from argus.core.stall import Progress, Stall, format_duration, resume_verdict, stalled
 from argus.db.models import TaskModel
@@ -160,7 +160,7 @@ class ProgressWatch:
             if b"step:" not in raw:
                 continue
             parsed = parse_metric_line(raw.decode("utf-8", errors="replace"))
-            if parsed is not None:
+            if parsed is not None and is_training_step(parsed[1]):
                 steps.append(parsed[0])
         return True, steps
 

@@ -35,7 +35,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from argus.core import accounting, eta
-from argus.core.metrics import parse_metric_line
+from argus.core.metrics import is_training_step, parse_metric_line
 from argus.core.paths import DataLayout
 from argus.core.states import ACTIVE, TaskStatus
 from argus.db.models import TaskAttemptModel, TaskModel, UserModel
@@ -104,7 +104,7 @@ def read_log_progress(home: Path, path: Path) -> LogProgress:
                 if b"step:" not in raw:
                     continue
                 parsed = parse_metric_line(raw.decode("utf-8", errors="replace"))
-                if parsed is None:
+                if parsed is None or not is_training_step(parsed[1]):
                     continue
                 cur.step, found = parsed[0], True
                 if cur.first_step is None and cur.whole:
