@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.verl.conftest import USER, make_tiny_model
+from tests.envs_fixtures import install_env
+from tests.verl.conftest import USER, make_tiny_model, write_sft_parquet
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 QWEN = "Qwen/Qwen2.5-0.5B-Instruct"
@@ -31,6 +32,10 @@ def cluster_data(verl_server, alice, tmp_path_factory):  # noqa: ANN001, ANN201
         for f in data.glob("*.parquet"):
             shutil.copy(f, target / f.name)
     shutil.copy(EXAMPLES / "reward.py", home / "code" / "reward.py")
+    (home / "datasets" / "sft").mkdir(parents=True, exist_ok=True)
+    for split in ("train", "val"):  # examples/sft-cpu.yaml (the README tour uploads smoke_tiny's sft/ there)
+        write_sft_parquet(home / "datasets" / "sft" / f"{split}.parquet", 16)
+    install_env(root, "verl-0.9.1-vllm-cpu")  # the CPU examples name it (issue 34)
     tiny = home / "models" / "tiny"
     if not tiny.exists():
         make_tiny_model(tiny)
