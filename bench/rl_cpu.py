@@ -71,7 +71,8 @@ def argv(python: str, workload: str, home: Path, work: Path, steps: int) -> list
     from argus.core.taskspec import BasicTaskSpec
 
     spec = BasicTaskSpec(workload=workload, device="cpu", model_id=str(home / "model"),
-                         train_file=str(home / "gsm8k" / "train.parquet"), nnodes=1, n_gpus_per_node=1,
+                         train_file=str(home / "gsm8k" / "train.parquet"),
+                         val_file=str(home / "gsm8k" / "test.parquet"), nnodes=1, n_gpus_per_node=1,
                          total_training_steps=steps, train_batch_size=4, rollout_n=4 if workload == "grpo" else 1,
                          max_prompt_length=128, max_response_length=32, lr=1e-3)
     overrides = basic_overrides(spec, PathView(lambda v: v, str(work)), f"bench-{workload}")
