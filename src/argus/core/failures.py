@@ -276,6 +276,10 @@ _ENGINE_ROOT = re.compile(
     r"|on startup is less than desired GPU memory utilization"  # vLLM V1: the GPU is not free enough
     r"|Not enough memory\. Please try to increase --mem-fraction-static"  # SGLang
     r"|must be divisible by tensor parallel size")  # vLLM: heads vs tensor_model_parallel_size
+# the processes of a rollout engine: verl's vLLM/SGLang server actors and vLLM's engine core
+_ENGINE_ACTOR = re.compile(r"(?:vLLM\w*Server|SGLang\w*Server|\w*EngineCore\w*)\b")
+# vLLM's own settings that verl sets as actor_rollout_ref.rollout.<same name>
+_ENGINE_SETTINGS = ("max_num_batched_tokens", "max_num_seqs", "max_model_len", "gpu_memory_utilization")
 _ENGINE_FAILED = re.compile(
     r"EngineCore failed to start|Engine core initialization failed|WorkerProc initialization failed"
     r"|Scheduler hit an exception|scheduler is dead|Initialization failed\. Please see the error messages above")
@@ -356,6 +360,8 @@ def diagnose(tail: str, exit_code: int | None = None) -> Diagnosis | None:
             found.append(_Found(0, i, FailureKind.HOST_OOM, i))
         elif exc and _ENGINE_ROOT.search(t):
             found.append(_Found(0, i, FailureKind.ROLLOUT_ENGINE, i))
+        elif exc and _ENGINE_ACTOR.match(ln.actor) and _exc_name(t) not in _FOLLOW_ON:
+            found.append(_Found(0, i, FailureKind.ROLLOUT_ENGINE, i))  # raised in the rollout server itself
         elif _ENGINE_FAILED.search(t):
             found.append(_Found(1, i, FailureKind.ROLLOUT_ENGINE, i))
         elif _NCCL.search(t):
@@ -600,7 +606,16 @@ def _engine(lines: list[_Line], i: int, found: list[_Found]) -> Diagnosis:
         marks = [f.line for f in found if f.kind == FailureKind.ROLLOUT_ENGINE and f.line is not None]
         root = next((j for m in sorted(marks) if (j := _next_exception(lines, m)) is not None), i)
     text = lines[root].text.strip()
-    if re.search(r"KV cache|cache blocks", text):
+    if "validation error for" in text:  # pydantic: the reason is on a line of its own below
+        detail = next((ln.text.strip() for ln in lines[root + 1:root + 6]
+                       if ln.key == lines[root].key and "Value error, " in ln.text), None)
+        if detail:
+            text = f"{text}: {detail.split('Value error, ', 1)[1].split(' [type=', 1)[0]}"
+    named = [k for k in _ENGINE_SETTINGS if k in text]
+    if named and "validation error for" in text:
+        hint = (f"vLLM refused its configuration: set {', '.join(f'actor_rollout_ref.rollout.{k}' for k in named)} "
+                "so that the condition in the message holds (verl passes these to vLLM as they are)")
+    elif re.search(r"KV cache|cache blocks", text):
         hint = ("The KV cache does not fit: raise actor_rollout_ref.rollout.gpu_memory_utilization or lower "
                 "actor_rollout_ref.rollout.max_model_len (prompt + response length), or use a larger "
                 "tensor_model_parallel_size")
