@@ -279,8 +279,9 @@ def test_every_kind_has_a_specific_one_line_hint():
 
 
 def test_a_reward_that_raises_is_the_users_code_not_the_trainers_consequence():
-    """The real GRPO run: the reward's ValueError in an AgentLoopWorker, then ~89 KiB later the driver's own
-    'ValueError: Received an empty list as keys.' from TransferQueue (a consequence) ends the log."""
+    """The real GRPO run: vLLM's 'Warning: NUMA binding: …' line from its server (not an error), the reward's
+    ValueError in an AgentLoopWorker, then ~89 KiB later the driver's own 'ValueError: Received an empty list as
+    keys.' from TransferQueue (a consequence) ends the log."""
     text = tail("user_code_reward_raises_real_grpo_cpu")
     assert failure_cause(text) == "ValueError: Received an empty list as keys."  # the last one is not the cause
     d = diagnose(text, 1)

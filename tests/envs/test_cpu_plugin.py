@@ -80,7 +80,12 @@ def test_the_environment_defaults_are_defaults(monkeypatch) -> None:  # noqa: AN
 
 
 def test_vllm_linear_layers_keep_their_weight_for_the_weight_sync(monkeypatch) -> None:  # noqa: ANN001
+    # importing the module sets the CPU environment's defaults and an import hook: in copies, restored after, so
+    # that no later test's subprocess inherits VERL_USE_EXTERNAL_MODULES (Argus's own verl has no plugin)
     monkeypatch.syspath_prepend(str(PLUGIN))
+    monkeypatch.setattr(os, "environ", dict(os.environ))
+    monkeypatch.setattr(sys, "meta_path", list(sys.meta_path))
+    monkeypatch.delitem(sys.modules, "argus_verl_cpu_env", raising=False)
     import argus_verl_cpu_env as plugin_env
 
     packed: list[str] = []

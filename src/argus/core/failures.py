@@ -360,8 +360,9 @@ def diagnose(tail: str, exit_code: int | None = None) -> Diagnosis | None:
             found.append(_Found(0, i, FailureKind.HOST_OOM, i))
         elif exc and _ENGINE_ROOT.search(t):
             found.append(_Found(0, i, FailureKind.ROLLOUT_ENGINE, i))
-        elif exc and _ENGINE_ACTOR.match(ln.actor) and _exc_name(t) not in _FOLLOW_ON:
-            found.append(_Found(0, i, FailureKind.ROLLOUT_ENGINE, i))  # raised in the rollout server itself
+        elif exc and _ENGINE_ACTOR.match(ln.actor) and _exc_name(t).endswith(("Error", "Exception")) \
+                and _exc_name(t) not in _FOLLOW_ON:  # raised in the rollout server itself (not its warnings)
+            found.append(_Found(0, i, FailureKind.ROLLOUT_ENGINE, i))
         elif _ENGINE_FAILED.search(t):
             found.append(_Found(1, i, FailureKind.ROLLOUT_ENGINE, i))
         elif _NCCL.search(t):
