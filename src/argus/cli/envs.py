@@ -34,7 +34,7 @@ STATE_DIR = typer.Option(None, "--state-dir", help="embedded mode: the state dir
 def _engines(e: dict) -> str:
     """The rollout engines, and "(cpu)" where the environment trains on CPU (``device: cpu``)."""
     engines = ",".join(e.get("rollout_engines") or []) or "-"
-    return f"{engines} (cpu)" if e.get("cpu_training") or e.get("cpu_platform") else engines
+    return f"{engines} (cpu)" if e.get("cpu_training") else engines
 
 
 def _result(r: dict) -> str:
