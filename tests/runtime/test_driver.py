@@ -93,6 +93,23 @@ def test_sigterm_reaches_the_whole_child_group(tmp_path: Path) -> None:
     assert json.loads((job / "status.json").read_text())["signal"] == "SIGTERM"
 
 
+def test_a_stop_before_supervision_is_kept_not_fatal(tmp_path: Path) -> None:
+    """SIGTERM as soon as the driver's status.json exists, before or while it starts the child (a cancel
+    under load): exit 143 and the signal recorded, never the driver killed by the default action (-15)."""
+    for i in range(3):
+        job = tmp_path / f"j{i}"
+        p = start(job, "bash", "-c", "sleep 300 & echo $! > grandchild.pid; wait")
+        wait_until(lambda job=job: (job / "status.json").exists(), 20, every=0.005, what="status.json")
+        time.sleep(0.02 * i)  # before the start, around it, after it
+        p.send_signal(signal.SIGTERM)
+        p.communicate(timeout=slack(20))
+        assert p.returncode == 128 + signal.SIGTERM, p.returncode
+        assert json.loads((job / "status.json").read_text())["signal"] == "SIGTERM"
+        pid_file = job / "grandchild.pid"
+        if pid_file.exists() and pid_file.read_text().strip():
+            wait_until(lambda f=pid_file: not alive(int(f.read_text())), 10, every=0.05, what="the grandchild to end")
+
+
 def test_child_dies_with_a_killed_driver(tmp_path: Path) -> None:
     job = tmp_path / "j"
     p = start(job, sys.executable, "-c", "import os, time; open('child.pid', 'w').write(str(os.getpid())); time.sleep(300)")

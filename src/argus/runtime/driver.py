@@ -153,6 +153,30 @@ def keep_path_in_login_shell(argv: list[str], path_prefix: str) -> list[str]:
     return argv
 
 
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+class EarlyStops:
+    """The stop signals (``STOP_SIGNALS``) that come before the child is under supervision.
+
+    Without this, a cancel under load could land between ``Popen`` and ``_supervise``'s forwarding
+    handler (the sampler and NVML open in between): Python's default action killed the driver (-15, not
+    the task's 143) and left the child to the parent-death SIGKILL, with no grace to stop. Kept here
+    from the driver's first line: a stop before the start means the task is not started at all, one after
+    it is forwarded as soon as supervision begins.
+    """
+
+    def __init__(self) -> None:
+        self.signals: list[int] = []
+
+    def install(self) -> None:
+        for sig in STOP_SIGNALS:
+            signal.signal(sig, self._keep)
+
+    def _keep(self, signum: int, _frame: object) -> None:
+        self.signals.append(signum)
+
+
 def _die_with_parent() -> None:
     """In the child before exec: SIGKILL when the driver dies, even by SIGKILL."""
     parent = os.getppid()
@@ -251,6 +275,8 @@ def preflight(ns: argparse.Namespace, report: dict[str, Any]) -> tuple[list[str]
 
 def run(ns: argparse.Namespace) -> int:
     started = time.monotonic()
+    early = EarlyStops()
+    early.install()
     job_dir = ns.job_dir.resolve()
     sys.stdout.flush()
     echo = open(sys.stdout.fileno(), "wb", buffering=0, closefd=False)  # noqa: SIM115 - fd 1 stays open
@@ -332,7 +358,7 @@ def run(ns: argparse.Namespace) -> int:
         elif not log.error:
             log.write(reward_banner(ns, sandbox, env, job_dir))
             if not log.error:  # a log that fails before the task starts: do not start it
-                code = _start(ns, command, command_env, job_dir, log, status, sandboxed=sandbox.active)
+                code = _start(ns, command, command_env, job_dir, log, status, early, sandboxed=sandbox.active)
     finally:
         if gang is not None:
             gang.stop()
@@ -362,9 +388,15 @@ def _log_failed(log: TaskLog, status: StatusFile, code: int | None) -> int:
 
 
 def _start(ns: argparse.Namespace, argv: list[str], env: dict[str, str], job_dir: Path, log: TaskLog,
-           status: StatusFile, *, sandboxed: bool = False) -> int:
+           status: StatusFile, early: EarlyStops, *, sandboxed: bool = False) -> int:
     """The task's command under supervision, in its memory cgroup when the spec sets memory_per_node; its exit
-    code. A task the kernel's OOM killer hit inside that cgroup is said so in the log and ``status.json``."""
+    code. A task the kernel's OOM killer hit inside that cgroup is said so in the log and ``status.json``.
+    A stop that came before (``early``) ends it here, not started: 128 + the signal, as if it had been."""
+    if early.signals:
+        name = signal.Signals(early.signals[0]).name
+        status.data["signal"] = name
+        log.write(f"[argus] {name} before the task started: not started\n".encode())
+        return 128 + early.signals[0]
     cap = MemoryCap.create(f"argus-{job_dir.name}-a{ns.attempt}", ns.memory) if ns.memory else None
     if ns.memory and cap is None:
         log.write(f"[argus] memory_per_node ({describe(ns.memory)}) is not enforced on this node: "
@@ -386,7 +418,7 @@ def _start(ns: argparse.Namespace, argv: list[str], env: dict[str, str], job_dir
         return 127
     sampler = Sampler(child.pid, job_dir / "telemetry" / f"attempt-{ns.attempt}.jsonl",
                       os.environ.get("CUDA_VISIBLE_DEVICES"), Nvml.open())
-    code = _supervise(child, log, status, sandboxed=sandboxed, sampler=sampler)
+    code = _supervise(child, log, status, sandboxed=sandboxed, sampler=sampler, early=early)
     if cap is not None:
         killed = cap.oom_kills()
         if killed:
@@ -440,7 +472,7 @@ def polite(pid: int, sig: int, sandboxed: bool) -> None:
 
 
 def _supervise(child: subprocess.Popen[bytes], log: TaskLog, status: StatusFile, *, sandboxed: bool = False,
-               sampler: Sampler | None = None) -> int:
+               sampler: Sampler | None = None, early: EarlyStops | None = None) -> int:
     """Wait for the child while pumping its output; forward stop signals to its whole group.
 
     A log that stops taking writes stops the task (SIGTERM to its group, SIGKILL after
@@ -467,8 +499,10 @@ def _supervise(child: subprocess.Popen[bytes], log: TaskLog, status: StatusFile,
         log.echo(f"[argus] {log_write.REASON}: {why}; stopping the task\n".encode())
         stop(signal.SIGTERM)
 
-    for sig in (signal.SIGTERM, signal.SIGINT):
+    for sig in STOP_SIGNALS:
         signal.signal(sig, forward)
+    if early is not None and early.signals:  # came between the start and the line above
+        forward(early.signals[0], None)
     log.on_error = log_failed
     pump = threading.Thread(target=pump_output, args=(child.stdout, log), daemon=True)
     pump.start()
@@ -488,7 +522,7 @@ def _supervise(child: subprocess.Popen[bytes], log: TaskLog, status: StatusFile,
                 log.write(f"[argus] cannot update status.json: {failed}\n".encode())
     kill_group(signal.SIGKILL)  # leftovers in the task's group (daemonised helpers) die with it
     pump.join(timeout=5)
-    for sig in (signal.SIGTERM, signal.SIGINT):
+    for sig in STOP_SIGNALS:
         signal.signal(sig, signal.SIG_DFL)
     return 128 - code if code < 0 else code
 
