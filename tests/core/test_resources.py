@@ -127,3 +127,19 @@ def test_cpu_training_reserves_no_gpu_and_a_cpu_per_worker_plus_one() -> None:
     assert default_cpus("verl.trainer.main_ppo", 1, 1, device="cpu") == 2.0
     assert default_cpus("verl.trainer.sft_trainer", 1, 2, device="cpu") == 3.0
     assert default_cpus("argus.jobs.doctor", 1, 0, device="cpu") == 0.0
+
+
+def test_training_device_counts_cpu_workers_from_the_spec_and_gpus_from_the_reservation() -> None:
+    from argus.core.resources import training_device
+
+    assert training_device({"device": "cpu", "n_gpus_per_node": 2}, 0) == ("cpu", 2)
+    assert training_device({"device": "gpu", "n_gpus_per_node": 4}, 4) == ("gpu", 4)
+    assert training_device(None, 1) == ("gpu", 1)  # a list row: no spec read
+
+
+def test_the_cli_never_shows_a_cpu_training_task_as_zero_gpus() -> None:
+    from argus.cli.tasks import workers_line
+
+    assert workers_line({"nnodes": 1, "n_gpus_per_node": 0, "device": "cpu", "workers_per_node": 2}) == \
+        "1×2 CPU training workers (device cpu)"
+    assert workers_line({"nnodes": 2, "n_gpus_per_node": 8}) == "2×8 GPUs"

@@ -96,7 +96,10 @@ class TaskSummaryOut(BaseModel):
     status: str
     priority: int
     nnodes: int
-    n_gpus_per_node: int
+    n_gpus_per_node: int = Field(description="GPUs reserved on each node (0 for CPU training and CPU jobs)")
+    device: str = Field("gpu", description="what it trains on: gpu, or cpu (spec `device: cpu`, issue 34)")
+    workers_per_node: int = Field(0, description="training workers on each node: its GPUs, or for device cpu "
+                                  "its CPU training workers (the spec's n_gpus_per_node)")
     termination_reason: str | None
     status_message: str | None
     pending_reason: str | None

@@ -102,6 +102,13 @@ def tasks(
         console.print(f"[dim]{shown} of {out['total']} (use --offset/--limit)[/dim]")
 
 
+def workers_line(t: dict) -> str:
+    """``2×4 GPUs``, or for CPU training ``1×2 CPU training workers (device cpu)``: never ``1×0 GPUs``."""
+    if t.get("device") == "cpu":
+        return f"{t['nnodes']}×{t.get('workers_per_node', 0)} CPU training workers (device cpu)"
+    return f"{t['nnodes']}×{t['n_gpus_per_node']} GPUs"
+
+
 @handle_errors
 def task(task_id: str, output: Output = output_option(), as_json: bool = json_flag()) -> None:
     """Show one task: status, reason, why it waits, attempts."""
@@ -109,7 +116,7 @@ def task(task_id: str, output: Output = output_option(), as_json: bool = json_fl
     if emit(t, output, as_json):
         return
     console.print(f"[bold]{escape(t['task_id'])}[/bold]  {escape(t['status'])}  ({escape(t['kind'])} "
-                  f"{escape(t['workload'])}, {t['nnodes']}×{t['n_gpus_per_node']} GPUs, priority {t['priority']}, "
+                  f"{escape(t['workload'])}, {workers_line(t)}, priority {t['priority']}, "
                   f"user {escape(t['user'])})")
     for label, key in (("name", "name"), ("reason", "termination_reason"), ("message", "status_message"),
                        ("waiting", "pending_reason"), ("created", "created_at"), ("started", "started_at"),

@@ -43,6 +43,7 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 PPO_MODULES = frozenset({"verl.trainer.main_ppo"})
 LEGACY_PPO_MODULES = frozenset({"verl.trainer.main_ppo_v0"})
@@ -134,6 +135,16 @@ def _int_override(overrides: Mapping[str, str], key: str, default: int) -> int:
 def reserved_gpus(n_gpus_per_node: int, device: str = "gpu") -> int:
     """The GPUs per node the scheduler reserves: none for CPU training (``device: cpu``)."""
     return 0 if device == "cpu" else n_gpus_per_node
+
+
+def training_device(spec_resolved: Mapping[str, Any] | None, reserved: int) -> tuple[str, int]:
+    """(``device``, training workers per node) of a task from its resolved spec and the GPUs reserved for it:
+    for CPU training (``device: cpu``, issue 34) the spec's ``n_gpus_per_node`` counts CPU training workers
+    (the logical GPUs of the task's private Ray) while the platform reserved none; else its GPUs."""
+    spec = spec_resolved or {}
+    if spec.get("device") == "cpu":
+        return "cpu", int(spec.get("n_gpus_per_node") or 0)
+    return "gpu", reserved
 
 
 def default_cpus(entry_module: str | None, nnodes: int, n_gpus_per_node: int,

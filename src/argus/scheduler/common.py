@@ -26,7 +26,7 @@ from argus.cluster.types import JobsBackend, NodeInventory
 from argus.core import accounting
 from argus.core.gpu_binding import uses_ray
 from argus.core.paths import DataLayout
-from argus.core.resources import RESOURCES_KEY, NodeNeed, default_cpus
+from argus.core.resources import RESOURCES_KEY, NodeNeed, default_cpus, training_device
 from argus.core.states import LIVE_ATTEMPT, TERMINAL, TaskStatus
 from argus.db.models import TaskAttemptModel, TaskModel, utcnow
 from argus.db.session import Database
@@ -203,10 +203,7 @@ TASK_HF_SCRATCH = "/tmp/argus-hf"  # in the task's sandbox: its private /tmp
 def task_device(task: TaskModel) -> tuple[str, int]:
     """(``device``, the GPUs per node its private Ray advertises): for CPU training (``device: cpu``, issue 34)
     the spec's ``n_gpus_per_node`` logical GPUs, one per CPU training worker, while the platform reserved none."""
-    spec = task.spec_resolved or {}
-    if spec.get("device") == "cpu":
-        return "cpu", int(spec.get("n_gpus_per_node") or 0)
-    return "gpu", task.n_gpus_per_node
+    return training_device(task.spec_resolved, task.n_gpus_per_node)
 
 
 def task_env(ctx: LoopContext, user: str) -> dict[str, str]:

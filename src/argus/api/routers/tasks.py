@@ -31,6 +31,7 @@ from argus.api.schemas import (
     TaskSummaryOut,
 )
 from argus.core.admission import AdmissionPolicy
+from argus.core.resources import training_device
 from argus.core.states import TaskStatus
 from argus.errors import ClientError, Conflict, FieldError
 from argus.services import eta as eta_svc
@@ -304,10 +305,13 @@ def cancel(
 
 
 def _summary(task: TaskModel | Row[Any], user: str) -> TaskSummaryOut:
-    """A task or a row of ``svc.SUMMARY_COLUMNS`` (the list reads only those)."""
+    """A task or a row of ``svc.SUMMARY_COLUMNS`` (the list reads only those: no spec, so a list row's
+    ``device`` is gpu and its workers its GPUs; one task's answer reads its spec)."""
+    device, workers = training_device(getattr(task, "spec_resolved", None), task.n_gpus_per_node)
     return TaskSummaryOut(
         task_id=task.id, user=user, name=task.name, kind=task.kind, workload=task.workload, status=task.status,
         priority=task.priority, nnodes=task.nnodes, n_gpus_per_node=task.n_gpus_per_node,
+        device=device, workers_per_node=workers,
         termination_reason=task.termination_reason, status_message=task.status_message,
         pending_reason=task.pending_reason, created_at=task.created_at, started_at=task.started_at,
         finished_at=task.finished_at, status_note=task_list.status_note(task.status_message),
