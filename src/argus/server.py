@@ -198,6 +198,8 @@ async def serve(ctx: AppContext, components: list[Component], *, announce: Calla
             on_ready(announce)
         for line in ctx.extras.get("banner", []):
             announce(line)
+        if "env_registry" in ctx.extras:
+            announce(await asyncio.to_thread(ctx.extras["env_registry"].default_line))
         await serve_task
     finally:
         for comp in reversed(started):

@@ -173,3 +173,21 @@ def test_an_interpreter_that_links_where_no_sandbox_shows_is_refused_at_admissio
         else:
             with pytest.raises(EnvError, match="links outside your home"):
                 reg.resolve("~/envs/evil", "bob")
+
+
+def test_argus_up_says_what_the_default_environment_can_run(tmp_path: Path) -> None:
+    """The start's line about the default environment (issue 34): Argus's own has no rollout engine and the
+    line says how to get one on a CPU machine; a CPU training one says device: cpu; a missing one is named."""
+    reg = Registry(tmp_path, sys.executable, BUILTIN, tmp_path / "state")
+    line = reg.default_line()
+    assert line.startswith("default training environment: argus (verl ") and "no rollout engine" in line
+    assert "argus up --default-env verl-0.9.1-vllm-cpu" in line
+    from argus.envs.registry import Environment
+
+    Environment(name="cpu-env", python=sys.executable, prefix=sys.prefix, source="catalog", templates=True,
+                probe={"versions": {"verl": "0.9.1"}, "rollout_engines": ["vllm"], "cpu_platform": True,
+                       "problems": []}).dump(reg.cluster_dir / "cpu-env")
+    line = Registry(tmp_path, sys.executable, "cpu-env", tmp_path / "state").default_line()
+    assert line == "default training environment: cpu-env (verl 0.9.1, rollout: vllm, trains on CPU: specs say device: cpu)"
+    line = Registry(tmp_path, sys.executable, "nope", tmp_path / "state").default_line()
+    assert line.startswith("default training environment: nope (not built): tasks without env: are refused")

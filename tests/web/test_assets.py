@@ -60,6 +60,9 @@ def test_spec_templates_parse_in_both_languages() -> None:
         for name, text in texts.items():
             spec = parse_taskspec(load_spec_document(text, "application/yaml"))
             assert not isinstance(spec, list), (lang, name, spec)
+        for name, text in spec_templates(lang, "cpu").items():  # the default environment trains on CPU
+            spec = parse_taskspec(load_spec_document(text, "application/yaml"))
+            assert spec.device == ("cpu" if name.startswith("basic-") else "gpu"), (lang, name)
     zh = spec_templates("zh")["advanced"]
     assert "资源(平台调度与预检查用;仍需要)" in zh and "平台会对 $HOME 做宏替换" in zh
     en_lines = [ln for ln in spec_templates("en")["advanced"].splitlines() if not ln.lstrip().startswith("#")]

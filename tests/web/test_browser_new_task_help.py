@@ -46,12 +46,13 @@ def test_a_new_user_meets_one_to_do_with_the_data_page_not_an_error_wall(up: Up,
     page.goto(f"{up.url}/tasks/new")
     page.locator("#editor .cm-content", has_text="workload").wait_for()
     verdict(page)
-    assert page.locator("#editor .cm-content").inner_text().strip() == spec_templates("en")["basic-grpo"].strip()
+    # the default environment (Argus's own: no rollout engine) runs SFT: the page opens there (issue 34)
+    assert page.locator("#editor .cm-content").inner_text().strip() == spec_templates("en")["basic-sft"].strip()
     items = page.locator("#errors li")
     assert items.count() == 1, items.all_inner_texts()
     todo = items.first
     assert "newtask-todo" in (todo.get_attribute("class") or "")
-    assert "not in your home yet" in todo.inner_text() and "$HOME/datasets/gsm8k/train.parquet" in todo.inner_text()
+    assert "not in your home yet" in todo.inner_text() and "$HOME/datasets/sft/train.parquet" in todo.inner_text()
     link = todo.locator("a.newtask-link")
     assert link.inner_text() == "Open the Data page" and link.get_attribute("href") == "/data"
     shot(page, "new-task-first-run")

@@ -69,7 +69,7 @@ def test_first_run_guide_for_a_new_user(up: Up, pages: Pages) -> None:
     assert page.locator("#bulk").is_hidden()  # nothing to select yet
     assert page.locator("#first-data").get_attribute("href") == "/data"
     assert page.locator("[data-first-template]").evaluate_all("as => as.map(a => a.getAttribute('href'))") == [
-        "/tasks/new?template=basic-grpo", "/tasks/new?template=basic-ppo", "/tasks/new?template=basic-sft"]
+        "/tasks/new?template=basic-sft", "/tasks/new?template=basic-grpo", "/tasks/new?template=basic-ppo"]
     shot(page, "tasks-first-run-en")
     # a filter that matches nothing is not a first run: it says so instead
     page.goto(f"{up.url}/tasks?q=nothing-like-this")

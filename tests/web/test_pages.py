@@ -141,3 +141,43 @@ def test_an_unknown_address_is_the_404_page_for_a_browser_and_json_for_the_api(l
     with browser(live) as c:  # signed out: the same page, without a user
         r = c.get("/no/such/page", headers=html)
         assert r.status_code == 404 and 'id="not-found"' in r.text
+
+
+def _page_data(html: str) -> dict:
+    import json
+    import re
+
+    found = re.search(r'<script type="application/json" id="argus-page">(.*?)</script>', html, re.S)
+    assert found, html[:500]
+    return json.loads(found.group(1))
+
+
+def test_new_task_opens_on_a_template_the_default_environment_runs(live: LiveServer) -> None:
+    """Argus's own environment (a fresh argus up's default) has no rollout engine: New Task opens on SFT, the
+    first-run guide offers SFT first, and the templates ask for GPUs (issue 34)."""
+    with browser(live, live.admin_token) as c:
+        data = _page_data(c.get("/tasks/new").text)
+        assert data["start"] == "basic-sft" and "device:" not in data["templates"]["basic-sft"]
+        assert _page_data(c.get("/tasks").text)["first_templates"][0] == "basic-sft"
+
+
+def test_new_task_on_a_cpu_training_default_environment_asks_for_cpu(tmp_path) -> None:  # noqa: ANN001
+    """The default environment trains on CPU with vLLM (verl-0.9.1-vllm-cpu): GRPO first, every basic template
+    with device: cpu, in both languages (the environment's record is written here: its build is tests/envs')."""
+    from argus.envs.registry import Environment, Registry
+    from argus.settings import Settings
+    from tests.helpers import live_server
+
+    settings = Settings(state_dir=tmp_path / "state", sftp_enabled=False, verl_validation="off",
+                        default_env="cpu-env")
+    reg = Registry.for_settings(settings)
+    Environment(name="cpu-env", python="/usr/bin/python3", prefix="/usr", source="catalog", templates=True,
+                probe={"rollout_engines": ["vllm"], "cpu_platform": True, "problems": []}).dump(reg.cluster_dir / "cpu-env")
+    with live_server(settings) as srv, browser(srv, srv.admin_token) as c:
+        for lang in ("en", "zh"):
+            c.cookies.set("argus_lang", lang)
+            data = _page_data(c.get("/tasks/new", headers={"Accept-Language": lang}).text)
+            assert data["start"] == "basic-grpo"
+            for name in ("basic-grpo", "basic-ppo", "basic-sft"):
+                assert "\ndevice: cpu " in data["templates"][name], (lang, name)
+            assert "device:" not in data["templates"]["advanced"]

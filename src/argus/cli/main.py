@@ -70,6 +70,8 @@ def up(
                                                   help="Ray dashboard/Jobs API, loopback only [default: a free one]"),
     ray_client_port: int | None = typer.Option(None, "--ray-client-port", **PORT,
                                                help="Ray client server port [default: a free one]"),
+    default_env: str | None = typer.Option(None, "--default-env", help="the training environment of a spec "
+                                           "without env: and of the WebUI's templates [default: argus]"),
 ) -> None:
     """Start everything on this machine: Ray head, a local worker node, and the server.
 
@@ -80,7 +82,8 @@ def up(
 
     run_server(settings_or_exit(mode="embedded", state_dir=state_dir, api_port=port, sftp_port=sftp_port,
                                 sftp_enabled=sftp, worker_gpus=gpus, ray_address=ray_address, ray_head_port=ray_port,
-                                ray_dashboard_port=ray_dashboard_port, ray_client_server_port=ray_client_port),
+                                ray_dashboard_port=ray_dashboard_port, ray_client_server_port=ray_client_port,
+                                default_env=default_env),
                start_ray=ray_address is None)
 
 

@@ -19,7 +19,7 @@ FLAGS = {
     "sftp_enabled": "--no-sftp", "worker_gpus": "--gpus", "ray_address": "--ray-address",
     "ray_head_port": "--ray-port", "ray_dashboard_port": "--ray-dashboard-port",
     "ray_client_server_port": "--ray-client-port", "advertise_address": "--advertise-address",
-    "data_root": "--data-root",
+    "data_root": "--data-root", "default_env": "--default-env",
 }
 
 

@@ -255,6 +255,23 @@ class Registry:
                     "use a cluster environment"]}
                 return
 
+    def default_line(self) -> str:
+        """What ``argus up`` says about the default environment (issue 34): the one a spec without ``env:``
+        and the WebUI's templates use, and what to do when it cannot run GRPO/PPO (no rollout engine)."""
+        env = self.get(self.default)
+        if env is None or not env.ok:
+            why = "not built" if env is None else "; ".join(env.problems) or "not checked"
+            return (f"default training environment: {self.default} ({why}): tasks without env: are refused; "
+                    f"argus env build {self.default} or start with --default-env NAME (argus env list)")
+        public = env.public()
+        engines = ", ".join(public["rollout_engines"])
+        if engines:
+            return (f"default training environment: {env.name} (verl {env.verl}, rollout: {engines}"
+                    f"{', trains on CPU: specs say device: cpu' if public['cpu_training'] else ''})")
+        return (f"default training environment: {env.name} (verl {env.verl}, no rollout engine: SFT runs, GRPO/PPO "
+                "need one; on a machine without GPUs: argus env build verl-0.9.1-vllm-cpu, then argus up "
+                "--default-env verl-0.9.1-vllm-cpu)")
+
     def visible(self, user: str | None) -> list[Environment]:
         """What ``user`` may name in a spec (every cluster environment, and their own)."""
         return [self.builtin(), *self.cluster(), *(self.own(user) if user else [])]

@@ -19,6 +19,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from argus.api.context import AppContext
 from argus.api.deps import get_ctx
+from argus.api.routers.envs import registry as env_registry
 from argus.errors import NotFound
 from argus.services import audit, first_run
 from argus.services.principal import Principal
@@ -91,19 +92,28 @@ def _safe_next(target: str | None) -> str:
     return target
 
 
+def _starting_point(ctx: AppContext) -> first_run.StartingPoint:
+    """Where New Task opens, from the cluster's default environment (services/first_run decides)."""
+    reg = env_registry(ctx)
+    env = reg.get(reg.default)
+    return first_run.starting_point(env.public() if env is not None and env.ok else None)
+
+
 @router.get("/tasks")
-def tasks_page(request: Request, principal: Principal = Depends(signed_in)) -> Response:
+def tasks_page(request: Request, ctx: AppContext = Depends(get_ctx),
+               principal: Principal = Depends(signed_in)) -> Response:
     return render(request, "tasks.html", title_key="tasks.title", principal=principal,
-                  doctor_spec=first_run.DOCTOR_SPEC, first_templates=first_run.FIRST_TEMPLATES)
+                  doctor_spec=first_run.DOCTOR_SPEC, first_templates=_starting_point(ctx).first_templates)
 
 
 @router.get("/tasks/new")
 def new_task_page(request: Request, ctx: AppContext = Depends(get_ctx),
                   principal: Principal = Depends(signed_in)) -> Response:
     lang = i18n.pick_language(request.cookies.get(i18n.COOKIE), request.headers.get("accept-language"))
+    start = _starting_point(ctx)
     return render(request, "new_task.html", title_key="new.title", principal=principal,
-                  templates=spec_templates(lang), clone=request.query_params.get("clone"),
-                  paths=_paths(ctx, principal))
+                  templates=spec_templates(lang, start.device), start=start.template,
+                  clone=request.query_params.get("clone"), paths=_paths(ctx, principal))
 
 
 @router.get("/tasks/{task_id}")

@@ -15,5 +15,20 @@ NAMES = ("basic-ppo", "basic-grpo", "basic-sft", "advanced")
 DIR = Path(__file__).parent / "spec_templates"
 
 
-def spec_templates(lang: str) -> dict[str, str]:
-    return {name: (DIR / f"{name}.{lang}.yaml").read_text(encoding="utf-8") for name in NAMES}
+# ``device: cpu`` as the basic templates carry it when the default environment trains on CPU (services/first_run)
+CPU_LINE = {
+    "en": "device: cpu                                       # train on CPU: n_gpus_per_node counts CPU training workers\n",
+    "zh": "device: cpu                                       # 在 CPU 上训练:n_gpus_per_node 为 CPU 训练进程数\n",
+}
+
+
+def spec_templates(lang: str, device: str = "gpu") -> dict[str, str]:
+    """Each template's text; with ``device="cpu"`` the basic ones ask for CPU training (after their name line)."""
+    out = {name: (DIR / f"{name}.{lang}.yaml").read_text(encoding="utf-8") for name in NAMES}
+    if device == "cpu":
+        for name in NAMES:
+            if name.startswith("basic-"):
+                head, sep, rest = out[name].partition("\nname:")
+                line, nl, tail = rest.partition("\n")
+                out[name] = f"{head}{sep}{line}{nl}{CPU_LINE[lang]}{tail}"
+    return out

@@ -430,7 +430,7 @@ loadEnvs();
   } else if (page.clone) { // an explicit choice wins; the draft stays stored and is offered back
     loadFromTask(page.clone, draft);
   } else {
-    load(page.templates[template || "basic-grpo"]);
+    load(page.templates[template || page.start]);
     if (draft) offerDraft(draft);
   }
 }
