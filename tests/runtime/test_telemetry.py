@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import psutil
 
@@ -49,6 +50,36 @@ def test_the_tree_under_the_child_is_sampled_and_appended(tmp_path):
             p.kill()
         child.kill()
         child.wait()
+
+
+SHARED = """
+import mmap, os, sys, time
+m = mmap.mmap(-1, 128 << 20, flags=mmap.MAP_SHARED)  # anonymous shared memory, touched by both processes
+m.write(b"x" * (128 << 20))
+if os.fork() == 0:
+    sum(m[i] for i in range(0, 128 << 20, 4096))
+    open(sys.argv[1] + ".child", "w").close()
+    time.sleep(300)
+open(sys.argv[1], "w").close()
+time.sleep(300)
+"""
+
+
+def test_memory_two_processes_share_counts_once(tmp_path):
+    """128 MiB mapped and touched by a parent and its child: the tree holds 128 MiB, not 256 (PSS, not RSS)."""
+    flag = tmp_path / "ready"
+    parent = subprocess.Popen([sys.executable, "-c", SHARED, str(flag)])
+    try:
+        wait_until(lambda: flag.exists() and Path(f"{flag}.child").exists(), 60, every=0.1, what="both touched")
+        tree = [psutil.Process(parent.pid), *psutil.Process(parent.pid).children()]
+        assert sum(p.memory_info().rss for p in tree) >= 256 << 20  # what an RSS sum would say
+        sample = Sampler(parent.pid, tmp_path / "t.jsonl", visible="", nvml=None).sample()
+        assert 128 << 20 <= sample["rss"] < 200 << 20, sample
+    finally:
+        for p in psutil.Process(parent.pid).children():
+            p.kill()
+        parent.kill()
+        parent.wait()
 
 
 def test_no_nvml_here_means_no_gpu_figures():

@@ -9,9 +9,12 @@ nothing is faked.
 
 One sample every ``SAMPLE_S`` is appended as a JSON line to ``<job>/telemetry/attempt-N.jsonl``:
 ``{"t": 1764072000, "cpu": 3.52, "rss": 12884901888, "gpu": [[97, 61440, 412.5], …]}`` — epoch
-seconds, CPUs busy (1.0 = one core) over the interval, resident memory of the tree in bytes, and per
+seconds, CPUs busy (1.0 = one core) over the interval, resident memory of the tree in bytes (each
+process's proportional set size, so the libraries and shared memory that a training's dozens of
+processes all map count once, not once per process: a GRPO run on CPU is 7.5 GB this way and 15 GB as
+a sum of RSS; a process whose PSS cannot be read counts its RSS), and per
 GPU [utilisation %, memory used MiB, power W]. 46 bytes a line without GPUs, 208 with 8: 0.26 to 1.2 MB
-per task-day at 15 s; one sample of a 65-process tree costs ~5.5 ms of CPU (``bench/telemetry_cost.py``). The server reads that file for the task page's charts, ``argus task``, ``/metrics`` and the
+per task-day at 15 s; one sample of a 65-process tree costs ~20 ms of CPU with the PSS reads, measured at load 13 on 2 cores, 0.14 % of a core at 15 s (``bench/telemetry_cost.py``). The server reads that file for the task page's charts, ``argus task``, ``/metrics`` and the
 idle-GPU flag; the newest sample is also in ``status.json`` (``usage``).
 """
 
@@ -27,6 +30,19 @@ from typing import Any
 import psutil
 
 SAMPLE_S = 15.0
+
+
+def resident_bytes(proc: psutil.Process) -> int:
+    """``proc``'s proportional set size (``/proc/<pid>/smaps_rollup``, one kernel walk, no per-mapping
+    parse), else its RSS (an older kernel, a process we may not inspect)."""
+    try:
+        with open(f"/proc/{proc.pid}/smaps_rollup", "rb") as fh:
+            for line in fh:
+                if line.startswith(b"Pss:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return proc.memory_info().rss
 
 
 class Nvml:
@@ -110,7 +126,7 @@ class Sampler:
                 with proc.oneshot():
                     t = proc.cpu_times()
                     total = t.user + t.system
-                    rss += proc.memory_info().rss
+                    rss += resident_bytes(proc)
             except psutil.Error:
                 continue  # it ended between the listing and the read
             seen[proc.pid] = total
