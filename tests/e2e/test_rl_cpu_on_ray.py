@@ -10,10 +10,13 @@ verl CPU platform): nothing here is the synthetic ``argus.jobs.steps``.
   memory samples; then **resumed** from a checkpoint (the resume check's event: first step = checkpoint + 1)
   and **exported** to a Hugging Face folder that transformers loads and generates from;
 * **PPO with a critic** (the shipped advanced example ``examples/ppo-cpu.yaml``): critic metrics each step;
-* **SFT** under torchrun with gloo (``examples/sft-cpu.yaml``).
+* **SFT** under torchrun with gloo (``examples/sft-cpu.yaml``);
+* **failures from the real stack**, each in its class with its hint: a run over its memory limit (host OOM),
+  a rollout engine that refuses its configuration (vLLM's own check, at its start), a reward that raises.
 
-The three examples are submitted as written, plus ``cpus_per_node: 1`` so that they run side by side on the
-stack's 2-CPU worker (most of a run's first minutes are actor and engine start-ups, not compute).
+The runs are submitted as written plus ``cpus_per_node: 1``, all at once: the stack's 2-CPU worker runs two
+side by side (most of a run's first minutes are actor and engine start-ups, not compute) and the queue keeps
+both slots busy; the resume and the export follow GRPO.
 """
 
 from __future__ import annotations
@@ -67,10 +70,27 @@ def carol(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> httpx.Clien
     return client
 
 
+BROKEN_REWARD = '''def compute_score(data_source, solution_str, ground_truth, extra_info=None, **kwargs):
+    raise ValueError("carol's reward cannot parse " + repr(solution_str[:20]))
+'''
+# vLLM refuses this at its engine's start (pydantic: max_num_batched_tokens >= max_num_seqs); verl does not check it
+ENGINE_REFUSES = "overrides:\n  - actor_rollout_ref.rollout.max_num_batched_tokens=64\n"
+
+
 @pytest.fixture(scope="module")
-def runs(carol: httpx.Client) -> dict[str, str]:
-    """The three examples, submitted at once: workload → task id."""
-    return {w: submit(carol, _example(f"{w}-cpu.yaml")) for w in ("grpo", "ppo", "sft")}
+def runs(stack: Stack, carol: httpx.Client) -> dict[str, str]:
+    """Every run that needs no other run, submitted at once (the worker's 2 CPUs run two at a time, and the
+    queue keeps both busy): the three examples, then two that fail for real — a run that outgrows its memory
+    limit and a rollout engine that refuses its configuration — and one whose reward raises. Name → task id."""
+    home = stack.settings.root / "users" / "carol"
+    (home / "code" / "broken_reward.py").write_text(BROKEN_REWARD)
+    grpo = _example("grpo-cpu.yaml")
+    out = {w: submit(carol, _example(f"{w}-cpu.yaml")) for w in ("grpo", "ppo", "sft")}
+    out["starved"] = submit(carol, grpo + "memory_per_node: 1536Mi\n")
+    out["engine"] = submit(carol, grpo + ENGINE_REFUSES)
+    out["broken"] = submit(carol, grpo.replace("reward_path: $HOME/code/reward.py",
+                                               "reward_path: $HOME/code/broken_reward.py"))
+    return out
 
 
 def _finished(client: httpx.Client, tid: str) -> tuple[dict[str, Any], str]:
@@ -95,7 +115,7 @@ def test_grpo_trains_on_cpu_with_the_users_reward_and_is_charted_checkpointed_an
     t, log = _finished(carol, tid)
     attempt = t["attempts"][-1]
     assert attempt["node_id"] and attempt["node_id"] != stack.head_node_id  # the driver ran on a worker node
-    assert t["n_gpus_per_node"] == 0  # device: cpu reserves no GPU
+    assert t["n_gpus_per_node"] == 0 and (t["device"], t["workers_per_node"]) == ("cpu", 1)  # no GPU reserved
     assert "private Ray cluster of this task: 1 node(s), 16 CPUs and 1 GPUs each" in log  # 1 logical GPU
     assert "carol-reward-was-called" in log
     points = _points(carol, tid)
@@ -155,25 +175,28 @@ def test_sft_trains_on_cpu_under_torchrun(carol: httpx.Client, runs: dict[str, s
     assert loss and _steps(points, loss[0]) == [1, 2, 3, 4], sorted(points)
 
 
-BROKEN_REWARD = '''def compute_score(data_source, solution_str, ground_truth, extra_info=None, **kwargs):
-    raise ValueError("carol's reward cannot parse " + repr(solution_str[:20]))
-'''
+def _failed(client: httpx.Client, tid: str) -> dict[str, Any]:
+    wait_status(client, tid, {"SUCCEEDED", "FAILED", "CANCELED"}, timeout=RUN_TIMEOUT_S)
+    t = client.get(f"/api/v2/tasks/{tid}").json()
+    assert t["status"] == "FAILED", (t, client.get(f"/api/v2/tasks/{tid}/logs").text[-6000:])
+    return t
 
 
-def test_real_failures_land_in_their_class_with_their_hint(stack: Stack, carol: httpx.Client,
-                                                            runs: dict[str, str]) -> None:
-    """A reward that raises and a run that outgrows its memory limit, produced by the real stack on CPU."""
-    home = stack.settings.root / "users" / "carol"
-    (home / "code" / "broken_reward.py").write_text(BROKEN_REWARD)
-    grpo = _example("grpo-cpu.yaml")
-    broken = submit(carol, grpo.replace("reward_path: $HOME/code/reward.py", "reward_path: $HOME/code/broken_reward.py"))
-    starved = submit(carol, grpo + "memory_per_node: 1536Mi\n")
-    for tid in (broken, starved):
-        wait_status(carol, tid, {"SUCCEEDED", "FAILED", "CANCELED"}, timeout=RUN_TIMEOUT_S)
-    t = carol.get(f"/api/v2/tasks/{broken}").json()
-    assert t["status"] == "FAILED" and t["failure_kind"] == "user_code", t  # not TransferQueue's consequence
+def test_a_run_over_its_memory_limit_is_a_host_oom(carol: httpx.Client, runs: dict[str, str]) -> None:
+    t = _failed(carol, runs["starved"])
+    assert t["failure_kind"] == "host_oom", t
+    assert "outgrew its memory limit of 1536 MiB" in t["status_message"] and "memory_per_node" in t["failure_hint"], t
+
+
+def test_a_rollout_engine_that_refuses_to_start_names_its_setting(carol: httpx.Client, runs: dict[str, str]) -> None:
+    t = _failed(carol, runs["engine"])
+    assert t["failure_kind"] == "rollout_engine", t
+    assert "max_num_batched_tokens (64) must be greater than or equal to max_num_seqs" in t["status_message"], t
+    assert "actor_rollout_ref.rollout.max_num_batched_tokens" in t["failure_hint"], t
+
+
+def test_a_reward_that_raises_names_the_users_line(carol: httpx.Client, runs: dict[str, str]) -> None:
+    t = _failed(carol, runs["broken"])
+    assert t["failure_kind"] == "user_code", t  # not TransferQueue's consequence
     assert "ValueError: carol's reward cannot parse" in t["status_message"], t
     assert "compute_score ($HOME/code/broken_reward.py, line 2)" in t["failure_hint"], t
-    t = carol.get(f"/api/v2/tasks/{starved}").json()
-    assert t["status"] == "FAILED" and t["failure_kind"] == "host_oom", t
-    assert "outgrew its memory limit of 1536 MiB" in t["status_message"] and "memory_per_node" in t["failure_hint"], t
