@@ -3,7 +3,7 @@
 A build takes seconds from uv's cache and a few minutes the first time on a machine (it
 downloads verl, Ray and their dependencies from the index; CPU torch is the local wheel). So
 each environment is built into ``$ARGUS_TEST_ENV_CACHE`` (default ``~/.cache/argus/test-envs``),
-one folder per catalog entry and lock hash: a changed lock builds afresh, an unchanged one is
+one folder per catalog entry, lock hash and ``build.BUILD_REVISION``: a changed lock builds afresh, an unchanged one is
 reused by the next session and the next CI run on the machine. Builds are atomic (a rename),
 so an interrupted session leaves nothing half-built to reuse.
 
@@ -37,7 +37,7 @@ def built(name: str) -> Environment:
     entry = catalog.entry(name)
     assert entry is not None, name
     sha = (entry.lock_sha256() or "nolock")[:12]
-    root = cache_dir() / f"{name}-{sha}"
+    root = cache_dir() / f"{name}-{sha}-b{build.BUILD_REVISION}"
     manifest = root / "envs" / name / MANIFEST
     if not manifest.is_file():
         root.mkdir(parents=True, exist_ok=True)

@@ -81,8 +81,9 @@ def main(args: list[str] | None = None) -> int:
     work.mkdir(parents=True)
     run([uv, "venv", "--relocatable", "--python", ns.python, str(work / "venv")])
     links = [a for v in (os.environ.get("PIP_FIND_LINKS", ""), os.environ.get("UV_FIND_LINKS", "")) for a in v.split()]
-    run([uv, "pip", "install", "--python", str(work / "venv" / "bin" / "python"), "-r", str(requirements),
-         *(f"--find-links={link}" for link in links)])
+    # bytecode now, once: each task's processes would otherwise compile the packages again (argus.envs.build)
+    run([uv, "pip", "install", "--python", str(work / "venv" / "bin" / "python"), "--compile-bytecode",
+         "-r", str(requirements), *(f"--find-links={link}" for link in links)])
     shutil.copyfile(requirements, work / "requirements.txt")
     shutil.rmtree(folder, ignore_errors=True)
     os.replace(work, folder)
