@@ -1,4 +1,4 @@
-"""A NODE_LOST retry resumes from the latest complete checkpoint (scheduler/autoresume.py), fake Ray, real SQLite."""
+"""A NODE_LOST or RAY_JOB_LOST retry resumes from the latest complete checkpoint (scheduler/autoresume.py), fake Ray, real SQLite."""
 
 from __future__ import annotations
 
@@ -66,3 +66,21 @@ def test_resume_disabled_by_the_user_starts_over(ctx, ray) -> None:
     sub.run_once()
     assert task(ctx, tid).argv == ["bash", "-lc", cmd]
     assert notes(ctx, tid) == ["attempt 2 starts over: the command sets trainer.resume_mode=disable"]
+
+
+def test_a_job_ray_lost_resumes_from_its_checkpoint_too(ctx, ray) -> None:
+    """A platform Ray head restart under a running task: RAY_JOB_LOST, and the retry continues from the latest
+    complete checkpoint (it used to start over at step 1; issue 36), saying so in the timeline."""
+    cmd = "python3 -m argus.jobs.steps trainer.default_local_dir=ck"
+    tid, sub, mon = running(ctx, ray, ["bash", "-lc", cmd])
+    folder = ctx.settings.root / "users" / "alice" / "jobs" / tid / "ck"
+    write_step(folder, 70)
+    ray.jobs.pop(f"{tid}-a1")  # the head restarted: Ray knows nothing of the RUNNING attempt
+    mon.run_once()
+    assert task(ctx, tid).status == "QUEUED" and task(ctx, tid).termination_reason == "RAY_JOB_LOST"
+    sub.run_once()
+    want = f"{cmd} trainer.resume_mode=resume_path trainer.resume_from_path={folder}/global_step_70"
+    assert task(ctx, tid).argv == ["bash", "-lc", want]
+    assert notes(ctx, tid) == [f"attempt 2 resumes from checkpoint global_step_70 ($HOME/jobs/{tid}/ck/global_step_70) "
+                               "after Ray lost the job: trainer.resume_mode=resume_path "
+                               "trainer.resume_from_path=…/global_step_70"]

@@ -1,8 +1,8 @@
-"""A retry after a lost node (or a stall, with ``on_stall: requeue``) continues from the task's latest
-complete checkpoint, not from step 0.
+"""A retry by Argus itself — after a lost node, a job Ray lost (its head restarted under a running task), or a
+stall with ``on_stall: requeue`` — continues from the task's latest complete checkpoint, not from step 0.
 
 Called by the submit loop while it stores attempt ``n`` (n > 1) of a task whose previous attempt
-ended ``NODE_LOST`` or ``STALLED``: if the task's checkpoint folder (``trainer.default_local_dir``) holds a
+ended ``NODE_LOST``, ``RAY_JOB_LOST`` or ``STALLED`` (every reason it retries, scheduler/monitor.py): if the task's checkpoint folder (``trainer.default_local_dir``) holds a
 complete ``global_step_N`` (verl's tracker has reached it; ``core/checkpoints.py``), the task's
 argv gets ``trainer.resume_mode=resume_path trainer.resume_from_path=<…>/global_step_N`` — replacing
 what an earlier retry added — in the same transaction as the attempt row, so a resubmission of
@@ -22,11 +22,13 @@ from argus.scheduler.common import ACTOR, LoopContext
 from argus.services.checkpoints import task_listing
 
 # The reasons a task is run again by Argus itself (not the user), and how the timeline says why.
-AGAIN = {TerminationReason.NODE_LOST.value: "after the lost node", TerminationReason.STALLED.value: "after the stall"}
+AGAIN = {TerminationReason.NODE_LOST.value: "after the lost node",
+         TerminationReason.RAY_JOB_LOST.value: "after Ray lost the job",
+         TerminationReason.STALLED.value: "after the stall"}
 
 
-def resume_after_node_loss(ctx: LoopContext, s: Session, task: TaskModel, user: str, attempt: int) -> None:
-    """Point attempt ``attempt``'s argv at the latest complete checkpoint when the last one lost its node."""
+def resume_on_retry(ctx: LoopContext, s: Session, task: TaskModel, user: str, attempt: int) -> None:
+    """Point attempt ``attempt``'s argv at the latest complete checkpoint when Argus retries the task."""
     if attempt <= 1 or task.termination_reason not in AGAIN:
         return
     after = AGAIN[task.termination_reason]

@@ -74,6 +74,7 @@ SETUP_ERRORS = {
     "JOB_SUPERVISOR_ACTOR_UNSCHEDULABLE",
     "JOB_ENTRYPOINT_COMMAND_START_ERROR",
 }
+# the infrastructure failures retried as a new attempt; scheduler/autoresume.AGAIN resumes each from its checkpoint
 INFRA = {TerminationReason.NODE_LOST, TerminationReason.RAY_JOB_LOST}
 RAY_LOG_TIMEOUT_S = 5.0  # the one HTTP call for a driver that died before writing its log
 FRESH_S = 10.0  # a task that started this recently may end soon: poll it faster

@@ -24,7 +24,7 @@ from argus.core.states import ACTIVE, TaskStatus, TerminationReason
 from argus.db.models import TaskAttemptModel, TaskModel, TeamModel, UserModel, utcnow
 from argus.errors import Conflict
 from argus.scheduler import policy
-from argus.scheduler.autoresume import resume_after_node_loss
+from argus.scheduler.autoresume import resume_on_retry
 from argus.scheduler.common import (
     ACTOR,
     UNCONFIRMED,
@@ -277,7 +277,7 @@ class SubmitQueuedTasks:
                                        gpus=gpus, created_at=ctx.now())
                 s.add(att)
                 task.attempts = n
-                resume_after_node_loss(ctx, s, task, user_of(s, task), n)  # same transaction: same argv on resubmit
+                resume_on_retry(ctx, s, task, user_of(s, task), n)  # same transaction: same argv on resubmit
             user = user_of(s, task)
             sid, attempt, created_at = att.submission_id, att.attempt, att.created_at
             argv = driver_argv(ctx, user, task, attempt, owner_teams(s, task))
