@@ -300,3 +300,25 @@ def test_cpu_training_gets_logical_gpus_and_slots_in_its_private_ray(tmp_path: P
     assert private_ray_share(gpu) == (7.0, 1)
     start = private_ray.ray_start_argv(private_ray.parse_args(["--head", "1", "--client-port", "2", "--", "x"]))
     assert '--resources={"worker_node": 1}' in start
+
+
+def test_the_attempt_record_mirrors_the_heartbeat_and_a_stop_request_ends_the_task(tmp_path: Path) -> None:
+    """Out of the owner's reach (runtime/attempt_record): the record the server decides on when Ray lost the job,
+    and the stop request it answers like a cancel's SIGTERM."""
+    from argus.runtime import attempt_record
+
+    root = tmp_path / "root"
+    job = root / "users" / "alice" / "jobs" / "job-1"
+    p = start(job, "bash", "-c", "echo started; sleep 300")
+    wait_until(lambda: attempt_record.read(root, "job-1", 1).get("driver_pid") == p.pid, 20, every=0.05,
+               what="the attempt's record")
+    record = attempt_record.read(root, "job-1", 1)
+    assert record["finished_at"] is None and record["heartbeat_s"] and record["alive_at"]
+    assert oct(attempt_record.folder(root).stat().st_mode & 0o777) == "0o700"
+    wait_until(lambda: "started" in (job / "logs" / "attempt-1.log").read_text(), 20, every=0.05, what="the start")
+    attempt_record.request_stop(root, "job-1", 1)
+    out, _ = p.communicate(timeout=slack(30))
+    assert p.returncode == 128 + signal.SIGTERM, out
+    assert "the server asked this attempt to stop" in out
+    record = attempt_record.read(root, "job-1", 1)
+    assert record["exit_code"] == 143 and record["finished_at"] and record["signal"] == "SIGTERM"

@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import functools
 import json
 import os
 import shlex
@@ -57,6 +58,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -64,7 +66,7 @@ from typing import Any
 import psutil
 
 from argus.core import log_write
-from argus.runtime import kernels
+from argus.runtime import attempt_record, kernels
 from argus.runtime.memcap import MemoryCap, describe
 from argus.runtime.task_sandbox import Sandbox, module_argv
 from argus.runtime.tasklog import StatusFile, TaskLog
@@ -284,6 +286,9 @@ def run(ns: argparse.Namespace) -> int:
     argv, notes = ns.argv, []
     sandbox = Sandbox(ns, job_dir)
     refusal = sandbox.problem or environment_problem(ns)
+    root = sandbox.data_root(job_dir)
+    record = _record_path(root, job_dir, ns.attempt)
+    stop_asked = functools.partial(attempt_record.stop_requested, root, job_dir.name, ns.attempt) if record else None
     status = StatusFile(job_dir / "status.json", {
         "attempt": ns.attempt,
         "hostname": socket.gethostname(),
@@ -304,7 +309,7 @@ def run(ns: argparse.Namespace) -> int:
         "log_error": None,
         "log_dropped_bytes": 0,
         "log_dropped_lines": 0,
-    })
+    }, record=record)
     if not log.open():
         return _log_failed(log, status, None)
     failed = status.save()
@@ -358,7 +363,8 @@ def run(ns: argparse.Namespace) -> int:
         elif not log.error:
             log.write(reward_banner(ns, sandbox, env, job_dir))
             if not log.error:  # a log that fails before the task starts: do not start it
-                code = _start(ns, command, command_env, job_dir, log, status, early, sandboxed=sandbox.active)
+                code = _start(ns, command, command_env, job_dir, log, status, early, stop_asked,
+                              sandboxed=sandbox.active)
     finally:
         if gang is not None:
             gang.stop()
@@ -388,7 +394,7 @@ def _log_failed(log: TaskLog, status: StatusFile, code: int | None) -> int:
 
 
 def _start(ns: argparse.Namespace, argv: list[str], env: dict[str, str], job_dir: Path, log: TaskLog,
-           status: StatusFile, early: EarlyStops, *, sandboxed: bool = False) -> int:
+           status: StatusFile, early: EarlyStops, stop_asked: Callable[[], bool] | None, *, sandboxed: bool = False) -> int:
     """The task's command under supervision, in its memory cgroup when the spec sets memory_per_node; its exit
     code. A task the kernel's OOM killer hit inside that cgroup is said so in the log and ``status.json``.
     A stop that came before (``early``) ends it here, not started: 128 + the signal, as if it had been."""
@@ -418,7 +424,7 @@ def _start(ns: argparse.Namespace, argv: list[str], env: dict[str, str], job_dir
         return 127
     sampler = Sampler(child.pid, job_dir / "telemetry" / f"attempt-{ns.attempt}.jsonl",
                       os.environ.get("CUDA_VISIBLE_DEVICES"), Nvml.open())
-    code = _supervise(child, log, status, sandboxed=sandboxed, sampler=sampler, early=early)
+    code = _supervise(child, log, status, sandboxed=sandboxed, sampler=sampler, early=early, stop_asked=stop_asked)
     if cap is not None:
         killed = cap.oom_kills()
         if killed:
@@ -427,6 +433,22 @@ def _start(ns: argparse.Namespace, argv: list[str], env: dict[str, str], job_dir
             status.save(oom_kills=killed, memory_limit=cap.limit)
         cap.remove()
     return code
+
+
+def _record_path(root: Path, job_dir: Path, attempt: int) -> Path | None:
+    """The attempt's record (runtime/attempt_record), or None for a job folder outside a data root's
+    ``users/<user>/jobs/`` (a driver run by hand): no platform folder to write there."""
+    if len(job_dir.parents) < 4 or job_dir.parent.name != "jobs" or \
+            job_dir.parents[2].resolve() != (root / "users").resolve():
+        return None
+    return attempt_record.record_path(root, job_dir.name, attempt)
+
+
+def _asked(stop_asked: Callable[[], bool]) -> bool:
+    try:
+        return stop_asked()
+    except OSError:
+        return False  # the platform folder unreadable for a moment: asked again next second
 
 
 def signal_tree(pid: int, sig: int) -> None:
@@ -472,7 +494,8 @@ def polite(pid: int, sig: int, sandboxed: bool) -> None:
 
 
 def _supervise(child: subprocess.Popen[bytes], log: TaskLog, status: StatusFile, *, sandboxed: bool = False,
-               sampler: Sampler | None = None, early: EarlyStops | None = None) -> int:
+               sampler: Sampler | None = None, early: EarlyStops | None = None,
+               stop_asked: Callable[[], bool] | None = None) -> int:
     """Wait for the child while pumping its output; forward stop signals to its whole group.
 
     A log that stops taking writes stops the task (SIGTERM to its group, SIGKILL after
@@ -506,13 +529,19 @@ def _supervise(child: subprocess.Popen[bytes], log: TaskLog, status: StatusFile,
     log.on_error = log_failed
     pump = threading.Thread(target=pump_output, args=(child.stdout, log), daemon=True)
     pump.start()
-    beat, told = time.monotonic(), False
+    beat, told, asked = time.monotonic(), False, False
     while True:
         try:
             code = child.wait(timeout=POLL_S)
             break
         except subprocess.TimeoutExpired:
             pass
+        if stop_asked is not None and not asked and _asked(stop_asked):
+            # the server's stop for an attempt its Ray lost (runtime/attempt_record): as a cancel's SIGTERM
+            asked = True
+            log.write(b"[argus] the server asked this attempt to stop (its Ray had lost the job): stopping\n")
+            status.data["signal"] = "SIGTERM"
+            stop(signal.SIGTERM)
         if time.monotonic() - beat >= HEARTBEAT_S or (log.error and not told):
             beat, told = time.monotonic(), told or bool(log.error)
             usage = sampler.record() if sampler is not None and sampler.failed is None else None

@@ -162,13 +162,17 @@ class Sandbox:
                      f"/dev/shm {self.shm_bytes() >> 20} MiB, cleared environment")
         return [*prefix, *argv], {"PATH": BASE_PATH}
 
+    def data_root(self, job_dir: Path) -> Path:
+        """The data root, whose ``.argus`` folder holds what the server reads out of the owner's reach."""
+        # <root>/users/<user>/jobs/<task>: the data root, when no sandbox config names it
+        return Path(self.cfg.data_root) if self.cfg is not None else job_dir.parents[3]
+
     def record_dashboard(self, job_dir: Path, attempt: int) -> None:
         """Where this attempt's own Ray dashboard listens and its token, for the server's proxy
         (``jail.write_dashboard_record``: a platform folder of the data root, never the owner's home)."""
         if not self.dashboard_port:
             return
-        # <root>/users/<user>/jobs/<task>: the data root, when no sandbox config names it
-        root = Path(self.cfg.data_root) if self.cfg is not None else job_dir.parents[3]
+        root = self.data_root(job_dir)
         self.dashboard_record = jail.write_dashboard_record(root, job_dir.name, attempt, self.dashboard_port,
                                                             self.ray_token)
 

@@ -28,6 +28,7 @@ from typing import Any, BinaryIO
 
 from argus.core import log_write
 from argus.core.metrics import CLOCK_MARK, CLOCK_SUFFIX, clock_line
+from argus.runtime import attempt_record
 
 
 class TaskLog:
@@ -143,15 +144,19 @@ class TaskLog:
 class StatusFile:
     """``status.json``: what the monitor reads to learn the attempt's node, GPUs, times and end."""
 
-    def __init__(self, path: Path, data: dict[str, Any]) -> None:
+    def __init__(self, path: Path, data: dict[str, Any], record: Path | None = None) -> None:
         self.path = path
         self.data = data
+        self.record = record  # runtime/attempt_record: the copy out of the owner's reach that the server decides on
         self._lock = threading.Lock()
 
     def save(self, **changes: Any) -> OSError | None:
-        """Apply ``changes`` and replace the file atomically; the error instead of raising it."""
+        """Apply ``changes`` and replace the file atomically (and the attempt's record); the error instead of
+        raising it (status.json's: the owner's folder is the one a full disk or a quota refuses)."""
         with self._lock:
             self.data.update(changes)
+            if self.record is not None:
+                attempt_record.write(self.record, self.data)
             tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
             try:
                 tmp.write_text(json.dumps(self.data, indent=2) + "\n")

@@ -19,6 +19,7 @@ from argus.core import accounting
 from argus.core.states import TaskStatus, TerminationReason
 from argus.db.models import TaskModel
 from argus.errors import Conflict
+from argus.runtime import attempt_record
 from argus.scheduler.common import (
     ACTOR,
     LoopContext,
@@ -31,6 +32,8 @@ from argus.scheduler.common import (
 from argus.services.tasks import switch_task_status
 
 STOP_RESEND_S = 5.0
+# a driver asked to stop through its record (Ray lost its job) ends within its kill grace and a heartbeat or two
+RECORD_STOP_WAIT_S = 60.0
 
 
 class CancelTasks:
@@ -60,6 +63,29 @@ class CancelTasks:
                 log.exception("cancel: %s failed", task_id)
         return done
 
+    def _stopped_by_record(self, task_id: str, sid: str | None) -> bool:
+        """For a job Ray does not know: whether its attempt is over. A driver that still runs it (Ray lost the
+        job under it; runtime/attempt_record) is asked to stop through its record and followed until its
+        record says it ended, or until ``RECORD_STOP_WAIT_S`` have passed (a driver that cannot answer)."""
+        attempt = int(sid.rsplit("-a", 1)[1]) if sid and sid.rsplit("-a", 1)[-1].isdigit() else None
+        if attempt is None:
+            return True
+        root = self.ctx.settings.root
+        record = attempt_record.read(root, task_id, attempt)
+        if not attempt_record.alive(record, self.ctx.now()):
+            attempt_record.forget(root, task_id, attempt)
+            return True
+        asked = self._stop_asked.get(sid)  # type: ignore[arg-type]
+        if asked is None:
+            attempt_record.request_stop(root, task_id, attempt)
+            self._stop_asked[sid] = time.monotonic()  # type: ignore[index]
+            self.stops_sent += 1
+            return False
+        if time.monotonic() - asked < RECORD_STOP_WAIT_S:
+            return False
+        log.warning("cancel: %s did not confirm its stop within %.0f s; recorded as canceled", sid, RECORD_STOP_WAIT_S)
+        return True
+
     def _one(self, task_id: str, sid: str | None) -> int:
         ctx = self.ctx
         info = ctx.jobs.get(sid) if sid else None
@@ -70,7 +96,11 @@ class CancelTasks:
                 self._stop_asked[sid] = time.monotonic()  # type: ignore[index]
                 self.stops_sent += 1
             return 0  # CANCELED once Ray confirms, on a later pass
-        if info is None:
+        if info is None and not self._stopped_by_record(task_id, sid):
+            return 0  # its driver still runs it (Ray lost the job): asked to stop through its record; next pass
+        if info is None and sid in self._stop_asked:
+            note = "canceled; its driver stopped it (Ray had lost the job)"
+        elif info is None:
             note = "canceled (Ray had no job for it)"
         elif info.status == RayJobStatus.STOPPED:
             note = "canceled; the Ray job stopped"

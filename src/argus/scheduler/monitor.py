@@ -49,6 +49,7 @@ from argus.core.failures import (
 from argus.core.states import TaskStatus, TerminationReason
 from argus.db.models import TaskAttemptModel, TaskEventModel, TaskModel
 from argus.errors import Conflict
+from argus.runtime import attempt_record
 from argus.scheduler.common import (
     ACTOR,
     ATTEMPT_LIVE,
@@ -79,6 +80,7 @@ INFRA = {TerminationReason.NODE_LOST, TerminationReason.RAY_JOB_LOST}
 RAY_LOG_TIMEOUT_S = 5.0  # the one HTTP call for a driver that died before writing its log
 FRESH_S = 10.0  # a task that started this recently may end soon: poll it faster
 SILENT = "the driver has not reported"  # how a silence warning starts (to find and clear it)
+FOLLOWED = "Ray lost this job; its driver"  # how the note on an attempt followed through its record starts
 
 
 @dataclass(frozen=True)
@@ -107,10 +109,22 @@ def classify(
     start_timeout_s: float,
     dead_nodes: frozenset[str] = frozenset(),
     driver: dict | None = None,
+    record: dict | None = None,
 ) -> Outcome:
-    """Map Ray's view of one job to what should happen to its task (pure)."""
+    """Map Ray's view of one job to what should happen to its task (pure).
+
+    ``record`` is the attempt's record out of its owner's reach (runtime/attempt_record), read when Ray does
+    not know the job: a driver that still runs it is followed, one that finished decides the end, and only a
+    silent one is lost."""
     driver = driver or {}
     waited = (now - submitted_at).total_seconds() if submitted_at else 0.0
+    if info is None and record and attempt_record.finished(record):
+        code = record["exit_code"]
+        if code == 0:
+            return Outcome(TaskStatus.SUCCEEDED, TerminationReason.SUCCEEDED, "exit code 0", exit_code=0)
+        return Outcome(TaskStatus.FAILED, TerminationReason.EXIT_NONZERO, f"exit code {code}", exit_code=code)
+    if info is None and record and attempt_record.alive(record, now):
+        return Outcome(TaskStatus.RUNNING) if status == TaskStatus.SUBMITTED else NOTHING
     if info is None:
         if status == TaskStatus.SUBMITTED and waited > start_timeout_s:
             return Outcome(TaskStatus.FAILED, TerminationReason.START_TIMEOUT,
@@ -279,8 +293,10 @@ class MonitorActiveTasks:
                 return 0  # someone else moved it; next pass
             user = user_of(s, task)
             driver = read_driver_status(ctx, user, task_id, task.attempts)
+            record = attempt_record.read(ctx.settings.root, task_id, task.attempts) if info is None else None
             out = classify(status, info, submitted_at=task.submitted_at, now=ctx.now(),
-                           start_timeout_s=ctx.settings.start_timeout_s, dead_nodes=dead, driver=driver)
+                           start_timeout_s=ctx.settings.start_timeout_s, dead_nodes=dead, driver=driver,
+                           record=record)
             if out.reason == TerminationReason.EXIT_NONZERO and out.exit_code is not None:
                 if isinstance(driver.get("oom_kills"), int) and driver["oom_kills"] > 0:
                     out = oom_killed(out, driver)
@@ -294,6 +310,8 @@ class MonitorActiveTasks:
                 pass
             elif out.status is None:
                 self._update_attempt(s, sid, info, driver, None)
+                if info is None and record:  # Ray lost it; its driver still runs it
+                    self._followed(s, task, record)
                 if status == TaskStatus.RUNNING and info is not None and info.status == RayJobStatus.RUNNING:
                     self._watch_heartbeat(s, task, driver)
                     return self._watch_progress(s, task, user, sid, info, driver)
@@ -305,6 +323,16 @@ class MonitorActiveTasks:
 
         resubmit_same_id(ctx, task_id, sid)
         return 0
+
+    def _followed(self, s, task: TaskModel, record: dict) -> None:
+        """Say once (message + timeline) that Ray lost the job and the attempt is followed through its record."""
+        if (task.status_message or "").startswith(FOLLOWED):
+            return
+        where = f"{log_write.one_line(str(record.get('hostname') or '?'))[:80]} (pid {record.get('driver_pid')})"
+        text = (f"{FOLLOWED} on {where} still runs it: followed through its attempt record, not restarted "
+                "(the platform's Ray restarted under it)")
+        if self._note(s, task, text, text):
+            log.warning("task %s: %s", task.id, text)
 
     def _watch_heartbeat(self, s, task: TaskModel, driver: dict) -> None:
         """Say so (message + timeline event, once) when a RUNNING task's driver stops refreshing ``status.json``.

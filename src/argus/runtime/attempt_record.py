@@ -1,0 +1,105 @@
+"""An attempt's record out of its owner's reach: the driver's heartbeat and outcome, and the server's stop request.
+
+``status.json`` is in the owner's home, and the task can rewrite it: it may describe (a log's cause, a start
+time) but never decide. Deciding is what this record is for. When the platform's Ray loses a job whose driver
+still runs — its Ray head restarted under a training, and the driver, no longer a child of a Ray worker,
+carries on (measured: kill -9 of ``argus up`` and its raylets leaves the driver, its sandbox and the training
+running, reparented to init) — the server must neither start a second copy of the attempt nor forget the
+first. So the driver mirrors what the server decides on into
+``<data root>/.argus/attempts/<task>.<attempt>.json`` (beside the dashboards' records: a platform folder that
+no sandbox shows and no file access of a user reaches), and the server follows the attempt through it:
+
+* **alive** (no ``finished_at``, ``alive_at`` within ``LOST_AFTER_BEATS`` heartbeats): it keeps RUNNING,
+  followed through this record instead of Ray; a cancel writes ``<task>.<attempt>.stop``, which the driver
+  looks for every second and answers as a SIGTERM;
+* **finished**: the task ends as the driver says (exit code, time), in its first attempt;
+* **silent** past the grace, or never written: only then is the attempt lost (RAY_JOB_LOST), and its retry
+  resumes from the latest complete checkpoint (scheduler/autoresume.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+# what the record keeps: the attempt's identity, its heartbeat and its end (status.json has the rest)
+FIELDS = ("attempt", "hostname", "node_id", "driver_pid", "started_at", "alive_at", "heartbeat_s", "finished_at",
+          "exit_code", "signal", "oom_kills", "memory_limit")
+LOST_AFTER_BEATS = 3  # heartbeats missed before a driver that has not finished counts as gone
+
+
+def folder(data_root: Path) -> Path:
+    return data_root / ".argus" / "attempts"
+
+
+def record_path(data_root: Path, task_id: str, attempt: int) -> Path:
+    return folder(data_root) / f"{task_id}.{attempt}.json"
+
+
+def stop_path(data_root: Path, task_id: str, attempt: int) -> Path:
+    return folder(data_root) / f"{task_id}.{attempt}.stop"
+
+
+def write(path: Path, data: dict[str, Any]) -> OSError | None:
+    """The record's fields of ``data``, replaced atomically (0600, its folder 0700); the error, never raised."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            json.dump({k: data.get(k) for k in FIELDS}, f)
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        return exc
+    return None
+
+
+def read(data_root: Path, task_id: str, attempt: int) -> dict[str, Any]:
+    """The attempt's record, or ``{}`` (never written: a driver from before it, or one that never started)."""
+    try:
+        data = json.loads(record_path(data_root, task_id, attempt).read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) and data.get("attempt") == attempt else {}
+
+
+def request_stop(data_root: Path, task_id: str, attempt: int) -> None:
+    path = stop_path(data_root, task_id, attempt)
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    path.touch()
+
+
+def stop_requested(data_root: Path, task_id: str, attempt: int) -> bool:
+    return stop_path(data_root, task_id, attempt).exists()
+
+
+def forget(data_root: Path, task_id: str, attempt: int) -> None:
+    """Remove an ended attempt's stop request (its record stays: the outcome, for a server that comes back)."""
+    stop_path(data_root, task_id, attempt).unlink(missing_ok=True)
+
+
+def _when(value: object) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        at = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return at if at.tzinfo else at.replace(tzinfo=UTC)
+
+
+def finished(record: dict[str, Any]) -> bool:
+    return _when(record.get("finished_at")) is not None and isinstance(record.get("exit_code"), int)
+
+
+def alive(record: dict[str, Any], now: datetime) -> bool:
+    """Whether the driver still runs the attempt: not finished, and heard from within the grace."""
+    beat = record.get("heartbeat_s")
+    at = _when(record.get("alive_at"))
+    if finished(record) or at is None or not isinstance(beat, int | float):
+        return False
+    return (now - at).total_seconds() <= LOST_AFTER_BEATS * float(beat)

@@ -1,0 +1,79 @@
+"""An attempt whose job Ray lost while its driver runs on (issue 36): followed through the attempt's record out
+of its owner's reach (runtime/attempt_record), never run twice. Fake Ray, real SQLite, real record files."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from argus.core.states import TaskStatus, TerminationReason
+from argus.runtime import attempt_record
+from argus.scheduler.cancel import CancelTasks
+from argus.scheduler.monitor import FOLLOWED, classify
+from argus.services.principal import Principal
+from argus.services.tasks import cancel_task
+from tests.scheduler.fakes import task
+from tests.scheduler.test_autoresume import running
+
+
+def _record(ctx, tid: str, *, alive_s_ago: float = 1.0, finished: int | None = None) -> dict:
+    at = (ctx.now() - timedelta(seconds=alive_s_ago)).isoformat()
+    data = {"attempt": 1, "hostname": "w1-host", "driver_pid": 4242, "alive_at": at, "heartbeat_s": 15.0,
+            "finished_at": at if finished is not None else None, "exit_code": finished}
+    assert attempt_record.write(attempt_record.record_path(ctx.settings.root, tid, 1), data) is None
+    return data
+
+
+def test_classify_follows_a_live_record_ends_by_a_finished_one_and_loses_only_a_silent_one(ctx) -> None:
+    now = ctx.now()
+    beat = {"attempt": 1, "heartbeat_s": 15.0, "alive_at": (now - timedelta(seconds=20)).isoformat()}
+    kw = {"submitted_at": now, "now": now, "start_timeout_s": 60.0}
+    assert classify(TaskStatus.RUNNING, None, record=beat, **kw).status is None
+    assert classify(TaskStatus.SUBMITTED, None, record=beat, **kw).status == TaskStatus.RUNNING  # never resubmitted
+    done = {**beat, "finished_at": now.isoformat(), "exit_code": 0}
+    assert classify(TaskStatus.RUNNING, None, record=done, **kw).reason == TerminationReason.SUCCEEDED
+    assert classify(TaskStatus.RUNNING, None, record={**done, "exit_code": 3}, **kw).exit_code == 3
+    silent = {**beat, "alive_at": (now - timedelta(seconds=46)).isoformat()}  # 3 heartbeats missed
+    assert classify(TaskStatus.RUNNING, None, record=silent, **kw).reason == TerminationReason.RAY_JOB_LOST
+    assert classify(TaskStatus.RUNNING, None, record={}, **kw).reason == TerminationReason.RAY_JOB_LOST
+
+
+def test_a_driver_that_outlives_its_ray_job_is_followed_to_its_end_in_attempt_1(ctx, ray) -> None:
+    tid, sub, mon = running(ctx, ray, ["bash", "-lc", "python3 -m argus.jobs.steps"])
+    _record(ctx, tid)
+    ray.jobs.pop(f"{tid}-a1")  # the platform's Ray head restarted under it
+    mon.run_once()
+    t = task(ctx, tid)
+    assert t.status == "RUNNING" and t.attempts == 1 and t.status_message.startswith(FOLLOWED), t.status_message
+    assert "w1-host (pid 4242)" in t.status_message
+    sub.run_once()
+    assert len(ray.submissions) == 1  # no second copy of the attempt
+    _record(ctx, tid, finished=0)
+    mon.run_once()
+    t = task(ctx, tid)
+    assert (t.status, t.termination_reason, t.attempts) == ("SUCCEEDED", "SUCCEEDED", 1)
+
+
+def test_a_silent_driver_is_lost_and_its_retry_starts(ctx, ray) -> None:
+    tid, sub, mon = running(ctx, ray, ["bash", "-lc", "python3 -m argus.jobs.steps"])
+    _record(ctx, tid, alive_s_ago=60)
+    ray.jobs.pop(f"{tid}-a1")
+    mon.run_once()
+    assert (task(ctx, tid).status, task(ctx, tid).termination_reason) == ("QUEUED", "RAY_JOB_LOST")
+
+
+def test_cancel_of_a_followed_attempt_asks_its_driver_through_the_record(ctx, ray) -> None:
+    tid, sub, mon = running(ctx, ray, ["bash", "-lc", "python3 -m argus.jobs.steps"])
+    _record(ctx, tid)
+    ray.jobs.pop(f"{tid}-a1")
+    mon.run_once()
+    with ctx.db.session() as s:
+        cancel_task(s, Principal(1, "alice"), tid)
+    loop = CancelTasks(ctx)
+    assert loop.run_once() == 0 and task(ctx, tid).status == "CANCELING"
+    assert attempt_record.stop_requested(ctx.settings.root, tid, 1)  # what the driver looks for every second
+    assert loop.run_once() == 0  # it still runs: asked once, waited for
+    _record(ctx, tid, finished=143)
+    assert loop.run_once() == 1
+    t = task(ctx, tid)
+    assert t.status == "CANCELED" and t.status_message == "canceled; its driver stopped it (Ray had lost the job)"
+    assert not attempt_record.stop_requested(ctx.settings.root, tid, 1)
