@@ -122,7 +122,11 @@ def classify(
         code = record["exit_code"]
         if code == 0:
             return Outcome(TaskStatus.SUCCEEDED, TerminationReason.SUCCEEDED, "exit code 0", exit_code=0)
-        return Outcome(TaskStatus.FAILED, TerminationReason.EXIT_NONZERO, f"exit code {code}", exit_code=code)
+        # a failure while Ray was away may be Ray's (a multi-node task's other nodes were actors of the lost
+        # Ray): an infrastructure failure, retried from the checkpoint, never charged to the user's code
+        return Outcome(TaskStatus.FAILED, TerminationReason.RAY_JOB_LOST,
+                       f"Ray no longer knows this job; its driver ended it with exit code {code} meanwhile",
+                       exit_code=code)
     if info is None and record and attempt_record.alive(record, now):
         return Outcome(TaskStatus.RUNNING) if status == TaskStatus.SUBMITTED else NOTHING
     if info is None:
