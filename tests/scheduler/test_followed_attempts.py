@@ -78,3 +78,37 @@ def test_cancel_of_a_followed_attempt_asks_its_driver_through_the_record(ctx, ra
     t = task(ctx, tid)
     assert t.status == "CANCELED" and t.status_message == "canceled; its driver stopped it (Ray had lost the job)"
     assert not attempt_record.stop_requested(ctx.settings.root, tid, 1)
+
+
+def test_a_retry_waits_until_the_previous_attempt_stopped(ctx, ray) -> None:
+    """Ray calls the node lost, but its driver still reports through the record (a network partition): the retry
+    asks it to stop there and waits; once the record says it ended, attempt 2 starts. Never two live attempts."""
+    tid, sub, mon = running(ctx, ray, ["bash", "-lc", "python3 -m argus.jobs.steps"])
+    _record(ctx, tid)
+    ray.kill_node("w1")
+    mon.run_once()
+    assert (task(ctx, tid).status, task(ctx, tid).termination_reason) == ("QUEUED", "NODE_LOST")
+    ray.add_node("w2", 4)
+    sub.run_once()
+    t = task(ctx, tid)
+    assert t.attempts == 1 and len(ray.submissions) == 1, t.pending_reason
+    assert t.pending_reason.startswith("waiting for attempt 1 to stop: its driver on w1-host still reports")
+    assert attempt_record.stop_requested(ctx.settings.root, tid, 1)
+    _record(ctx, tid, finished=143)
+    sub.run_once()
+    assert task(ctx, tid).submission_id == f"{tid}-a2" and len(ray.submissions) == 2
+
+
+def test_a_dead_driver_of_this_machine_is_gone_at_once(ctx, tmp_path) -> None:
+    """No waiting out the heartbeats for a driver beside the server whose process ended (or is a zombie)."""
+    import socket
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead = int(done.stdout)
+    base = {"attempt": 1, "hostname": socket.gethostname(), "heartbeat_s": 15.0, "alive_at": ctx.now().isoformat(),
+            "finished_at": None, "exit_code": None}
+    for pid, alive in ((dead, False), (__import__("os").getpid(), True)):
+        attempt_record.write(attempt_record.record_path(tmp_path, "t", 1), {**base, "driver_pid": pid})
+        assert attempt_record.alive(attempt_record.read(tmp_path, "t", 1), ctx.now()) is alive, pid

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -59,12 +60,30 @@ def write(path: Path, data: dict[str, Any]) -> OSError | None:
 
 
 def read(data_root: Path, task_id: str, attempt: int) -> dict[str, Any]:
-    """The attempt's record, or ``{}`` (never written: a driver from before it, or one that never started)."""
+    """The attempt's record, or ``{}`` (never written: a driver from before it, or one that never started).
+
+    A driver of this machine (``hostname``) whose process is gone is said so at once (``gone``), without
+    waiting out the heartbeats: a worker that died with its drivers (SIGKILL: no last word) beside the
+    server, as in ``argus up``. A driver elsewhere is judged by its heartbeat alone."""
     try:
         data = json.loads(record_path(data_root, task_id, attempt).read_text())
     except (OSError, ValueError):
         return {}
-    return data if isinstance(data, dict) and data.get("attempt") == attempt else {}
+    if not isinstance(data, dict) or data.get("attempt") != attempt:
+        return {}
+    pid = data.get("driver_pid")
+    if data.get("hostname") == socket.gethostname() and isinstance(pid, int) and not _running(pid):
+        data["gone"] = True
+    return data
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` runs here: exists and is not a zombie (a dead driver that no init reaped)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[-1].split()[:1] != ["Z"]
 
 
 def request_stop(data_root: Path, task_id: str, attempt: int) -> None:
@@ -100,6 +119,6 @@ def alive(record: dict[str, Any], now: datetime) -> bool:
     """Whether the driver still runs the attempt: not finished, and heard from within the grace."""
     beat = record.get("heartbeat_s")
     at = _when(record.get("alive_at"))
-    if finished(record) or at is None or not isinstance(beat, int | float):
+    if finished(record) or record.get("gone") or at is None or not isinstance(beat, int | float):
         return False
     return (now - at).total_seconds() <= LOST_AFTER_BEATS * float(beat)

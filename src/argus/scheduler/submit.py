@@ -23,6 +23,7 @@ from argus.core.resources import RESOURCES_KEY, NodeNeed
 from argus.core.states import ACTIVE, TaskStatus, TerminationReason
 from argus.db.models import TaskAttemptModel, TaskModel, TeamModel, UserModel, utcnow
 from argus.errors import Conflict
+from argus.runtime import attempt_record
 from argus.scheduler import policy
 from argus.scheduler.autoresume import resume_on_retry
 from argus.scheduler.common import (
@@ -255,6 +256,10 @@ class SubmitQueuedTasks:
 
     def _submit_one(self, placement: policy.Placement) -> str:
         ctx = self.ctx
+        still = self._previous_attempt_runs(placement.task_id)
+        if still is not None:
+            self._set_reason(placement.task_id, still)
+            return "waiting"
         # 1. load + store the attempt and its submission id, committed before Ray is called
         with ctx.db.session() as s:
             task = s.get(TaskModel, placement.task_id)
@@ -303,6 +308,29 @@ class SubmitQueuedTasks:
         # 3. apply with a guarded transition
         msg = f"{'adopted' if adopted else 'submitted'} Ray job {sid}"
         return "submitted" if mark_submitted(ctx, placement.task_id, sid, msg) else "lost-race"
+
+    def _previous_attempt_runs(self, task_id: str) -> str | None:
+        """Never two live attempts of one task (issue 36): why a retry waits while the previous attempt's driver
+        still reports through its record (runtime/attempt_record) — a node Ray called lost but that still runs
+        (a network partition), a job Ray forgot — after asking it to stop there; None: nothing runs."""
+        ctx = self.ctx
+        with ctx.db.session() as s:
+            task = s.get(TaskModel, task_id)
+            if task is None or task.attempts < 1:
+                return None
+            att = current_attempt(s, task)
+            if att is None or att.status == UNCONFIRMED:
+                return None  # the same id again, never a second job
+            previous = task.attempts
+        record = attempt_record.read(ctx.settings.root, task_id, previous)
+        if not attempt_record.alive(record, ctx.now()):
+            return None
+        if not attempt_record.stop_requested(ctx.settings.root, task_id, previous):
+            attempt_record.request_stop(ctx.settings.root, task_id, previous)
+            log.warning("%s: attempt %d still runs on %s; asked it to stop before attempt %d", task_id, previous,
+                        record.get("hostname"), previous + 1)
+        return (f"waiting for attempt {previous} to stop: its driver on {record.get('hostname') or '?'} still "
+                f"reports (asked to stop; never two live attempts)")
 
     def _fail(self, task_id: str, sid: str, message: str) -> None:
         with self.ctx.db.session() as s:
