@@ -96,6 +96,18 @@ def stop_requested(data_root: Path, task_id: str, attempt: int) -> bool:
     return stop_path(data_root, task_id, attempt).exists()
 
 
+def ask_to_stop(data_root: Path, task_id: str, attempt: int, now: datetime) -> dict[str, Any]:
+    """The attempt's record while its driver still runs it, with a stop asked of it there (once); ``{}`` when
+    nothing runs (and its stop request, if any, is removed). What a cancel and a retry both need."""
+    record = read(data_root, task_id, attempt)
+    if not alive(record, now):
+        forget(data_root, task_id, attempt)
+        return {}
+    if not stop_requested(data_root, task_id, attempt):
+        request_stop(data_root, task_id, attempt)
+    return record
+
+
 def forget(data_root: Path, task_id: str, attempt: int) -> None:
     """Remove an ended attempt's stop request (its record stays: the outcome, for a server that comes back)."""
     stop_path(data_root, task_id, attempt).unlink(missing_ok=True)

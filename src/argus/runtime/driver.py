@@ -444,13 +444,6 @@ def _record_path(root: Path, job_dir: Path, attempt: int) -> Path | None:
     return attempt_record.record_path(root, job_dir.name, attempt)
 
 
-def _asked(stop_asked: Callable[[], bool]) -> bool:
-    try:
-        return stop_asked()
-    except OSError:
-        return False  # the platform folder unreadable for a moment: asked again next second
-
-
 def signal_tree(pid: int, sig: int) -> None:
     """``sig`` to a process, its process group and every descendant.
 
@@ -536,7 +529,7 @@ def _supervise(child: subprocess.Popen[bytes], log: TaskLog, status: StatusFile,
             break
         except subprocess.TimeoutExpired:
             pass
-        if stop_asked is not None and not asked and _asked(stop_asked):
+        if stop_asked is not None and not asked and stop_asked():
             # the server's stop for an attempt its Ray lost (runtime/attempt_record): as a cancel's SIGTERM
             asked = True
             log.write(b"[argus] the server asked this attempt to stop (its Ray had lost the job): stopping\n")

@@ -47,15 +47,15 @@ class CancelTasks:
         """One pass over CANCELING tasks; returns how many became CANCELED."""
         ctx = self.ctx
         with ctx.db.session() as s:
-            rows = s.execute(select(TaskModel.id, TaskModel.submission_id)
+            rows = s.execute(select(TaskModel.id, TaskModel.submission_id, TaskModel.attempts)
                              .where(TaskModel.status == TaskStatus.CANCELING.value)).all()
         self.pending = len(rows)  # CANCELING tasks: the runner polls faster while > 0
-        live = {sid for _, sid in rows}
+        live = {sid for _, sid, _ in rows}
         self._stop_asked = {sid: t for sid, t in self._stop_asked.items() if sid in live}
         done = 0
-        for task_id, sid in rows:
+        for task_id, sid, attempt in rows:
             try:
-                done += self._one(task_id, sid)
+                done += self._one(task_id, sid, attempt)
             except ClusterUnavailable as exc:
                 log.debug("cancel: Ray unreachable (%s); will retry", exc)
                 break
@@ -63,30 +63,19 @@ class CancelTasks:
                 log.exception("cancel: %s failed", task_id)
         return done
 
-    def _stopped_by_record(self, task_id: str, sid: str | None) -> bool:
+    def _stopped_by_record(self, task_id: str, sid: str, attempt: int) -> bool:
         """For a job Ray does not know: whether its attempt is over. A driver that still runs it (Ray lost the
         job under it; runtime/attempt_record) is asked to stop through its record and followed until its
         record says it ended, or until ``RECORD_STOP_WAIT_S`` have passed (a driver that cannot answer)."""
-        attempt = int(sid.rsplit("-a", 1)[1]) if sid and sid.rsplit("-a", 1)[-1].isdigit() else None
-        if attempt is None:
+        if not attempt_record.ask_to_stop(self.ctx.settings.root, task_id, attempt, self.ctx.now()):
             return True
-        root = self.ctx.settings.root
-        record = attempt_record.read(root, task_id, attempt)
-        if not attempt_record.alive(record, self.ctx.now()):
-            attempt_record.forget(root, task_id, attempt)
-            return True
-        asked = self._stop_asked.get(sid)  # type: ignore[arg-type]
-        if asked is None:
-            attempt_record.request_stop(root, task_id, attempt)
-            self._stop_asked[sid] = time.monotonic()  # type: ignore[index]
-            self.stops_sent += 1
-            return False
+        asked = self._stop_asked.setdefault(sid, time.monotonic())
         if time.monotonic() - asked < RECORD_STOP_WAIT_S:
             return False
         log.warning("cancel: %s did not confirm its stop within %.0f s; recorded as canceled", sid, RECORD_STOP_WAIT_S)
         return True
 
-    def _one(self, task_id: str, sid: str | None) -> int:
+    def _one(self, task_id: str, sid: str | None, attempt: int) -> int:
         ctx = self.ctx
         info = ctx.jobs.get(sid) if sid else None
         if info is not None and info.status in (RayJobStatus.PENDING, RayJobStatus.RUNNING):
@@ -96,7 +85,7 @@ class CancelTasks:
                 self._stop_asked[sid] = time.monotonic()  # type: ignore[index]
                 self.stops_sent += 1
             return 0  # CANCELED once Ray confirms, on a later pass
-        if info is None and not self._stopped_by_record(task_id, sid):
+        if info is None and sid and not self._stopped_by_record(task_id, sid, attempt):
             return 0  # its driver still runs it (Ray lost the job): asked to stop through its record; next pass
         if info is None and sid in self._stop_asked:
             note = "canceled; its driver stopped it (Ray had lost the job)"

@@ -256,10 +256,6 @@ class SubmitQueuedTasks:
 
     def _submit_one(self, placement: policy.Placement) -> str:
         ctx = self.ctx
-        still = self._previous_attempt_runs(placement.task_id)
-        if still is not None:
-            self._set_reason(placement.task_id, still)
-            return "waiting"
         # 1. load + store the attempt and its submission id, committed before Ray is called
         with ctx.db.session() as s:
             task = s.get(TaskModel, placement.task_id)
@@ -270,6 +266,12 @@ class SubmitQueuedTasks:
             if att is not None and att.status == UNCONFIRMED:
                 att.gpus = gpus  # Ray never confirmed this id: reuse it (safe, never a second job)
             else:
+                still = self._previous_attempt_runs(task.id, task.attempts) if task.attempts else None
+                if still is not None:
+                    if task.pending_reason != still:  # once, not on every planning pass
+                        log.warning("%s: %s", task.id, still)
+                    task.pending_reason = still
+                    return "waiting"
                 n = task.attempts + 1
                 sid = submission_id(task.id, n)
                 res = s.execute(update(TaskModel)
@@ -309,26 +311,13 @@ class SubmitQueuedTasks:
         msg = f"{'adopted' if adopted else 'submitted'} Ray job {sid}"
         return "submitted" if mark_submitted(ctx, placement.task_id, sid, msg) else "lost-race"
 
-    def _previous_attempt_runs(self, task_id: str) -> str | None:
+    def _previous_attempt_runs(self, task_id: str, previous: int) -> str | None:
         """Never two live attempts of one task (issue 36): why a retry waits while the previous attempt's driver
         still reports through its record (runtime/attempt_record) — a node Ray called lost but that still runs
         (a network partition), a job Ray forgot — after asking it to stop there; None: nothing runs."""
-        ctx = self.ctx
-        with ctx.db.session() as s:
-            task = s.get(TaskModel, task_id)
-            if task is None or task.attempts < 1:
-                return None
-            att = current_attempt(s, task)
-            if att is None or att.status == UNCONFIRMED:
-                return None  # the same id again, never a second job
-            previous = task.attempts
-        record = attempt_record.read(ctx.settings.root, task_id, previous)
-        if not attempt_record.alive(record, ctx.now()):
+        record = attempt_record.ask_to_stop(self.ctx.settings.root, task_id, previous, self.ctx.now())
+        if not record:
             return None
-        if not attempt_record.stop_requested(ctx.settings.root, task_id, previous):
-            attempt_record.request_stop(ctx.settings.root, task_id, previous)
-            log.warning("%s: attempt %d still runs on %s; asked it to stop before attempt %d", task_id, previous,
-                        record.get("hostname"), previous + 1)
         return (f"waiting for attempt {previous} to stop: its driver on {record.get('hostname') or '?'} still "
                 f"reports (asked to stop; never two live attempts)")
 
