@@ -15,6 +15,12 @@ no sandbox shows and no file access of a user reaches), and the server follows t
 * **finished**: the task ends as the driver says (exit code, time), in its first attempt;
 * **silent** past the grace, or never written: only then is the attempt lost (RAY_JOB_LOST), and its retry
   resumes from the latest complete checkpoint (scheduler/autoresume.py).
+
+The same folder carries the server's other request, for stall forensics (scheduler/progress.py): when an attempt
+stalls, the server cannot reach its node's processes, so it writes ``<task>.<attempt>.stacks`` (when it asked:
+the request's token); the driver takes it (removes it, so each request is answered once), writes every process's
+stack into the task's folder (runtime/stacks.py) and answers in ``<task>.<attempt>.stacks.json`` with that token
+and the file's path below the owner's home, which the server names in the task's timeline.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import threading
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -44,19 +51,40 @@ def stop_path(data_root: Path, task_id: str, attempt: int) -> Path:
     return folder(data_root) / f"{task_id}.{attempt}.stop"
 
 
+def stacks_path(data_root: Path, task_id: str, attempt: int) -> Path:
+    """The server's request for every process's stack (runtime/stacks.py), until the driver takes it."""
+    return folder(data_root) / f"{task_id}.{attempt}.stacks"
+
+
+def stacks_answer_path(data_root: Path, task_id: str, attempt: int) -> Path:
+    return folder(data_root) / f"{task_id}.{attempt}.stacks.json"
+
+
 def write(path: Path, data: dict[str, Any]) -> OSError | None:
     """The record's fields of ``data``, replaced atomically (0600, its folder 0700); the error, never raised."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    return _replace_json(path, {k: data.get(k) for k in FIELDS})
+
+
+def _replace_json(path: Path, data: dict[str, Any]) -> OSError | None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as f:
-            json.dump({k: data.get(k) for k in FIELDS}, f)
+            json.dump(data, f)
         os.replace(tmp, path)
     except OSError as exc:
         tmp.unlink(missing_ok=True)
         return exc
     return None
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 def read(data_root: Path, task_id: str, attempt: int) -> dict[str, Any]:
@@ -65,11 +93,8 @@ def read(data_root: Path, task_id: str, attempt: int) -> dict[str, Any]:
     A driver of this machine (``hostname``) whose process is gone is said so at once (``gone``), without
     waiting out the heartbeats: a worker that died with its drivers (SIGKILL: no last word) beside the
     server, as in ``argus up``. A driver elsewhere is judged by its heartbeat alone."""
-    try:
-        data = json.loads(record_path(data_root, task_id, attempt).read_text())
-    except (OSError, ValueError):
-        return {}
-    if not isinstance(data, dict) or data.get("attempt") != attempt:
+    data = _read_json(record_path(data_root, task_id, attempt))
+    if data.get("attempt") != attempt:
         return {}
     pid = data.get("driver_pid")
     if data.get("hostname") == socket.gethostname() and isinstance(pid, int) and not _running(pid):
@@ -109,8 +134,53 @@ def ask_to_stop(data_root: Path, task_id: str, attempt: int, now: datetime) -> d
 
 
 def forget(data_root: Path, task_id: str, attempt: int) -> None:
-    """Remove an ended attempt's stop request (its record stays: the outcome, for a server that comes back)."""
+    """Remove an ended attempt's requests, which no driver will take (its record stays: the outcome, for a server
+    that comes back; so does a stacks answer, the file it names is in the task's folder)."""
     stop_path(data_root, task_id, attempt).unlink(missing_ok=True)
+    stacks_path(data_root, task_id, attempt).unlink(missing_ok=True)
+
+
+def ask_for_stacks(data_root: Path, task_id: str, attempt: int, now: datetime) -> str | None:
+    """Ask the attempt's driver for every process's stack: the request's token (when it was asked), to find its
+    answer by (:func:`stacks_answer`); None when no driver runs the attempt (nothing would answer) or the request
+    could not be written. A request still waiting is replaced: its answer carries the newer token."""
+    if not alive(read(data_root, task_id, attempt), now):
+        return None
+    token = now.isoformat()
+    failed = _replace_json(stacks_path(data_root, task_id, attempt), {"asked_at": token})
+    return None if failed is not None else token
+
+
+def take_stacks_request(data_root: Path, task_id: str, attempt: int) -> str | None:
+    """The driver's side: the waiting request's token, removed so that it is answered once; None when none waits.
+
+    Looked for every poll (a ``stat``, like the stop request); the token is echoed in the answer."""
+    path = stacks_path(data_root, task_id, attempt)
+    if not path.exists():
+        return None
+    token = _read_json(path).get("asked_at")
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        return None  # taken meanwhile
+    except OSError:
+        pass  # cannot remove it: answer it anyway (the server ignores a second answer to one token)
+    return token if isinstance(token, str) else ""
+
+
+def answer_stacks(data_root: Path, task_id: str, attempt: int, token: str, *, file: str | None,
+                  processes: int = 0, python: int = 0, dumped: int = 0, error: str | None = None) -> OSError | None:
+    """The driver's answer to the request ``token``: ``file`` below the owner's home (None: none written, and
+    ``error`` says why), how many processes it lists, how many are Python and how many py-spy dumped."""
+    return _replace_json(stacks_answer_path(data_root, task_id, attempt), {
+        "asked_at": token, "answered_at": datetime.now(UTC).isoformat(), "file": file, "processes": processes,
+        "python": python, "dumped": dumped, "error": error})
+
+
+def stacks_answer(data_root: Path, task_id: str, attempt: int, token: str) -> dict[str, Any] | None:
+    """The driver's answer to the request ``token``, or None while it has not answered that one."""
+    data = _read_json(stacks_answer_path(data_root, task_id, attempt))
+    return data if token and data.get("asked_at") == token else None
 
 
 def _when(value: object) -> datetime | None:

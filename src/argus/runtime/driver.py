@@ -68,6 +68,7 @@ import psutil
 from argus.core import log_write
 from argus.runtime import attempt_record, kernels
 from argus.runtime.memcap import MemoryCap, describe
+from argus.runtime.stacks import StackRequests
 from argus.runtime.task_sandbox import Sandbox, module_argv
 from argus.runtime.tasklog import StatusFile, TaskLog
 from argus.runtime.telemetry import Nvml, Sampler
@@ -289,6 +290,7 @@ def run(ns: argparse.Namespace) -> int:
     root = sandbox.data_root(job_dir)
     record = _record_path(root, job_dir, ns.attempt)
     stop_asked = functools.partial(attempt_record.stop_requested, root, job_dir.name, ns.attempt) if record else None
+    stacks = StackRequests(root, job_dir, ns.attempt) if record else None  # the server's stall forensics
     status = StatusFile(job_dir / "status.json", {
         "attempt": ns.attempt,
         "hostname": socket.gethostname(),
@@ -364,7 +366,7 @@ def run(ns: argparse.Namespace) -> int:
             log.write(reward_banner(ns, sandbox, env, job_dir))
             if not log.error:  # a log that fails before the task starts: do not start it
                 code = _start(ns, command, command_env, job_dir, log, status, early, stop_asked,
-                              sandboxed=sandbox.active)
+                              sandboxed=sandbox.active, stacks=stacks)
     finally:
         if gang is not None:
             gang.stop()
@@ -394,7 +396,8 @@ def _log_failed(log: TaskLog, status: StatusFile, code: int | None) -> int:
 
 
 def _start(ns: argparse.Namespace, argv: list[str], env: dict[str, str], job_dir: Path, log: TaskLog,
-           status: StatusFile, early: EarlyStops, stop_asked: Callable[[], bool] | None, *, sandboxed: bool = False) -> int:
+           status: StatusFile, early: EarlyStops, stop_asked: Callable[[], bool] | None, *, sandboxed: bool = False,
+           stacks: StackRequests | None = None) -> int:
     """The task's command under supervision, in its memory cgroup when the spec sets memory_per_node; its exit
     code. A task the kernel's OOM killer hit inside that cgroup is said so in the log and ``status.json``.
     A stop that came before (``early``) ends it here, not started: 128 + the signal, as if it had been."""
@@ -424,7 +427,8 @@ def _start(ns: argparse.Namespace, argv: list[str], env: dict[str, str], job_dir
         return 127
     sampler = Sampler(child.pid, job_dir / "telemetry" / f"attempt-{ns.attempt}.jsonl",
                       os.environ.get("CUDA_VISIBLE_DEVICES"), Nvml.open())
-    code = _supervise(child, log, status, sandboxed=sandboxed, sampler=sampler, early=early, stop_asked=stop_asked)
+    code = _supervise(child, log, status, sandboxed=sandboxed, sampler=sampler, early=early, stop_asked=stop_asked,
+                      stacks=stacks)
     if cap is not None:
         killed = cap.oom_kills()
         if killed:
@@ -488,7 +492,8 @@ def polite(pid: int, sig: int, sandboxed: bool) -> None:
 
 def _supervise(child: subprocess.Popen[bytes], log: TaskLog, status: StatusFile, *, sandboxed: bool = False,
                sampler: Sampler | None = None, early: EarlyStops | None = None,
-               stop_asked: Callable[[], bool] | None = None) -> int:
+               stop_asked: Callable[[], bool] | None = None,
+               stacks: StackRequests | None = None) -> int:
     """Wait for the child while pumping its output; forward stop signals to its whole group.
 
     A log that stops taking writes stops the task (SIGTERM to its group, SIGKILL after
@@ -535,6 +540,8 @@ def _supervise(child: subprocess.Popen[bytes], log: TaskLog, status: StatusFile,
             log.write(b"[argus] the server asked this attempt to stop (its Ray had lost the job): stopping\n")
             status.data["signal"] = "SIGTERM"
             stop(signal.SIGTERM)
+        if stacks is not None:  # the server asks for every process's stack (a stall): runtime/stacks.py
+            stacks.poll(child.pid)
         if time.monotonic() - beat >= HEARTBEAT_S or (log.error and not told):
             beat, told = time.monotonic(), told or bool(log.error)
             usage = sampler.record() if sampler is not None and sampler.failed is None else None
