@@ -135,6 +135,17 @@ class Settings(BaseSettings):
     # Each Ray task's private cluster runs its own Ray dashboard, proxied to its owner behind Argus's auth
     # (GET /api/v2/tasks/{id}/ray-dashboard/): ~200 MB more per running Ray task (issue 21), hence opt-in.
     task_ray_dashboard: bool = False
+    # A task's bounds on each node (issue 36, runtime/task_bounds.py), besides memory_per_node (without it: the
+    # node's RAM share for the task's CPUs/GPUs): processes and threads together (pids.max; a CPU GRPO run peaks
+    # near 600), its private /tmp as a tmpfs of this size (MiB; it counts in its memory; 0: a folder on the node's
+    # disk, unbounded), and whether cpus_per_node is also a hard CPU cap (it is always the task's CPU weight).
+    task_pids_max: int = Field(default=4096, ge=0)
+    task_tmp_mb: int = Field(default=4096, ge=0)
+    task_cpu_quota: bool = False
+    # What a graceful stop of `argus up` / `argus worker` does to the tasks training on its node: stop them (they
+    # are requeued and resume from their last checkpoint at the next start), or leave them to the node agent,
+    # which keeps them training and hands them back to the next start. A crash or kill -9 always leaves them.
+    keep_training_on_stop: bool = False
 
     # Runtime on workers. Argus's own interpreter there (the launcher: platform code, never the task's), the
     # same path on every node; and the built-in training environment "argus" (train_python: what `python3`

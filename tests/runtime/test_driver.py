@@ -46,7 +46,8 @@ def test_exit_code_log_and_status(tmp_path: Path) -> None:
     log = (job / "logs" / "attempt-2.log").read_text()
     lines = log.splitlines()
     assert lines[0].startswith("[argus] attempt 2 on ") and "CUDA_VISIBLE_DEVICES=" in lines[0]
-    assert lines[1:3] == ["to-stdout", "to-stderr"]  # merged, in order
+    assert lines[1].startswith("[argus] bounds: memory ")  # the task's cgroup (runtime/task_bounds.py)
+    assert lines[2:4] == ["to-stdout", "to-stderr"]  # merged, in order
     assert lines[-1].startswith("[argus] exit code 3")
     assert out == log  # echoed to Ray's log as well
     status = json.loads((job / "status.json").read_text())
@@ -61,7 +62,7 @@ def test_runs_in_job_dir_with_train_python_first_on_path(tmp_path: Path) -> None
     code, out = run(tmp_path / "j", "bash", "-c", "pwd; python3 -c 'import sys; print(sys.executable)'",
                     python=sys.executable)
     assert code == 0, out
-    lines = out.splitlines()
+    lines = [line for line in out.splitlines() if not line.startswith("[argus] bounds")]
     assert lines[1] == str((tmp_path / "j").resolve())
     assert lines[2] == sys.executable  # the venv's interpreter, with its site-packages, not PATH's python3
 
@@ -71,7 +72,7 @@ def test_train_python_survives_a_login_shell(tmp_path: Path) -> None:
     code, out = run(tmp_path / "j", "bash", "-lc", "X=1 python3 -c 'import sys, httpx; print(sys.executable)'",
                     python=sys.executable)
     assert code == 0, out
-    assert out.splitlines()[1] == sys.executable
+    assert out.splitlines()[2] == sys.executable  # after the first line and the bounds line
 
 
 def test_unknown_command_exits_127(tmp_path: Path) -> None:

@@ -153,7 +153,8 @@ class TaskOut(TaskSummaryOut):
     queue: QueueOut | None = Field(None, description="QUEUED tasks: place in the queue and estimated start")
     progress: ProgressOut | None = Field(None, description="RUNNING tasks: step, rate, GPU-hours, expected end")
     failure_kind: str | None = Field(None, description="a failed task's cause, typed: host_oom, gpu_oom, "
-                                     "nccl_timeout, rollout_engine, missing_file, permission, user_code, python_exception")
+                                     "nccl_timeout, rollout_engine, missing_file, permission, user_code, python_exception, "
+                                     "pids_limit, disk_full")
     failure_hint: str | None = Field(None, description="where it failed and what to change, one line")
     team: str | None = Field(None, description="the team the task is charged to (spec `team`, or the owner's "
                              "default team); null: none")

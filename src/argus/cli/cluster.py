@@ -63,7 +63,8 @@ def worker(
     root = Path(data_root) if data_root else (discovery.parent.parent if discovery else settings.root)
     cfg = WorkerConfig(discovery=discovery or discovery_path(settings.root), state_dir=settings.state_dir,
                        name=name or "", gpus=gpus, cpus=cpus, capacity=settings.worker_node_capacity,
-                       data_root=root, task_jail=settings.task_jail, python=settings.train_python)
+                       data_root=root, task_jail=settings.task_jail, python=settings.train_python,
+                       keep_training_on_stop=settings.keep_training_on_stop)
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())

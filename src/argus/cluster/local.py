@@ -53,6 +53,8 @@ import psutil
 
 from argus.cluster import leftover
 from argus.core.envvars import NODE_ENV_KEEP, env_kept
+from argus.nodes import agent_client
+from argus.nodes.paths import AgentPaths
 from argus.runtime import jail
 from argus.runtime.task_sandbox import free_ports
 from argus.settings import RAY_PORT_FIELDS, RAY_WORKER_PORTS, Settings
@@ -208,7 +210,13 @@ class LocalCluster:
         token = jail.ensure_ray_token(s.root)  # embedded and head: this machine owns the token
         s.ray_auth_token = s.ray_auth_token or token
         return {**jail.platform_ray_env(s.root),
-                **jail.node_env(mode=s.task_jail, data_root=s.root, state_dir=s.state_dir, python=s.train_python)}
+                **jail.node_env(mode=s.task_jail, data_root=s.root, state_dir=s.state_dir, python=s.train_python),
+                agent_client.AGENT_ENV: str(AgentPaths(s.state_dir).socket)}
+
+    def _ensure_agent(self) -> None:
+        """The node agent that owns the tasks' processes (nodes/agent.py): started if none answers, with this
+        process as its keeper. Its socket is in every worker's environment already (``_node_env``)."""
+        agent_client.ensure_running(self.settings.state_dir, keeper=os.getpid(), python=self.settings.launcher_python)
 
     @property
     def auth_headers(self) -> dict[str, str]:
@@ -261,6 +269,7 @@ class LocalCluster:
         """Head, then one worker with ``settings.worker_gpus`` GPUs (Ray detects them when None);
         nothing when ``take_over_leftover`` adopted a running cluster (it is recorded as ours now)."""
         if self.adopted:
+            self._ensure_agent()
             self._save_record()
             return
         try:
@@ -313,6 +322,7 @@ class LocalCluster:
             *([f"--num-gpus={gpus}"] if gpus is not None else []),
             *([f"--num-cpus={cpus}"] if cpus is not None else []),
         ]
+        self._ensure_agent()
         node = RayNode(name, argv, dict(self.node_env), self.log_dir / f"{name}.log")
         self.workers[name] = node
         self._join(node)
@@ -334,7 +344,10 @@ class LocalCluster:
         return node
 
     def stop(self) -> None:
-        """Workers first, then the head: SIGTERM each ``ray start``, then SIGKILL whatever it left."""
+        """The node agent's tasks (stopped, or left training with ``keep_training_on_stop``), then the workers,
+        then the head: SIGTERM each ``ray start``, then SIGKILL whatever it left."""
+        if self.workers:
+            agent_client.release(self.settings.state_dir, stop_tasks=not self.settings.keep_training_on_stop)
         nodes = [*self.workers.values(), *([self.head] if self.head else [])]
         for node in nodes:
             snapshot_descendants(node)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import socket
 import sys
 import threading
@@ -24,6 +25,8 @@ from pathlib import Path
 from argus.cluster.discovery import DiscoveryError, HeadInfo, local_ray_version, read_discovery
 from argus.cluster.local import RayNode, ray_start, ray_temp_dir, snapshot_descendants, spawn_node, stop_node
 from argus.cluster.watchdog import Action, Backoff, Decision, Observation, decide
+from argus.nodes import agent_client
+from argus.nodes.paths import AgentPaths
 from argus.runtime import jail
 
 log = logging.getLogger(__name__)
@@ -44,6 +47,7 @@ class WorkerConfig:
     data_root: Path | None = None  # the shared filesystem: the homes the node's jails show
     task_jail: str = "off"  # settings.task_jail: auto | bwrap | off
     python: str = sys.executable  # the training interpreter (bound into the jails read-only)
+    keep_training_on_stop: bool = False  # settings.keep_training_on_stop: a graceful stop leaves tasks to the agent
 
     def __post_init__(self) -> None:
         self.name = self.name or socket.gethostname()
@@ -54,7 +58,8 @@ class WorkerConfig:
             return {}
         return {**jail.platform_ray_env(self.data_root),
                 **jail.node_env(mode=self.task_jail, data_root=self.data_root, state_dir=self.state_dir,
-                                python=self.python)}
+                                python=self.python),
+                agent_client.AGENT_ENV: str(AgentPaths(self.state_dir).socket)}
 
 
 class WorkerWatchdog:
@@ -81,6 +86,7 @@ class WorkerWatchdog:
                     log.exception("watchdog step failed")
                 stop.wait(self.cfg.poll_s)
         finally:
+            agent_client.release(self.cfg.state_dir, stop_tasks=not self.cfg.keep_training_on_stop)
             self.leave("the worker is stopping")
             temp_dir = ray_temp_dir(self.cfg.state_dir)
             if temp_dir.is_symlink():  # the short alias of a long state dir (see ray_temp_dir)
@@ -127,7 +133,9 @@ class WorkerWatchdog:
         temp_dir = ray_temp_dir(cfg.state_dir)
         try:
             env = cfg.node_env()
-        except jail.JailError as e:  # not joining without auth or sandbox: retry with back-off, the log says why
+            # the node agent owns the tasks (nodes/agent.py): a raylet that leaves or dies does not take them along
+            agent_client.ensure_running(cfg.state_dir, keeper=os.getpid())
+        except (jail.JailError, agent_client.AgentError) as e:  # not joining without auth or sandbox: retry with back-off, the log says why
             log.error("cannot join: %s", e)
             now = time.monotonic()
             self.backoff.started(now)

@@ -161,6 +161,8 @@ class FailureKind(StrEnum):
     PERMISSION = "permission"  # PermissionError / Permission denied / read-only file system
     USER_CODE = "user_code"  # the user's own code raised: a frame of the traceback is outside every installed package
     PYTHON_EXCEPTION = "python_exception"  # anything else with a recognisable exception line
+    PIDS_LIMIT = "pids_limit"  # the task reached its processes-and-threads limit (pids.max, issue 36)
+    DISK_FULL = "disk_full"  # the task filled its private /tmp (a sized tmpfs, issue 36)
 
 
 @dataclass(frozen=True)
@@ -200,6 +202,14 @@ _HINTS = {
         "Your own code raised (a reward function, a dataset or a script of yours): fix it at the frame named "
         "here; a reward function can be tried on your data before you submit (the spec's reward check at "
         "submit runs it on sample rows)",
+    FailureKind.PIDS_LIMIT:
+        "The task started more processes and threads than a task may on a node (task_pids_max): look for a "
+        "loop that forks or spawns workers (data.dataloader_num_workers, a reward function that starts "
+        "processes), or ask the operator to raise task_pids_max",
+    FailureKind.DISK_FULL:
+        "The task filled its private /tmp, which is small and counts in its memory: write large files "
+        "(checkpoints, datasets, caches) under $HOME, e.g. trainer.default_local_dir=$HOME/checkpoints/..., "
+        "or ask the operator to raise task_tmp_mb",
     FailureKind.PYTHON_EXCEPTION:
         "Read the traceback above this error in the task's log (`argus logs <task id>`): its last frames "
         "name the file and line that raised it",

@@ -35,7 +35,7 @@ from typing import Any
 
 # what the record keeps: the attempt's identity, its heartbeat and its end (status.json has the rest)
 FIELDS = ("attempt", "hostname", "node_id", "driver_pid", "started_at", "alive_at", "heartbeat_s", "finished_at",
-          "exit_code", "signal", "oom_kills", "memory_limit")
+          "exit_code", "signal", "oom_kills", "memory_limit", "limit_hit")
 LOST_AFTER_BEATS = 3  # heartbeats missed before a driver that has not finished counts as gone
 
 

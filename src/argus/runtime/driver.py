@@ -66,9 +66,14 @@ from typing import Any
 import psutil
 
 from argus.core import log_write
+from argus.core.launch import describe_bytes
+from argus.nodes import attach
+from argus.nodes.agent import ECHO_LIMIT_ENV, EXIT_FILE_ENV, KEY_ENV
+from argus.nodes.agent_client import AGENT_ENV
+from argus.nodes.attach import NODE_ID_ENV
 from argus.runtime import attempt_record, kernels
-from argus.runtime.memcap import MemoryCap, describe
 from argus.runtime.stacks import StackRequests
+from argus.runtime.task_bounds import Breach, TaskBounds, limits_for
 from argus.runtime.task_sandbox import Sandbox, module_argv
 from argus.runtime.tasklog import StatusFile, TaskLog
 from argus.runtime.telemetry import Nvml, Sampler
@@ -103,6 +108,10 @@ def parse_args(args: list[str] | None = None) -> argparse.Namespace:
                    help="cpu: CPU training, --gpus counts its workers (Ray's logical GPUs, no device file)")
     p.add_argument("--nnodes", type=int, default=1, help="the task's nodes (a Ray program spans them all)")
     p.add_argument("--memory", type=int, default=0, help="the task's memory on this node, bytes (0: not set)")
+    p.add_argument("--pids-max", type=int, default=0, help="the task's processes and threads at most (0: not set)")
+    p.add_argument("--tmp-size", type=int, default=0,
+                   help="its private /tmp: a tmpfs of this many bytes (0: a folder on the node's disk)")
+    p.add_argument("--cpu-quota", action="store_true", help="cap the task at --cpus CPUs, not only weigh it")
     p.add_argument("--setenv", action="append", default=[], metavar="NAME=VALUE",
                    help="a variable of the task's environment (repeatable); the rest is the node's allowlist")
     p.add_argument("argv", nargs=argparse.REMAINDER, help="-- then the command to run")
@@ -115,7 +124,10 @@ def parse_args(args: list[str] | None = None) -> argparse.Namespace:
 
 
 def ray_node_id() -> str | None:
-    """The Ray node id of the raylet this process descends from (Ray puts it in no env var)."""
+    """The Ray node id of the raylet this process descends from (Ray puts it in no env var); under the node
+    agent the Ray job's entry point found it and passes it on (nodes/attach.py)."""
+    if os.environ.get(NODE_ID_ENV):
+        return os.environ[NODE_ID_ENV]
     pid = os.getppid()
     for _ in range(8):
         try:
@@ -282,7 +294,9 @@ def run(ns: argparse.Namespace) -> int:
     early.install()
     job_dir = ns.job_dir.resolve()
     sys.stdout.flush()
-    echo = open(sys.stdout.fileno(), "wb", buffering=0, closefd=False)  # noqa: SIM115 - fd 1 stays open
+    echo: Any = open(sys.stdout.fileno(), "wb", buffering=0, closefd=False)  # noqa: SIM115 - fd 1 stays open
+    if os.environ.get(ECHO_LIMIT_ENV):
+        echo = CappedEcho(sys.stdout.fileno(), int(os.environ[ECHO_LIMIT_ENV]))
     log = TaskLog(job_dir / "logs" / f"attempt-{ns.attempt}.log", job_dir, echo)
     argv, notes = ns.argv, []
     sandbox = Sandbox(ns, job_dir)
@@ -347,6 +361,8 @@ def run(ns: argparse.Namespace) -> int:
     sandbox.record_dashboard(job_dir, ns.attempt)  # for the server's proxy, out of the task's reach
     if sandbox.note:
         notes.append(sandbox.note)
+    bounds = TaskBounds.create(f"argus-{job_dir.name}-a{ns.attempt}", limits_for(ns))
+    notes.extend(bounds.notes())
     first = (f"[argus] attempt {ns.attempt} on {status.data['hostname']} (ray node {status.data['node_id'] or '?'}), "
              f"CUDA_VISIBLE_DEVICES={_gpus_shown(status.data['cuda_visible_devices'])}, "
              f"python3={ns.python or 'from PATH'}{f' (environment {ns.env})' if ns.env else ''}, cwd={job_dir}\n").encode()
@@ -365,11 +381,12 @@ def run(ns: argparse.Namespace) -> int:
         elif not log.error:
             log.write(reward_banner(ns, sandbox, env, job_dir))
             if not log.error:  # a log that fails before the task starts: do not start it
-                code = _start(ns, command, command_env, job_dir, log, status, early, stop_asked,
+                code = _start(ns, command, command_env, job_dir, log, status, early, stop_asked, bounds,
                               sandboxed=sandbox.active, stacks=stacks)
     finally:
         if gang is not None:
             gang.stop()
+        bounds.remove()
         sandbox.cleanup()
     if log.error:
         return _log_failed(log, status, code)
@@ -396,25 +413,20 @@ def _log_failed(log: TaskLog, status: StatusFile, code: int | None) -> int:
 
 
 def _start(ns: argparse.Namespace, argv: list[str], env: dict[str, str], job_dir: Path, log: TaskLog,
-           status: StatusFile, early: EarlyStops, stop_asked: Callable[[], bool] | None, *, sandboxed: bool = False,
-           stacks: StackRequests | None = None) -> int:
-    """The task's command under supervision, in its memory cgroup when the spec sets memory_per_node; its exit
-    code. A task the kernel's OOM killer hit inside that cgroup is said so in the log and ``status.json``.
+           status: StatusFile, early: EarlyStops, stop_asked: Callable[[], bool] | None, bounds: TaskBounds, *,
+           sandboxed: bool = False, stacks: StackRequests | None = None) -> int:
+    """The task's command under supervision, in its bounded cgroup (runtime/task_bounds.py); its exit code.
+    A limit it hit ends it and is said so in the log and ``status.json`` (``limit_hit``, ``oom_kills``).
     A stop that came before (``early``) ends it here, not started: 128 + the signal, as if it had been."""
     if early.signals:
+        bounds.remove()
         name = signal.Signals(early.signals[0]).name
         status.data["signal"] = name
         log.write(f"[argus] {name} before the task started: not started\n".encode())
         return 128 + early.signals[0]
-    cap = MemoryCap.create(f"argus-{job_dir.name}-a{ns.attempt}", ns.memory) if ns.memory else None
-    if ns.memory and cap is None:
-        log.write(f"[argus] memory_per_node ({describe(ns.memory)}) is not enforced on this node: "
-                  f"{MemoryCap.why_not}\n".encode())
-
     def preexec() -> None:
         _die_with_parent()
-        if cap is not None:
-            cap.join()
+        bounds.join()
 
     try:
         child = subprocess.Popen(argv, cwd=job_dir, env=env, stdin=subprocess.DEVNULL,
@@ -422,20 +434,19 @@ def _start(ns: argparse.Namespace, argv: list[str], env: dict[str, str], job_dir
                                  process_group=0, preexec_fn=preexec)
     except (OSError, subprocess.SubprocessError) as e:
         log.write(f"[argus] cannot start {ns.argv[0]!r}: {e}\n".encode())
-        if cap is not None:
-            cap.remove()
+        bounds.remove()
         return 127
     sampler = Sampler(child.pid, job_dir / "telemetry" / f"attempt-{ns.attempt}.jsonl",
                       os.environ.get("CUDA_VISIBLE_DEVICES"), Nvml.open())
     code = _supervise(child, log, status, sandboxed=sandboxed, sampler=sampler, early=early, stop_asked=stop_asked,
-                      stacks=stacks)
-    if cap is not None:
-        killed = cap.oom_kills()
-        if killed:
-            log.write(f"[argus] the kernel's OOM killer killed {killed} process{'es' if killed > 1 else ''} of this "
-                      f"task: it outgrew its memory limit of {describe(cap.limit)} (memory_per_node)\n".encode())
-            status.save(oom_kills=killed, memory_limit=cap.limit)
-        cap.remove()
+                      bounds=bounds, stacks=stacks)
+    killed = bounds.counters().oom_kills
+    if killed and "limit_hit" not in status.data:
+        log.write(f"[argus] the kernel's OOM killer killed {killed} process{'es' if killed > 1 else ''} of this "
+                  f"task: it outgrew its memory limit of {describe_bytes(bounds.limits.memory_bytes)}\n".encode())
+    if killed:
+        status.save(oom_kills=killed, memory_limit=bounds.limits.memory_bytes)
+    bounds.remove()
     return code
 
 
@@ -492,7 +503,7 @@ def polite(pid: int, sig: int, sandboxed: bool) -> None:
 
 def _supervise(child: subprocess.Popen[bytes], log: TaskLog, status: StatusFile, *, sandboxed: bool = False,
                sampler: Sampler | None = None, early: EarlyStops | None = None,
-               stop_asked: Callable[[], bool] | None = None,
+               stop_asked: Callable[[], bool] | None = None, bounds: TaskBounds | None = None,
                stacks: StackRequests | None = None) -> int:
     """Wait for the child while pumping its output; forward stop signals to its whole group.
 
@@ -542,6 +553,10 @@ def _supervise(child: subprocess.Popen[bytes], log: TaskLog, status: StatusFile,
             stop(signal.SIGTERM)
         if stacks is not None:  # the server asks for every process's stack (a stall): runtime/stacks.py
             stacks.poll(child.pid)
+        hit = bounds.breach(child.pid) if bounds is not None and "limit_hit" not in status.data else None
+        if hit is not None:
+            _limit_hit(hit, log, status)
+            stop(signal.SIGTERM)
         if time.monotonic() - beat >= HEARTBEAT_S or (log.error and not told):
             beat, told = time.monotonic(), told or bool(log.error)
             usage = sampler.record() if sampler is not None and sampler.failed is None else None
@@ -556,8 +571,50 @@ def _supervise(child: subprocess.Popen[bytes], log: TaskLog, status: StatusFile,
     return 128 - code if code < 0 else code
 
 
+def _limit_hit(hit: Breach, log: TaskLog, status: StatusFile) -> None:
+    """A limit the task hit: said in its log and its status (the monitor's failure kind), before it is stopped."""
+    log.write(f"[argus] {hit.message}: stopping the task\n".encode())
+    status.save(limit_hit={"kind": hit.kind, "limit": hit.limit, "message": hit.message})
+
+
+class CappedEcho:
+    """Our stdout under the node agent: a file on the node's disk kept under ``limit`` bytes (the task's log is
+    the real record; this is what Ray's driver log gets at the end, nodes/attach.py). Starts over when full."""
+
+    def __init__(self, fd: int, limit: int) -> None:
+        self.fd, self.limit = fd, limit
+
+    def write(self, data: bytes) -> int:
+        try:
+            if os.lseek(self.fd, 0, os.SEEK_CUR) + len(data) > self.limit:
+                os.ftruncate(self.fd, 0)
+                os.lseek(self.fd, 0, os.SEEK_SET)
+            return os.write(self.fd, data[-self.limit:])
+        except OSError:
+            return len(data)  # an echo that cannot be written loses nothing: the task's log has it
+
+    def flush(self) -> None:
+        pass
+
+
 def main(args: list[str] | None = None) -> int:
-    return run(parse_args(args))
+    """Under a node agent's socket (``ARGUS_AGENT_SOCKET``) and not yet started by it: the Ray job's entry
+    point, which hands the attempt to the agent and follows it (nodes/attach.py). Otherwise run it here."""
+    argv = sys.argv[1:] if args is None else args
+    ns = parse_args(argv)
+    sock = os.environ.get(AGENT_ENV)
+    if sock and not os.environ.get(KEY_ENV):
+        code = attach.follow(sock, argv, ns, ray_node_id())
+        if code is not None:
+            return code
+    code = run(ns)
+    exit_file = os.environ.get(EXIT_FILE_ENV)
+    if exit_file:  # the agent's durable word on how this attempt ended, if it cannot wait for us
+        try:
+            Path(exit_file).write_text(f"{code}\n")
+        except OSError:
+            pass
+    return code
 
 
 if __name__ == "__main__":

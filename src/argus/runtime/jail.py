@@ -11,8 +11,9 @@ one bubblewrap sandbox that the launcher starts and ends:
 * **files**: the root read-only; the data root hidden behind an empty tmpfs, then the
   owner's home read-write and ``datasets/``, ``hf/`` read-only; the node's state
   directories (database, keys, the platform Ray's session and token) and the account's
-  secrets hidden; ``/run`` hidden (host daemons' sockets); a private ``/tmp`` on the node's
-  disk (``<scratch>/<task>/tmp``: the private Ray's session and logs) and a sized private
+  secrets hidden; ``/run`` hidden (host daemons' sockets); a private ``/tmp`` (the private Ray's
+  session and logs): a sized tmpfs (``task_tmp_mb``, issue 36), else ``<scratch>/<task>/tmp`` on the
+  node's disk; and a sized private
   ``/dev/shm``;
 * **devices**: a minimal ``/dev`` plus only the task's own GPU device files (and the NVIDIA
   control nodes), so a program that ignores ``CUDA_VISIBLE_DEVICES`` still finds only its GPUs;
@@ -356,8 +357,11 @@ def team_binds(root: Path, home: Path, teams: Iterable[str]) -> list[str]:
 
 def sandbox_argv(cfg: JailConfig, *, user: str, scratch: Path, env: Mapping[str, str], devices: list[str],
                  mask: Iterable[str] = (), shm_bytes: int, bind_ro: Iterable[str] = (),
-                 teams: Iterable[str] = ()) -> list[str]:
+                 teams: Iterable[str] = (), tmp_bytes: int = 0) -> list[str]:
     """``bwrap … --`` for a process tree of ``user``'s task; ``env`` is its whole environment.
+
+    ``tmp_bytes``: the private ``/tmp`` is a tmpfs of this size (its pages count in the task's memory
+    cgroup), so a task cannot fill the node's disk through it; 0 keeps it a folder of the node's scratch.
 
     ``teams``: the owner's teams; their folders are shown read-write (``team_binds``), no other team's.
 
@@ -373,14 +377,18 @@ def sandbox_argv(cfg: JailConfig, *, user: str, scratch: Path, env: Mapping[str,
     uid, gid = inside_ids(cfg)
     passwd, group = write_identity(scratch, user, uid, gid, str(home))
     tmp = scratch / "tmp"
-    tmp.mkdir(parents=True, exist_ok=True)
+    if not tmp_bytes:
+        tmp.mkdir(parents=True, exist_ok=True)
     args = [cfg.bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
             "--unshare-pid", "--unshare-ipc", "--unshare-uts",
             *(["--unshare-user", "--uid", str(uid), "--gid", str(gid)] if cfg.user_ns else []),
             "--cap-drop", "ALL", "--die-with-parent", "--new-session", "--clearenv"]
     # /tmp first: state dirs, a data root or a checkout may live under /tmp (CI does), and what is
     # bound after this lands on the private /tmp; what was under the host's /tmp is gone with it.
-    args += ["--bind", str(tmp), "/tmp", "--tmpfs", "/var/tmp"]
+    if tmp_bytes:
+        args += ["--perms", "1777", "--size", str(int(tmp_bytes)), "--tmpfs", "/tmp", "--tmpfs", "/var/tmp"]
+    else:
+        args += ["--bind", str(tmp), "/tmp", "--tmpfs", "/var/tmp"]
     for path in cfg.hide:
         p = Path(path)
         if _under(p, Path("/tmp")):

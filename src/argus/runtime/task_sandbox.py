@@ -154,7 +154,8 @@ class Sandbox:
         self.active = True
         teams = getattr(self.ns, "team", None) or []  # a Namespace built by hand (tests) may have none
         prefix = jail.sandbox_argv(self.cfg, user=self.ns.user, scratch=self.scratch, env=env, devices=self.devices,
-                                   mask=self.mask, shm_bytes=self.shm_bytes(), bind_ro=self.env_paths, teams=teams)
+                                   mask=self.mask, shm_bytes=self.shm_bytes(), bind_ro=self.env_paths, teams=teams,
+                                   tmp_bytes=getattr(self.ns, "tmp_size", 0))
         shown = f", team folder(s) {', '.join(teams)} read-write" if teams else ""
         self.note = (f"sandbox: {self.ns.user}'s home read-write{shown}, shared datasets/hf read-only, no other home; own "
                      f"PID/IPC/UTS{'/user' if self.cfg.user_ns else ''} namespaces, no capabilities, "
