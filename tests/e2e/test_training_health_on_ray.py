@@ -42,6 +42,14 @@ def test_a_hung_run_is_stalled_and_kept(stack: Stack) -> None:
     t = alice.get(f"/api/v2/tasks/{tid}").json()
     assert t["status"] == "RUNNING" and t["status_message"].startswith("STALLED: no progress for")
     assert sum(m.startswith("STALLED") for m in events(alice, tid)) == 1, "once per silence"
+    # its driver captured every process's stack (runtime/stacks.py): a follow-up event names the file in her home
+    said = wait_event(alice, tid, "stacks of the stalled attempt", timeout=90)
+    note = next(m for m in said if m.startswith("stacks of the stalled attempt"))
+    assert note.endswith(" in your home") and f"jobs/{tid}/stacks/attempt-1-" in note, note
+    path = note.rsplit(": ", 1)[1].removesuffix(" in your home")
+    r = alice.get("/api/v2/files/content", params={"path": f"/{path}"})
+    assert r.status_code == 200 and "main (" in r.text and "steps.py" in r.text, r.text[:3000]  # where it hangs
+    assert sum(m.startswith("STALLED") for m in events(alice, tid)) == 1
     assert alice.post(f"/api/v2/tasks/{tid}/cancel").status_code in (200, 202)
     wait_status(alice, tid, "CANCELED", timeout=60)
 

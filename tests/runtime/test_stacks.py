@@ -90,6 +90,7 @@ def test_a_process_in_a_pid_namespace_is_dumped_by_its_host_pid(sleeper) -> None
     assert (cap.processes, cap.python, cap.dumped) == (3, 1, 1), cap.text  # bwrap, its init, python
     assert "argus_stall_probe_sleeps" in cap.text, cap.text
     assert "(2 in its sandbox)" in cap.text  # the pid the task's own messages use
+    assert cap.text.count(": the task's sandbox (bubblewrap)") == 2 and "--unshare-pid" not in cap.text
 
 
 def test_without_py_spy_or_when_refused_each_process_is_still_named_with_its_state(sleeper, tmp_path: Path,

@@ -115,6 +115,8 @@ def describe(proc: psutil.Process) -> str:
     except psutil.Error as exc:
         return f"pid {pid}{inner}: gone or unreadable ({type(exc).__name__})"
     cmd = cmdline if len(cmdline) <= 300 else cmdline[:300] + " …"
+    if facts[1] == "bwrap":  # the sandbox itself: its arguments are the platform's (the node's paths), not the task's
+        cmd = "the task's sandbox (bubblewrap)"
     return f"pid {pid}{inner}: {', '.join(facts)}: {cmd}"
 
 

@@ -377,17 +377,20 @@ class MonitorActiveTasks:
                 return self._apply(s, task, sid, info, driver, out)
             if found.clears and not (task.status_message or "").startswith(("STALLED", "idle GPUs")):
                 continue  # a newer message (a silent driver) is not ours to replace
-            self._note(s, task, found.message, found.event)
+            self._note(s, task, None if found.event_only else found.message, found.event)
         return 0
 
-    def _note(self, s, task: TaskModel, message: str, event: str) -> bool:
-        """Set a RUNNING task's message without a status change, plus a timeline event; False if it moved on."""
+    def _note(self, s, task: TaskModel, message: str | None, event: str) -> bool:
+        """Set a RUNNING task's message (None: keep it) without a status change, plus a timeline event; False if it
+        moved on."""
         now = self.ctx.now()
-        done = s.execute(update(TaskModel).where(TaskModel.id == task.id, TaskModel.status == TaskStatus.RUNNING.value)
-                         .values(status_message=message, updated_at=now))
-        if done.rowcount != 1:
-            return False
-        set_committed_value(task, "status_message", message)
+        if message is not None:
+            done = s.execute(update(TaskModel).where(TaskModel.id == task.id,
+                                                     TaskModel.status == TaskStatus.RUNNING.value)
+                             .values(status_message=message, updated_at=now))
+            if done.rowcount != 1:
+                return False
+            set_committed_value(task, "status_message", message)
         s.add(TaskEventModel(task_id=task.id, at=now, from_status=TaskStatus.RUNNING.value,
                              to_status=TaskStatus.RUNNING.value, reason=None, message=event, actor=ACTOR))
         return True

@@ -11,6 +11,12 @@ node's clock cannot fake progress. ``core.stall`` decides; this module acts:
   Ray job and the task ends FAILED, reason STALLED); ``requeue`` (stopped, and queued again as a new
   attempt within ``max_retries``, resuming from its latest complete checkpoint: scheduler/autoresume.py).
   Output after a stall clears it ("progressing again").
+* each stall's forensics: the server cannot reach the node's processes, so it asks the attempt's driver, once
+  per stall, for every process's stack (runtime/attempt_record.ask_for_stacks; the driver answers with
+  runtime/stacks.py, within ``STACKS_WAIT_S``); a follow-up event names the file it wrote in the owner's home
+  (``jobs/<task>/stacks/attempt-<n>-<time>.txt``), or why there is none. ``cancel`` and ``requeue`` wait for that
+  answer before they stop the task: its stacks cannot be taken once it is stopped, and they are what a stall
+  leaves to look at. A driver that does not run the attempt any more (no live record) is not asked.
 * a resumed attempt (its command sets ``trainer.resume_from_path=…/global_step_N``): the first step it
   logs must be N + 1; otherwise a warning event and message say which steps were skipped or repeated.
   Either way a RESUMED notification says what the run did.
@@ -18,25 +24,29 @@ node's clock cannot fake progress. ``core.stall`` decides; this module acts:
   for 10 minutes: an "idle GPUs" note and an IDLE_GPU notification, once per idle spell; the task runs on.
 
 State lives in memory: after a server restart every RUNNING attempt's silence is measured again from
-the restart (a stall may be noticed late, never early).
+the restart (a stall may be noticed late, never early), and a stacks answer still awaited is not reported.
 """
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from argus.core import checkpoints as ck
+from argus.core.log_write import one_line
 from argus.core.metrics import is_training_step, parse_metric_line
 from argus.core.resource_use import IDLE_PCT, IDLE_S
 from argus.core.stall import Progress, Stall, format_duration, resume_verdict, stalled
 from argus.db.models import TaskModel
+from argus.runtime import attempt_record
+from argus.runtime.stacks import TOTAL_S
 from argus.scheduler.common import LoopContext, log_path
 from argus.services.home_files import open_plain
 
 READ_CAP = 1 << 20  # bytes of new log read per attempt per pass; a faster writer is skipped to its end
+STACKS_WAIT_S = TOTAL_S + 30  # the driver looks every second and captures for at most TOTAL_S: then it is not coming
 
 
 @dataclass
@@ -48,6 +58,9 @@ class _Cursor:
     carry: bytes = b""  # an incomplete last line, kept for the next read
     idle_since: datetime | None = None  # every GPU of the task below IDLE_PCT since (the driver's samples)
     idle_told: bool = False
+    stacks_token: str | None = None  # the stacks request its driver has not answered yet (runtime/attempt_record)
+    stacks_by: datetime | None = None  # when to stop waiting for that answer
+    held: Finding | None = None  # on_stall's cancel/requeue, held until the stacks are in
 
 
 @dataclass(frozen=True)
@@ -60,6 +73,7 @@ class Finding:
     notify: str | None = None  # notification event: STALLED / RESUMED
     action: str | None = None  # "cancel" / "requeue"
     clears: bool = False  # "progressing again": replaces a stall message
+    event_only: bool = False  # a timeline event; the task's message stays (the stall's)
 
 
 @dataclass
@@ -102,12 +116,54 @@ class ProgressWatch:
             text = stall.message(p)
             what = {"keep": "left running (on_stall: keep)", "cancel": "stopping it (on_stall: cancel)",
                     "requeue": "stopping it to run it again (on_stall: requeue)"}.get(action, "left running")
-            found.append(Finding(f"STALLED: {text}; {what}", f"STALLED: {text}; {what}", notify="STALLED",
-                                 action=action if action in ("cancel", "requeue") else None))
+            acts = action if action in ("cancel", "requeue") else None
+            said = f"STALLED: {text}; {what}"
+            if not self._ask_stacks(task, cur, now):
+                found.append(Finding(said, said, notify="STALLED", action=acts))
+            elif acts:
+                cur.held = Finding(said, said, action=acts)
+                then = f"STALLED: {text}; capturing its processes' stacks, then {what}"
+                found.append(Finding(then, then, notify="STALLED"))
+            else:
+                found.append(Finding(said, f"{said}; capturing its processes' stacks", notify="STALLED"))
         elif stall is None and cur.stall is not None and (grew or steps):
             cur.stall = None
             found.append(Finding("progressing again", "progressing again after a stall", clears=True))
         found.extend(self._idle(cur, usage, now))
+        found.extend(self._stacks(task, cur, now))
+        return found
+
+    def _ask_stacks(self, task: TaskModel, cur: _Cursor, now: datetime) -> bool:
+        """Ask the attempt's driver for every process's stack (once: a request still awaited serves this stall
+        too); False when no driver runs the attempt to answer."""
+        if cur.stacks_token is None:
+            token = attempt_record.ask_for_stacks(self.ctx.settings.root, task.id, task.attempts, now)
+            if token is None:
+                return False
+            cur.stacks_token, cur.stacks_by = token, now + timedelta(seconds=STACKS_WAIT_S)
+        return True
+
+    def _stacks(self, task: TaskModel, cur: _Cursor, now: datetime, *, final: bool = False) -> list[Finding]:
+        """The driver's answer to the stacks request, once it is in (or once it is no longer awaited): an event
+        naming the file below the owner's home, then on_stall's held action. ``final``: the attempt ended."""
+        if cur.stacks_token is None:
+            return []
+        answer = attempt_record.stacks_answer(self.ctx.settings.root, task.id, task.attempts, cur.stacks_token)
+        if answer is None and (final or (cur.stacks_by is not None and now < cur.stacks_by)):
+            return []
+        cur.stacks_token = None
+        if answer is None:
+            text = f"no stacks of the stalled attempt: its driver did not answer within {STACKS_WAIT_S:g} s"
+        elif isinstance(answer.get("file"), str) and answer["file"]:
+            text = (f"stacks of the stalled attempt's {_count(answer, 'processes')} processes "
+                    f"({_count(answer, 'dumped')} of {_count(answer, 'python')} Python ones with their stack): "
+                    f"{one_line(answer['file'])[:300]} in your home")
+        else:
+            text = f"no stacks of the stalled attempt: {one_line(str(answer.get('error') or 'no reason given'))[:300]}"
+        found = [Finding(text, text, event_only=True)]
+        if cur.held is not None:
+            found.append(cur.held)
+            cur.held = None
         return found
 
     def _idle(self, cur: _Cursor, usage: object, now: datetime) -> list[Finding]:
@@ -130,11 +186,12 @@ class ProgressWatch:
         """The resume check of an attempt that ended before a pass saw its first step (a short run)."""
         key = (task.id, task.attempts)
         cur = self.cursors.pop(key, None) or _Cursor(Progress(started_at=self.ctx.now()))
+        stacks = self._stacks(task, cur, self.ctx.now(), final=True)  # answered just before the end: still said
         if cur.resume_checked:
-            return []
+            return stacks
         _grew, steps = self._read(cur, self.ctx.layout_home(user), log_path(self.ctx, user, task.id, task.attempts))
         first = cur.progress.first_step if cur.progress.first_step is not None else (steps[0] if steps else None)
-        return self._resume(task, first) if first is not None else []
+        return stacks + (self._resume(task, first) if first is not None else [])
 
     def _read(self, cur: _Cursor, home: Path, path: Path) -> tuple[bool, list[int]]:
         """(did the log grow, the steps in what it gained)."""
@@ -175,3 +232,9 @@ class ProgressWatch:
             text = f"resumed from checkpoint {ck.STEP_PREFIX}{resumed}: first step {first}, as expected"
             return [Finding(text, text, notify="RESUMED")]
         return [Finding(f"warning: {problem}", f"resume check: {problem}", notify="RESUMED")]
+
+
+def _count(answer: dict, key: str) -> int:
+    """A count from the driver's answer (platform code wrote it; still, only an int is shown)."""
+    value = answer.get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
