@@ -118,27 +118,8 @@ def private_ray_memory(stack) -> dict[str, float]:  # noqa: ANN001 - tests.e2e.s
     return {"private_ray_mib": ray_kib / 1024, "sandbox_mib": all_kib / 1024, "launcher_mib": launcher_kib / 1024}
 
 
-def cancel_storm(stack, n: int = 50) -> dict[str, float]:  # noqa: ANN001 - tests.e2e.stack.Stack
-    """n tasks canceled while SUBMITTED: Ray stop requests and the time until all are CANCELED."""
-    from tests.e2e.stack import spec, submit, wait_status
-
-    users = [stack.user(f"canceler{i}") for i in range(5)]  # under the per-user limit of 16 running tasks
-    loop = stack.scheduler.runner.cancel
-    before = loop.stops_sent
-    tids = [(c, submit(c, spec("python3 -m argus.jobs.sleep 600 --lines 1"))) for i in range(n)
-            for c in [users[i % len(users)]]]
-    for c, tid in tids:
-        wait_status(c, tid, {"SUBMITTED", "RUNNING"}, timeout=300)
-    t0 = time.monotonic()
-    for c, tid in tids:
-        c.post(f"/api/v2/tasks/{tid}/cancel")
-    for c, tid in tids:
-        wait_status(c, tid, "CANCELED", timeout=300)
-    return {"cancel_stops": stack.scheduler.runner.cancel.stops_sent - before, "cancel_s": time.monotonic() - t0,
-            "cancel_n": n, "same_loop": stack.scheduler.runner.cancel is loop}
-
-
 def bench_ray(runs: int, tick_s: float, task_jail: str) -> dict:
+    from bench.cancel_storm import cancel_storm  # 50 tasks canceled at once (bench/cancel_storm.py)
     from tests.e2e.stack import argus_vs_ray  # the e2e stack: LocalCluster + live server with real loops
 
     return argus_vs_ray(runs, tick_s, task_jail, programs=(PLAIN, RAY_PROGRAM),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Any
@@ -114,6 +115,18 @@ class FakeRay:
 
     def kill_node(self, node_id: str) -> None:
         self.nodes = [replace(n, alive=False) if n.node_id == node_id else n for n in self.nodes]
+
+
+class InlineExecutor(Executor):
+    """Runs each call at once in the caller's thread (a loop's pool in unit tests: no timing to wait out)."""
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        future: Future[Any] = Future()
+        try:
+            future.set_result(fn(*args, **kwargs))
+        except BaseException as exc:  # noqa: BLE001 - the future carries it, as a pool's would
+            future.set_exception(exc)
+        return future
 
 
 class Clock:

@@ -26,7 +26,7 @@ from argus.services.principal import Principal
 from argus.services.tasks import cancel_task
 from argus.services.usage import usage_report
 from tests.pg import create_database
-from tests.scheduler.fakes import Clock, FakeRay, add_task, add_user, make_ctx, task
+from tests.scheduler.fakes import Clock, FakeRay, InlineExecutor, add_task, add_user, make_ctx, task
 
 _n = itertools.count()
 
@@ -210,7 +210,7 @@ def test_a_task_canceled_before_the_server_saw_it_run_still_counts_its_run(db_ct
     write_status(ctx, "alice", tid, started_at=(t0 + timedelta(seconds=2)).isoformat())
     clock.advance(60)
     ray.set(sid, RayJobStatus.STOPPED, end_time_ms=ms(t0 + timedelta(seconds=32)))
-    CancelTasks(ctx).run_once()
+    CancelTasks(ctx, pool=InlineExecutor()).run_once()
     a = attempt(ctx, sid)
     assert task(ctx, tid).status == "CANCELED"
     assert a.resource_seconds == pytest.approx(2 * 30, abs=0.01)

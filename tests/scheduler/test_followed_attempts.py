@@ -11,7 +11,7 @@ from argus.scheduler.cancel import CancelTasks
 from argus.scheduler.monitor import FOLLOWED, classify
 from argus.services.principal import Principal
 from argus.services.tasks import cancel_task
-from tests.scheduler.fakes import task
+from tests.scheduler.fakes import InlineExecutor, task
 from tests.scheduler.test_autoresume import running
 
 
@@ -69,7 +69,7 @@ def test_cancel_of_a_followed_attempt_asks_its_driver_through_the_record(ctx, ra
     mon.run_once()
     with ctx.db.session() as s:
         cancel_task(s, Principal(1, "alice"), tid)
-    loop = CancelTasks(ctx)
+    loop = CancelTasks(ctx, pool=InlineExecutor())
     assert loop.run_once() == 0 and task(ctx, tid).status == "CANCELING"
     assert attempt_record.stop_requested(ctx.settings.root, tid, 1)  # what the driver looks for every second
     assert loop.run_once() == 0  # it still runs: asked once, waited for

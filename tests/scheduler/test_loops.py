@@ -9,10 +9,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
-import argus.scheduler.cancel as cancel_mod
 from argus.cluster.types import RayJobStatus
 from argus.db.models import TaskAttemptModel, TaskEventModel, TaskModel
-from argus.scheduler.cancel import CancelTasks
 from argus.scheduler.monitor import MonitorActiveTasks
 from argus.scheduler.runner import SchedulerRunner
 from argus.scheduler.submit import SubmitQueuedTasks
@@ -406,38 +404,7 @@ def test_janitor_leaves_jobs_it_does_not_own(ctx, ray):
     assert ray.deleted == []
 
 
-# ---------------------------------------------------------------- cancel
-
-
-@pytest.mark.parametrize("ray_state", [RayJobStatus.PENDING, RayJobStatus.RUNNING])
-def test_cancel_stops_then_confirms(ctx, ray, ray_state):
-    tid, sid = submitted(ctx, ray)
-    ray.set(sid, ray_state)
-    with ctx.db.session() as s:
-        cancel_task(s, Principal(1, "alice"), tid)
-    loop = CancelTasks(ctx)
-    assert loop.run_once() == 0
-    assert loop.run_once() == 0  # a pass right after does not ask again (no stop storm)
-    assert ray.stops == [sid] and task(ctx, tid).status == "CANCELING"
-    loop._stop_asked[sid] -= cancel_mod.STOP_RESEND_S  # later: asked again until Ray confirms (idempotent)
-    assert loop.run_once() == 0
-    assert ray.stops == [sid, sid] and loop.stops_sent == 2
-    ray.set(sid, RayJobStatus.STOPPED)
-    assert loop.run_once() == 1
-    t = task(ctx, tid)
-    assert (t.status, t.termination_reason) == ("CANCELED", "USER_CANCELED")
-    assert attempts(ctx, tid)[0].status == "CANCELED"
-    assert loop.run_once() == 0
-
-
-def test_cancel_of_a_job_that_already_finished(ctx, ray):
-    tid, sid = submitted(ctx, ray)
-    with ctx.db.session() as s:
-        cancel_task(s, Principal(1, "alice"), tid)
-    ray.set(sid, RayJobStatus.SUCCEEDED, driver_exit_code=0)
-    CancelTasks(ctx).run_once()
-    assert task(ctx, tid).status == "CANCELED" and ray.stops == []
-    assert attempts(ctx, tid)[0].status == "SUCCEEDED"
+# ---------------------------------------------------------------- cancel: tests/scheduler/test_cancel.py
 
 
 # ---------------------------------------------------------------- runner

@@ -98,6 +98,7 @@ class SchedulerRunner:
         self._wake.set()
         if self._thread is not None:
             self._thread.join(timeout)
+        self.cancel.close()  # its Ray calls' threads
 
 
 class SchedulerComponent:
