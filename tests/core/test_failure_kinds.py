@@ -270,7 +270,8 @@ def test_every_fixture_gives_one_line_answers(name):
 
 def test_every_kind_has_a_specific_one_line_hint():
     assert {k.value for k in FailureKind} == {"host_oom", "gpu_oom", "nccl_timeout", "rollout_engine",
-                                             "missing_file", "permission", "user_code", "python_exception"}
+                                             "missing_file", "permission", "user_code", "python_exception",
+                                             "pids_limit", "disk_full"}
     hints = [hint_for(k) for k in FailureKind]
     assert all(h and "\n" not in h for h in hints) and len(set(hints)) == len(hints)
 

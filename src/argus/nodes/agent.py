@@ -89,6 +89,7 @@ class Agent:
     def __init__(self, paths: AgentPaths, *, keeper: int | None = None, layout: cgroups.Layout | None = None) -> None:
         self.paths = paths
         self.keeper = keeper
+        self.permanent = keeper is None  # started without a keeper (systemd): it stays, whoever says hello
         self.layout = layout
         self.attempts: dict[str, Attempt] = {}
         self.lock = threading.Lock()
@@ -254,8 +255,10 @@ class Agent:
     # -- the agent's own life ---------------------------------------------------------------
 
     def idle_to_exit(self) -> bool:
+        if self.permanent:
+            return False
         keeper = self.keeper
-        kept = keeper is None or (keeper > 0 and psutil.pid_exists(keeper))
+        kept = keeper is not None and keeper > 0 and psutil.pid_exists(keeper)
         return not kept and not self.running()
 
     def prune(self, keep_s: float = 7 * 86400) -> None:
@@ -303,7 +306,7 @@ class _Handler(socketserver.StreamRequestHandler):
             elif op == "list":
                 out = {"attempts": agent.list(), "pid": os.getpid()}
             elif op == "hello":
-                agent.keeper = int(req["keeper"]) if req.get("keeper") else None
+                agent.keeper = int(req["keeper"]) if req.get("keeper") else agent.keeper
                 out = {"pid": os.getpid(), "running": len(agent.running())}
             elif op == "release":
                 out = agent.release(bool(req.get("stop_tasks", True)))

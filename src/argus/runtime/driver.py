@@ -66,7 +66,6 @@ from typing import Any
 import psutil
 
 from argus.core import log_write
-from argus.core.launch import describe_bytes
 from argus.nodes import attach
 from argus.nodes.agent import ECHO_LIMIT_ENV, EXIT_FILE_ENV, KEY_ENV
 from argus.nodes.agent_client import AGENT_ENV
@@ -440,10 +439,10 @@ def _start(ns: argparse.Namespace, argv: list[str], env: dict[str, str], job_dir
                       os.environ.get("CUDA_VISIBLE_DEVICES"), Nvml.open())
     code = _supervise(child, log, status, sandboxed=sandboxed, sampler=sampler, early=early, stop_asked=stop_asked,
                       bounds=bounds, stacks=stacks)
+    hit = bounds.breach(child.pid) if "limit_hit" not in status.data else None
+    if hit is not None:  # the limit ended the task before a poll saw it (the OOM killer took its only process)
+        _limit_hit(hit, log, status, stopping=False)
     killed = bounds.counters().oom_kills
-    if killed and "limit_hit" not in status.data:
-        log.write(f"[argus] the kernel's OOM killer killed {killed} process{'es' if killed > 1 else ''} of this "
-                  f"task: it outgrew its memory limit of {describe_bytes(bounds.limits.memory_bytes)}\n".encode())
     if killed:
         status.save(oom_kills=killed, memory_limit=bounds.limits.memory_bytes)
     bounds.remove()
@@ -571,9 +570,9 @@ def _supervise(child: subprocess.Popen[bytes], log: TaskLog, status: StatusFile,
     return 128 - code if code < 0 else code
 
 
-def _limit_hit(hit: Breach, log: TaskLog, status: StatusFile) -> None:
+def _limit_hit(hit: Breach, log: TaskLog, status: StatusFile, *, stopping: bool = True) -> None:
     """A limit the task hit: said in its log and its status (the monitor's failure kind), before it is stopped."""
-    log.write(f"[argus] {hit.message}: stopping the task\n".encode())
+    log.write(f"[argus] {hit.message}{': stopping the task' if stopping else ''}\n".encode())
     status.save(limit_hit={"kind": hit.kind, "limit": hit.limit, "message": hit.message})
 
 

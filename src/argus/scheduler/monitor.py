@@ -211,8 +211,23 @@ def with_log_cause(out: Outcome, home: Path, path: Path, fallback: str | None = 
                    failure_hint=f"{where}{found.hint}")
 
 
+LIMIT_KINDS = {"memory": FailureKind.HOST_OOM, "pids": FailureKind.PIDS_LIMIT, "disk": FailureKind.DISK_FULL}
+
+
+def limit_hit(out: Outcome, driver: dict) -> Outcome:
+    """A task its launcher stopped because it hit one of its bounds (runtime/task_bounds.py): that bound, for
+    certain, with its kind and hint."""
+    hit = driver["limit_hit"]
+    kind = LIMIT_KINDS.get(str(hit.get("kind")), FailureKind.HOST_OOM)
+    assert out.exit_code is not None
+    return replace(out, message=failure_message(out.exit_code, str(hit.get("message") or kind.value)[:500]),
+                   failure_kind=kind.value,
+                   failure_hint=f"on {_str(driver.get('hostname')) or 'its node'}: {hint_for(kind)}")
+
+
 def oom_killed(out: Outcome, driver: dict) -> Outcome:
-    """A task the kernel's OOM killer hit inside its memory cgroup (runtime/memcap.py): a host OOM, for certain."""
+    """A task the kernel's OOM killer hit inside its memory cgroup (runtime/task_bounds.py): a host OOM, for
+    certain."""
     killed, limit = driver["oom_kills"], driver.get("memory_limit")
     size = f" of {limit / 2**20:g} MiB" if isinstance(limit, int) else ""
     assert out.exit_code is not None
@@ -302,7 +317,9 @@ class MonitorActiveTasks:
                            start_timeout_s=ctx.settings.start_timeout_s, dead_nodes=dead, driver=driver,
                            record=record)
             if out.reason == TerminationReason.EXIT_NONZERO and out.exit_code is not None:
-                if isinstance(driver.get("oom_kills"), int) and driver["oom_kills"] > 0:
+                if isinstance(driver.get("limit_hit"), dict):
+                    out = limit_hit(out, driver)
+                elif isinstance(driver.get("oom_kills"), int) and driver["oom_kills"] > 0:
                     out = oom_killed(out, driver)
                 elif isinstance(driver.get("error"), str) and driver["error"]:
                     # the driver refused to start the task (no jail, missing rollout engine): its words

@@ -1,0 +1,93 @@
+"""Noisy neighbours (issue 36): a task that forks without end, outgrows its memory or fills its /tmp is
+stopped in its own cgroup with its class and a hint; a CPU hog gets its weight, not the node.
+
+Each runs through the API, the queue and the real Ray into the node agent's cgroup for the attempt
+(nodes/agent.py, runtime/task_bounds.py). The processes limit and the /tmp size are the cluster's settings
+(``task_pids_max``, ``task_tmp_mb``), set low here for the test's tasks only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+
+from tests.e2e.stack import Stack, spec, submit, wait_status
+from tests.e2e.test_jail import _put
+
+pytestmark = [pytest.mark.e2e, pytest.mark.hostile]
+
+
+@contextmanager
+def _settings(stack: Stack, **values: object) -> Iterator[None]:
+    """Cluster settings for the tasks submitted inside (their launcher flags are made when they start)."""
+    old = {k: getattr(stack.settings, k) for k in values}
+    for k, v in values.items():
+        setattr(stack.settings, k, v)
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            setattr(stack.settings, k, v)
+
+
+def _run_code(client, name: str, code: str, extra: str = "") -> str:
+    """Submit ``code`` as the user's own: a module of theirs that runs at import (how a reward function or a
+    dataset script of theirs would run in a task); the task id."""
+    _put(client, f"/code/{name}.py", code.encode())
+    return submit(client, spec(f"python3 -m argus.jobs.reward_check --reward $HOME/code/{name}.py", name=name) + extra)
+
+
+def _failed(client, tid: str) -> dict:
+    task = wait_status(client, tid, {"FAILED", "SUCCEEDED"}, timeout=240)
+    assert task["status"] == "FAILED", task
+    return task
+
+
+def test_a_fork_loop_ends_at_its_process_limit_as_pids_limit(stack: Stack) -> None:
+    client = stack.user("noisy")
+    with _settings(stack, task_pids_max=200):
+        tid = _run_code(client, "forker", "import subprocess\nwhile True:\n    try:\n"
+                        "        subprocess.Popen(['sleep', '300'])\n    except OSError:\n        pass\n")
+        wait_status(client, tid, {"RUNNING", "FAILED"}, timeout=120)
+    task = _failed(client, tid)
+    assert task["failure_kind"] == "pids_limit", task
+    assert "limit of 200 processes" in task["status_message"] and "task_pids_max" in task["failure_hint"]
+
+
+def test_a_task_over_its_memory_is_stopped_as_a_host_oom(stack: Stack) -> None:
+    client = stack.user("noisy")
+    tid = _run_code(client, "hog", "import time\nx = [bytearray(32 << 20) for _ in range(32)]\ntime.sleep(60)\n",
+                    "memory_per_node: 256Mi\n")
+    task = _failed(client, tid)
+    assert task["failure_kind"] == "host_oom", task
+    assert "memory limit of 256 MiB" in task["status_message"], task
+
+
+def test_a_task_that_fills_its_tmp_is_stopped_as_disk_full_and_the_node_disk_is_untouched(stack: Stack) -> None:
+    client = stack.user("noisy")
+    with _settings(stack, task_tmp_mb=32):
+        tid = _run_code(client, "filler", "import time\ntry:\n    with open('/tmp/fill', 'wb') as f:\n"
+                        "        for _ in range(200):\n            f.write(bytes(1 << 20))\nexcept OSError as e:\n"
+                        "    print('refused:', e, flush=True)\ntime.sleep(120)\n")
+        wait_status(client, tid, {"RUNNING", "FAILED"}, timeout=120)
+    task = _failed(client, tid)
+    assert task["failure_kind"] == "disk_full", task
+    assert "/tmp (32 MiB)" in task["status_message"] and "$HOME" in task["failure_hint"]
+
+
+def test_a_task_gets_the_cpu_weight_of_its_cpus(stack: Stack) -> None:
+    client = stack.user("noisy")
+    tid = _run_code(client, "weighed", "import re\ntext = open('/proc/self/cgroup').read()\n"
+                    "v1 = re.search(r'^\\d+:(?:[^:]*,)?cpu(?:,[^:]*)?:(.*)$', text, re.M)\n"
+                    "path = f'/sys/fs/cgroup/cpu{v1.group(1)}/cpu.shares' if v1 else "
+                    "f'/sys/fs/cgroup{text.split(\"::\")[-1].strip()}/cpu.weight'\n"
+                    "print('weight:', open(path).read().strip(), flush=True)\n"
+                    "def compute_score(data_source, solution_str, ground_truth, extra_info=None, **kw):\n"
+                    "    return 1.0\n", "cpus_per_node: 2\n")
+    task = wait_status(client, tid, {"SUCCEEDED", "FAILED"}, timeout=180)
+    assert task["status"] == "SUCCEEDED", task
+    log = client.get(f"/api/v2/tasks/{tid}/logs").text
+    assert "bounds: memory" in log and "CPU weight of 2 CPUs" in log, log
+    assert "weight: 2048" in log or "weight: 200" in log, log  # v1 cpu.shares 1024/CPU, v2 cpu.weight 100/CPU
