@@ -91,3 +91,36 @@ def test_a_task_gets_the_cpu_weight_of_its_cpus(stack: Stack) -> None:
     log = client.get(f"/api/v2/tasks/{tid}/logs").text
     assert "bounds: memory" in log and "CPU weight of 2 CPUs" in log, log
     assert "weight: 2048" in log or "weight: 200" in log, log  # v1 cpu.shares 1024/CPU, v2 cpu.weight 100/CPU
+
+
+ESCAPE = '''\
+import re, socket
+text = open('/proc/self/cgroup').read()
+v1 = re.search(r'^\\d+:(?:[^:]*,)?memory(?:,[^:]*)?:(.*)$', text, re.M)
+mine = f'/sys/fs/cgroup/memory{v1.group(1)}' if v1 else f'/sys/fs/cgroup{text.split("::")[-1].strip()}'
+for label, action in [
+    ("raise my memory limit", lambda: open(mine + ('/memory.limit_in_bytes' if v1 else '/memory.max'), 'w').write('-1' if v1 else 'max')),
+    ("raise my pids limit", lambda: open(mine.replace('/memory', '/pids') + '/pids.max', 'w').write('max')),
+    ("leave my cgroup", lambda: open(('/sys/fs/cgroup/memory' if v1 else '/sys/fs/cgroup') + '/cgroup.procs', 'w').write('0')),
+    ("reach the node agent", lambda: socket.socket(socket.AF_UNIX).connect(SOCK_PATH)),
+]:
+    try:
+        action()
+        print('escape:', label, '-> DONE', flush=True)
+    except OSError as exc:
+        print('escape:', label, '-> refused:', type(exc).__name__, flush=True)
+
+def compute_score(data_source, solution_str, ground_truth, extra_info=None, **kw):
+    return 1.0
+'''
+
+
+def test_a_task_can_neither_loosen_its_bounds_nor_leave_its_cgroup_nor_reach_the_agent(stack: Stack) -> None:
+    client = stack.user("noisy")
+    sock = str(stack.settings.state_dir / "agent" / "agent.sock")
+    tid = _run_code(client, "escape", ESCAPE.replace("SOCK_PATH", repr(sock)))
+    task = wait_status(client, tid, {"SUCCEEDED", "FAILED"}, timeout=180)
+    log = client.get(f"/api/v2/tasks/{tid}/logs").text
+    lines = [line for line in log.splitlines() if line.startswith("escape:")]
+    assert len(lines) == 4, (task, log)
+    assert all("-> refused:" in line for line in lines), lines

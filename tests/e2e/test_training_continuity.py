@@ -121,7 +121,8 @@ def test_a_real_trainer_keeps_training_through_a_killed_platform_in_one_attempt(
         assert status["driver_pid"] == driver_pid and status["exit_code"] == 0
         steps = _steps(log)
         assert steps == list(range(1, STEPS + 1)), steps  # every step once, in order: no gap, none redone
-        events = [e["kind"] for e in client.get(f"/api/v2/tasks/{tid}/events").json()]
+        events = [f"{e['to_status']}: {e['message']}" for e in client.get(f"/api/v2/tasks/{tid}/events").json()]
+        assert any("followed through its attempt record" in e for e in events), events  # the recovery's source
         print(f"\ncontinuity: killed {killed} platform processes at step {before[-1]}; {during}+ steps while "
               f"nothing of the platform ran; platform back after {outage_s:.1f} s; events {events}")
     finally:

@@ -62,3 +62,20 @@ def test_a_job_ray_will_not_delete_yet_is_retried_later(ctx, ray, clock):
     assert MonitorActiveTasks(ctx).janitor.due([ray.jobs[sid]], clock() ) == [sid]
     ray.down = False
     assert MonitorActiveTasks(ctx).janitor.run_once(force=True) == 1
+
+
+def test_attempt_records_older_than_a_month_are_pruned_and_a_live_one_is_kept(tmp_path) -> None:
+    import os
+    import time
+
+    from argus.runtime import attempt_record
+
+    folder = attempt_record.folder(tmp_path)
+    folder.mkdir(parents=True)
+    old, live = folder / "t-1.1.json", folder / "t-2.1.json"
+    old.write_text("{}")
+    live.write_text("{}")
+    month_ago = time.time() - attempt_record.RECORD_KEEP_S - 60
+    os.utime(old, (month_ago, month_ago))
+    assert attempt_record.prune(tmp_path) == 1
+    assert not old.exists() and live.exists()

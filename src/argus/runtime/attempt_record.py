@@ -29,6 +29,7 @@ import json
 import os
 import socket
 import threading
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -204,3 +205,28 @@ def alive(record: dict[str, Any], now: datetime) -> bool:
     if finished(record) or record.get("gone") or at is None or not isinstance(beat, int | float):
         return False
     return (now - at).total_seconds() <= LOST_AFTER_BEATS * float(beat)
+
+
+RECORD_KEEP_S = 30 * 86400  # an ended attempt's files: long after any server restart could still need them
+
+
+def prune(data_root: Path, *, older_than_s: float = RECORD_KEEP_S, now: float | None = None) -> int:
+    """Remove the files of attempts that ended (or went silent) more than ``older_than_s`` ago; how many.
+
+    The folder would otherwise grow by a record per attempt forever. A file still written to (a live
+    driver refreshes its record every heartbeat) is never old enough, whatever its content says.
+    """
+    cutoff = (time.time() if now is None else now) - older_than_s
+    removed = 0
+    try:
+        entries = list(folder(data_root).iterdir())
+    except OSError:
+        return 0
+    for path in entries:
+        try:
+            if path.is_file() and path.stat().st_mtime < cutoff:
+                path.unlink()
+                removed += 1
+        except OSError:
+            continue
+    return removed

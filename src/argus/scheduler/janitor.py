@@ -19,6 +19,7 @@ import time
 from datetime import UTC, datetime, timedelta
 
 from argus.cluster.types import JobInfo, RayJobStatus
+from argus.runtime import attempt_record
 from argus.scheduler.common import ATTEMPT_LIVE, LoopContext, attempt_by_sid, log
 from argus.services import telemetry
 
@@ -34,11 +35,18 @@ class DeleteFinishedRayJobs:
         self._last = float("-inf")
 
     def run_once(self, *, force: bool = False) -> int:
-        """Delete the records past retention; returns how many were deleted."""
-        days = self.ctx.settings.ray_job_retention_days
-        if days <= 0 or (not force and time.monotonic() - self._last < self.interval_s):
+        """Delete the records past retention; returns how many were deleted. Attempt records
+        (runtime/attempt_record.py) of attempts that ended a month ago go in the same pass."""
+        if not force and time.monotonic() - self._last < self.interval_s:
             return 0
         self._last = time.monotonic()
+        pruned = attempt_record.prune(self.ctx.settings.root)
+        if pruned:
+            log.info("removed %d attempt record file(s) older than %d days", pruned,
+                     attempt_record.RECORD_KEEP_S // 86400)
+        days = self.ctx.settings.ray_job_retention_days
+        if days <= 0:
+            return 0
         due = self.due(self.ctx.jobs.list(), self.ctx.now() - timedelta(days=days))
         deleted = 0
         for sid in due:
