@@ -19,7 +19,8 @@ and two Ray or browser units side by side starved each other's Ray until tasks t
 that start a Ray cluster, an ``argus up`` or Chromium (``HEAVY``) all run on one worker, ``gw0``, one after
 the other, as they would in one process; every other worker runs the light units (the API, services,
 SFTP, validator… tests) at a lower CPU priority (``LIGHT_NICE``), in the time the heavy lane leaves
-idle. When no heavy unit is left, ``gw0`` takes light ones too; a light worker never takes a heavy one.
+idle. When no heavy unit is left, ``gw0`` takes light ones too; a light worker takes a heavy one only when
+it has run out of light ones, and only one that brings its own `argus up` or cluster (``SELF_CONTAINED``).
 
 **Longest first**: xdist hands units out in queue order, so the items are sorted by the unit's measured
 duration (``tests/durations.json``, written by ``scripts/test-durations.py`` from a JUnit report). A unit
@@ -47,7 +48,8 @@ SHARED: dict[str, tuple[str, ...]] = {
         "test_queue_eta_on_ray", "test_cpu_fit_on_ray", "test_driver_log", "test_log_disk_full",
         "test_envs", "test_gang_on_workers", "test_team_fairshare_on_ray", "test_ray_dashboard",
         "test_templates_on_ray", "test_export_on_ray", "test_resume_on_ray", "test_usage_restart",
-        "test_sdk_readme", "test_server_restart", "test_team_folder_on_ray", "test_rl_cpu_on_ray")),
+        "test_sdk_readme", "test_server_restart", "test_team_folder_on_ray", "test_rl_cpu_on_ray",
+        "test_noisy_neighbours")),
     "web-up": tuple(f"tests/web/{m}.py" for m in (
         "test_browser", "test_browser_admin", "test_browser_logs", "test_browser_new_task_help",
         "test_browser_phone", "test_envs_page", "test_browser_data", "test_browser_charts",
@@ -59,6 +61,12 @@ SHARED: dict[str, tuple[str, ...]] = {
 # run on the heavy lane; tests/conftest.py refuses a module marked e2e or browser that is not listed here.
 HEAVY: tuple[str, ...] = ("tests/e2e/", "tests/cluster/", "tests/web/test_browser", "tests/web/test_envs_page.py",
                           "tests/test_server_start.py")
+# Heavy units that start all they need themselves (their own `argus up` or cluster, not the package's stack):
+# once the light lane has run out of light units, its worker takes these, at its lower priority, beside the
+# heavy lane's tail instead of idling for its last ten minutes.
+SELF_CONTAINED: tuple[str, ...] = ("tests/e2e/test_training_continuity.py", "tests/e2e/test_up_restart.py",
+                                   "tests/e2e/test_two_up.py", "tests/e2e/test_hostile_up.py",
+                                   "tests/test_server_start.py")
 HEAVY_LANE = "gw0"  # the xdist worker that runs the heavy units; every other worker runs light ones
 LIGHT_NICE = 10  # the light lane's niceness: it gets what the heavy lane leaves (a tenth of a contended core)
 # How much longer the light lane's waits are (tests/waiting.py's SLACK): on CI a dry run through verl took more
@@ -113,11 +121,14 @@ def make_scheduler(config: pytest.Config, log: object) -> object:
 
         def _assign_work_unit(self, node) -> None:  # noqa: ANN001 - xdist's WorkerController
             """The first queued unit of the node's lane: the heavy lane (``gw0``) takes heavy units, then
-            light ones once no heavy one is left; any other worker takes light units only."""
+            light ones once no heavy one is left; any other worker takes light units, then self-contained
+            heavy ones (``SELF_CONTAINED``) once no light one is left."""
             lane_heavy = node.gateway.id == HEAVY_LANE or len(self.nodes) == 1
             pick = next((scope for scope in self.workqueue if not heavy(scope)), None)
             if lane_heavy:
                 pick = next((scope for scope in self.workqueue if heavy(scope)), pick)
+            elif pick is None:
+                pick = next((scope for scope in self.workqueue if scope.startswith(SELF_CONTAINED)), None)
             if pick is None:  # only heavy units are left, and they are the heavy lane's
                 return
             self.workqueue.move_to_end(pick, last=False)
