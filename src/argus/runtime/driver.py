@@ -545,9 +545,10 @@ def _supervise(child: subprocess.Popen[bytes], log: TaskLog, status: StatusFile,
         except subprocess.TimeoutExpired:
             pass
         if stop_asked is not None and not asked and stop_asked():
-            # the server's stop for an attempt its Ray lost (runtime/attempt_record): as a cancel's SIGTERM
+            # the server's stop (runtime/attempt_record: a cancel, or a retry that needs this attempt gone), which
+            # reaches the attempt whether or not its Ray still knows the job: as a cancel's SIGTERM
             asked = True
-            log.write(b"[argus] the server asked this attempt to stop (its Ray had lost the job): stopping\n")
+            log.write(b"[argus] the server asked this attempt to stop: stopping\n")
             status.data["signal"] = "SIGTERM"
             stop(signal.SIGTERM)
         if stacks is not None:  # the server asks for every process's stack (a stall): runtime/stacks.py
