@@ -125,3 +125,28 @@ def _group_of(pid: int) -> str:
         return Path(f"/proc/{pid}/cgroup").read_text()
     except OSError:
         return ""
+
+
+def test_release_stops_every_attempt_or_leaves_them_training(tmp_path: Path) -> None:
+    keeper = _keeper()
+    sock = agent_client.ensure_running(tmp_path, keeper=keeper.pid)
+    try:
+        a = _start(sock, "t5.1", "import time; time.sleep(300)")
+        b = _start(sock, "t6.1", "import time; time.sleep(300)")
+        # keep_training_on_stop: the keeper goes, the attempts train on under the agent
+        assert agent_client.release(tmp_path, stop_tasks=False) == {"stopped": 0, "running": 2}
+        keeper.kill()
+        time.sleep(2)
+        assert psutil.pid_exists(a["pid"]) and psutil.pid_exists(b["pid"])
+        # the next start says hello, then stops gracefully: both stopped, confirmed, and the agent goes
+        keeper2 = _keeper()
+        agent_client.ensure_running(tmp_path, keeper=keeper2.pid)
+        assert agent_client.release(tmp_path, stop_tasks=True) == {"stopped": 2, "running": 0}
+        keeper2.kill()
+        for key in ("t5.1", "t6.1"):
+            record = json.loads(AgentPaths(tmp_path).attempt_file(key).read_text())
+            assert record["exit_code"] == 128 + signal.SIGTERM and record["emptied"], record
+        wait_until(lambda: not agent_client.answers(sock), 30, what="the released agent exits")
+    finally:
+        keeper.kill()
+        agent_client.release(tmp_path, stop_tasks=True)
