@@ -84,6 +84,8 @@ def test_the_agent_outlives_its_keeper_while_an_attempt_runs_then_exits(tmp_path
     time.sleep(1.5)
     assert psutil.pid_exists(agent_pid) and psutil.pid_exists(started["pid"])
     wait_until(lambda: not psutil.pid_exists(agent_pid), 30, what="the agent exits once idle and unkept")
+    layout = cgroups.detect()
+    assert layout is not None and not cgroups.Group(layout, AgentPaths(tmp_path).cgroup_base).exists()
     record = json.loads(AgentPaths(tmp_path).attempt_file("t3.1").read_text())
     assert record["exit_code"] == 0 and record["finished_at"]
 

@@ -355,6 +355,8 @@ def serve(paths: AgentPaths, keeper: int | None) -> int:
             idle_since = None
     # SIGTERM (systemd's stop, an operator): leave the attempts running; a new agent takes them up
     server.shutdown()
+    if layout is not None and not agent.running():  # the node's folder of groups, empty by now: leave none
+        cgroups.Group(layout, paths.cgroup_base).remove()
     paths.socket.unlink(missing_ok=True)
     log.info("node agent %d exits (%d attempts left running)", os.getpid(), len(agent.running()))
     return 0
