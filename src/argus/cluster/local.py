@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import itertools
 import json
 import logging
 import os
@@ -56,6 +57,7 @@ from argus.core.envvars import NODE_ENV_KEEP, env_kept
 from argus.nodes import agent_client
 from argus.nodes.paths import AgentPaths
 from argus.runtime import jail
+from argus.runtime.private_ray import MAX_ATTEMPTS, MIN_ATTEMPT_S, StartBudget, backoff_s, transient_reason
 from argus.runtime.task_sandbox import free_ports
 from argus.settings import RAY_PORT_FIELDS, RAY_WORKER_PORTS, Settings
 
@@ -293,7 +295,6 @@ class LocalCluster:
         env = {"RAY_health_check_period_ms": "1000", "RAY_health_check_failure_threshold": "3", **self.node_env}
         self.head = RayNode("head", argv, env, self.log_dir / "head.log")
         started = time.monotonic()
-        spawn_node(self.head)
         head = self.head
 
         def ready() -> bool:
@@ -302,7 +303,7 @@ class LocalCluster:
             head.node_id = next((n["node_id"] for n in self._nodes() if n.get("is_head_node")), None)
             return head.node_id is not None
 
-        self._wait(head, ready, "the Jobs API to answer")
+        self._start_node(head, ready, "the Jobs API to answer", before_retry=self._ports_released)
         self._save_record()
         log.info("Ray head up in %.1f s: %s", time.monotonic() - started, self.dashboard_url)
         return self.head
@@ -363,7 +364,6 @@ class LocalCluster:
     def _join(self, node: RayNode) -> None:
         known = {n["node_id"] for n in self._nodes()}
         started = time.monotonic()
-        spawn_node(node)
 
         def joined() -> bool:
             new = [n for n in self._nodes() if n["node_id"] not in known and n.get("state") == "ALIVE"
@@ -372,19 +372,59 @@ class LocalCluster:
                 node.node_id = new[0]["node_id"]
             return bool(new)
 
-        self._wait(node, joined, "the node to join")
+        # a failed attempt's node may still be listed ALIVE for a few health checks after it was stopped
+        self._start_node(node, joined, "the node to join",
+                         before_retry=lambda: known.update(n["node_id"] for n in self._nodes()))
         self._save_record()
         log.info("Ray %s joined in %.1f s (node %s)", node.name, time.monotonic() - started, node.node_id)
 
-    def _wait(self, node: RayNode, ready, what: str) -> None:  # noqa: ANN001 - a predicate
-        deadline = time.monotonic() + self.timeout_s
+    def _start_node(self, node: RayNode, ready: Callable[[], bool], what: str,
+                    before_retry: Callable[[], None]) -> None:
+        """Spawn ``node`` and wait until ``ready()``. On a loaded machine Ray's fixed start-up waits run out (30 s
+        for the raylet to register, ~15 s for its agents' ports) and the node exits, or it is not ready in time:
+        such a start is stopped and made again after a back-off, each retry logged with its reason, up to
+        ``MAX_ATTEMPTS`` within ``timeout_s`` × 2.5 stretched by the load (``private_ray.StartBudget``). Any other
+        failure is raised at once. ``before_retry`` runs after the failed attempt was stopped."""
+        budget = StartBudget(self.timeout_s * 2.5, self.timeout_s)
+        for attempt in itertools.count(1):
+            offset = node.log_path.stat().st_size if node.log_path.exists() else 0
+            spawn_node(node)
+            timeout = budget.attempt_s()
+            try:
+                self._wait(node, ready, what, timeout)
+                return
+            except LocalClusterError as e:
+                if node.running:
+                    reason: str | None = f"not ready in {timeout:.0f} s"
+                else:
+                    assert node.proc is not None
+                    reason = transient_reason(_read_from(node.log_path, offset), node.proc.returncode)
+                pause = backoff_s(attempt)
+                if reason is None or attempt >= MAX_ATTEMPTS or budget.left() < pause + MIN_ATTEMPT_S:
+                    raise LocalClusterError(f"{e}{f' (attempt {attempt})' if attempt > 1 else ''}") from None
+                log.warning("Ray %s did not start, attempt %d: %s (load %.1f); stopping it, trying again in %.0f s",
+                            node.name, attempt, reason, os.getloadavg()[0], pause)
+            stop_node(node)
+            time.sleep(pause)
+            before_retry()
+
+    def _ports_released(self, timeout_s: float = 10.0) -> None:
+        """Before the head's next attempt: until its Ray ports are free again (its killed processes close them as
+        they go), then the check of a first start, which refuses a port that another process took meanwhile."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline and not all(port_free(getattr(self.settings, n)) for n in RAY_PORT_FIELDS):
+            time.sleep(0.2)
+        self._check_ports()
+
+    def _wait(self, node: RayNode, ready, what: str, timeout_s: float) -> None:  # noqa: ANN001 - a predicate
+        deadline = time.monotonic() + timeout_s
         while not ready():
             if not node.running:
                 why = _last_error(node.log_path)
                 raise LocalClusterError(f"Ray {node.name} exited while waiting for {what}"
                                         f"{f' ({why})' if why else ''}; see {node.log_path}")
             if time.monotonic() > deadline:
-                raise LocalClusterError(f"Ray {node.name}: still waiting for {what} after {self.timeout_s:.0f} s; "
+                raise LocalClusterError(f"Ray {node.name}: still waiting for {what} after {timeout_s:.0f} s; "
                                         f"see {node.log_path}")
             time.sleep(POLL_S)
 
@@ -579,10 +619,21 @@ def _tail(path: Path, lines: int = 20) -> str:
         return ""
 
 
+def _read_from(path: Path, offset: int) -> str:
+    """What a node's log got from ``offset`` on: one start's output (the log is appended to by every start)."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(offset)
+            return f.read().decode(errors="replace")
+    except OSError:
+        return ""
+
+
 def _last_error(path: Path, limit: int = 200) -> str:
-    """The last line of a node's log that names an error (Ray ends a failed start with one), shortened."""
+    """The last line of a node's log that names an error (Ray ends a failed start with one: an ``Exception:`` for
+    its start-up timeouts), shortened."""
     lines = [line.strip() for line in _tail(path, 60).splitlines() if line.strip()]
-    found = next((line for line in reversed(lines) if "Error" in line or "error" in line), "")
+    found = next((line for line in reversed(lines) if any(w in line for w in ("Error", "error", "Exception"))), "")
     return found if len(found) <= limit else found[: limit - 1] + "…"
 
 
