@@ -271,7 +271,7 @@ def test_every_fixture_gives_one_line_answers(name):
 def test_every_kind_has_a_specific_one_line_hint():
     assert {k.value for k in FailureKind} == {"host_oom", "gpu_oom", "nccl_timeout", "rollout_engine",
                                              "missing_file", "permission", "user_code", "python_exception",
-                                             "pids_limit", "disk_full"}
+                                             "pids_limit", "disk_full", "task_runtime"}
     hints = [hint_for(k) for k in FailureKind]
     assert all(h and "\n" not in h for h in hints) and len(set(hints)) == len(hints)
 
@@ -317,3 +317,16 @@ def test_a_rollout_engine_that_refuses_its_configuration_names_the_verl_settings
                             "max_num_seqs (256).")
     assert d.where == "vLLMHttpServer pid=18810"
     assert "actor_rollout_ref.rollout.max_num_batched_tokens" in d.hint
+
+
+def test_the_launchers_word_on_a_dead_private_ray_or_sandbox_wins_over_what_followed():
+    tail = ("step 3\n"
+            "[argus] error: the task's private Ray died: its raylet (raylet, pid 41) was killed by SIGKILL. Ending "
+            "the task's command (it cannot go on without its Ray)\n"
+            "ray.exceptions.RaySystemError: System error: the GCS is unreachable\n")
+    found = diagnose(tail, 70)
+    assert found is not None and found.kind == FailureKind.TASK_RUNTIME
+    assert found.cause.startswith("the task's private Ray died: its raylet (raylet, pid 41)")
+    sandbox = diagnose("[argus] error: the task's sandbox (bwrap, pid 7) was killed by SIGKILL from outside the task; "
+                       "every process in it ended with it\n", 137)
+    assert sandbox is not None and sandbox.kind == FailureKind.TASK_RUNTIME and "max_retries" in sandbox.hint

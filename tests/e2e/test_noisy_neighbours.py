@@ -8,13 +8,18 @@ Each runs through the API, the queue and the real Ray into the node agent's cgro
 
 from __future__ import annotations
 
+import os
+import signal
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 
 from tests.e2e.stack import Stack, spec, submit, wait_status
 from tests.e2e.test_jail import _put
+from tests.waiting import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.hostile]
 
@@ -124,3 +129,42 @@ def test_a_task_can_neither_loosen_its_bounds_nor_leave_its_cgroup_nor_reach_the
     lines = [line for line in log.splitlines() if line.startswith("escape:")]
     assert len(lines) == 4, (task, log)
     assert all("-> refused:" in line for line in lines), lines
+
+
+def _attempt_processes(tid: str, attempt: int = 1) -> dict[int, str]:
+    """The processes (pid → name) in the cgroup of the task's attempt (the agent's ``…/<task>.<attempt>/``)."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and f"/{tid}.{attempt}/" in (entry / "cgroup").read_text():
+                found[int(entry.name)] = (entry / "comm").read_text().strip()
+        except OSError:
+            continue
+    return found
+
+
+@pytest.mark.parametrize("victim", ["raylet", "gcs_server", "bwrap"])
+def test_a_task_whose_private_ray_or_sandbox_dies_ends_at_once_naming_it(stack: Stack, victim: str) -> None:
+    """Issue 36: a task's private raylet or GCS, or its sandbox, killed from outside: the task ends within seconds
+    as task_runtime with what died, and leaves no process (before: RUNNING 180 s later with 11 processes, or a
+    bare "exit code 1")."""
+    client = stack.user("noisy")
+    tid = submit(client, spec("python3 -m argus.jobs.ray_gpus --gpus 0 --hold 600", name=f"holder-{victim}"))
+    wait_status(client, tid, {"RUNNING"}, timeout=180)
+    wait_until(lambda: "ray_gpus: holding" in client.get(f"/api/v2/tasks/{tid}/logs").text, 180,
+               what="the Ray program")
+    pids = sorted(pid for pid, name in _attempt_processes(tid).items() if name == victim)
+    assert len(pids) == (2 if victim == "bwrap" else 1), _attempt_processes(tid)  # bwrap: the launcher's child,
+    os.kill(pids[0], signal.SIGKILL)  # and the namespace's init below it
+    killed = time.monotonic()
+    task = _failed(client, tid)
+    took = time.monotonic() - killed
+    assert task["failure_kind"] == "task_runtime", task
+    named = (f"the task's sandbox (bwrap, pid {pids[0]}) was killed by SIGKILL" if victim == "bwrap" else
+             f"the task's private Ray died: its {'GCS' if victim == 'gcs_server' else 'raylet'} ({victim}, pid ")
+    assert named in task["status_message"] and "SIGKILL" in task["status_message"], task
+    assert took < 60, f"ended {took:.0f} s after its {victim} died"
+    wait_until(lambda: not _attempt_processes(tid), 30, what="no process of the attempt left")
+    left = [p for box in stack.settings.state_dir.rglob("sandboxes") for p in box.glob(f"{tid}-*")]
+    assert left == [], left
+    print(f"{victim} killed: the task ended in {took:.1f} s")

@@ -154,7 +154,7 @@ class TaskOut(TaskSummaryOut):
     progress: ProgressOut | None = Field(None, description="RUNNING tasks: step, rate, GPU-hours, expected end")
     failure_kind: str | None = Field(None, description="a failed task's cause, typed: host_oom, gpu_oom, "
                                      "nccl_timeout, rollout_engine, missing_file, permission, user_code, python_exception, "
-                                     "pids_limit, disk_full")
+                                     "pids_limit, disk_full, task_runtime")
     failure_hint: str | None = Field(None, description="where it failed and what to change, one line")
     team: str | None = Field(None, description="the team the task is charged to (spec `team`, or the owner's "
                              "default team); null: none")

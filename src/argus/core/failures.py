@@ -163,6 +163,7 @@ class FailureKind(StrEnum):
     PYTHON_EXCEPTION = "python_exception"  # anything else with a recognisable exception line
     PIDS_LIMIT = "pids_limit"  # the task reached its processes-and-threads limit (pids.max, issue 36)
     DISK_FULL = "disk_full"  # the task filled its private /tmp (a sized tmpfs, issue 36)
+    TASK_RUNTIME = "task_runtime"  # what Argus runs around the command died: the task's private Ray or its sandbox
 
 
 @dataclass(frozen=True)
@@ -210,6 +211,10 @@ _HINTS = {
         "The task filled its private /tmp, which is small and counts in its memory: write large files "
         "(checkpoints, datasets, caches) under $HOME, e.g. trainer.default_local_dir=$HOME/checkpoints/..., "
         "or ask the operator to raise task_tmp_mb",
+    FailureKind.TASK_RUNTIME:
+        "What Argus runs around your command died (the task's private Ray or its sandbox), not your code: "
+        "another attempt starts if the task has retries left (max_retries); if it happens again, tell the "
+        "operator: the node may be short of memory or processes, or something on it kills processes",
     FailureKind.PYTHON_EXCEPTION:
         "Read the traceback above this error in the task's log (`argus logs <task id>`): its last frames "
         "name the file and line that raised it",
@@ -306,6 +311,8 @@ _WORKER_KILLED = re.compile(r"killed by SIGKILL by OOM killer|killed by the OOM 
                             r"|may have exceeded K8s pod memory limits")
 _SHELL_KILLED = re.compile(r"(?:\S.*: line \d+: +\d+ +)?Killed(?: {2,}\S.*)?$")  # bash: "…: line 3: 42 Killed  cmd"
 _SIGKILL_EXITS = (137, -9)
+# the launcher's own words when the task's private Ray (runtime/private_ray.py) or its sandbox (runtime/driver.py) died
+_RUNTIME_DIED = re.compile(r"\[argus\] error: the task's (?:private Ray|sandbox) (?:died|\(.*\) was killed)")
 _MISSING = re.compile(r"FileNotFoundError|No such file or directory|\[Errno 2\]|Unable to find '"
                       r"|Incorrect path_or_model_id|is not the path to a directory containing")
 _PERMISSION = re.compile(r"PermissionError|Permission denied|\[Errno 13\]|Read-only file system|\[Errno 30\]")
@@ -351,6 +358,10 @@ def diagnose(tail: str, exit_code: int | None = None) -> Diagnosis | None:
     "Not enough memory" over Ray's "killed by SIGKILL by OOM killer?" for the actor it took down.
     """
     lines = _lines(tail)
+    runtime = next((ln.text for ln in reversed(lines) if _RUNTIME_DIED.match(ln.text)), None)
+    if runtime is not None:  # the launcher saw it die and ended the command: all after is a consequence
+        cause = _clip(runtime.removeprefix("[argus] error: "))
+        return Diagnosis(FailureKind.TASK_RUNTIME, cause, None, hint_for(FailureKind.TASK_RUNTIME))
     found: list[_Found] = []
     user_frame: dict[tuple[str, str], int] = {}  # per process: the line of its open traceback's innermost user frame
     for i, ln in enumerate(lines):

@@ -445,6 +445,13 @@ def _start(ns: argparse.Namespace, argv: list[str], env: dict[str, str], job_dir
     killed = bounds.counters().oom_kills
     if killed:
         status.save(oom_kills=killed, memory_limit=bounds.limits.memory_bytes)
+    elif sandboxed and child.returncode < 0 and not status.data.get("signal") and "limit_hit" not in status.data \
+            and not log.error:
+        # bwrap itself killed, by no stop of ours: a task's own processes cannot reach it (its PID namespace's
+        # init is below it), so something on the node did; everything in the sandbox ended with it
+        log.write(f"[argus] error: the task's sandbox (bwrap, pid {child.pid}) was killed by "
+                  f"{signal.Signals(-child.returncode).name} from outside the task; every process in it ended "
+                  f"with it\n".encode())
     bounds.remove()
     return code
 
