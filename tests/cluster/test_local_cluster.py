@@ -102,7 +102,7 @@ def test_driver_on_ray_exit_code_and_node(ray_cluster: LocalCluster, jobs: RayJo
     worker_id = ray_cluster.workers["worker-1"].node_id
     assert status["exit_code"] == 3 and status["node_id"] == worker_id == info.driver_node_id
     log = (job_dir / "logs" / "attempt-1.log").read_text().splitlines()
-    assert f"(ray node {worker_id})" in log[0] and log[1] == "hello"
+    assert f"(ray node {worker_id})" in log[0] and log[1].startswith("[argus] bounds: ") and log[2] == "hello"
     jobs.delete(sid)
 
 

@@ -52,14 +52,18 @@ def follow(sock: str, args: list[str], ns: argparse.Namespace, node_id: str | No
     print(f"[argus] attempt {key} runs under the node agent (launcher pid {started['pid']}, cgroup "
           f"{started.get('cgroup') or 'none'}); this Ray job follows it", flush=True)
     stop = threading.Event()
+
+    def stop_now(*_: object) -> None:
+        """Ray's stop: passed on at once, not after the pending ``wait``: Ray SIGKILLs this process a few seconds
+        after its SIGTERM (RAY_JOB_STOP_WAIT_TIME_S), and the attempt would go on training unasked."""
+        if not stop.is_set():
+            stop.set()
+            threading.Thread(target=_ask_stop, args=(sock, key), daemon=True).start()
+
     for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: stop.set())
-    stopping = False
+        signal.signal(sig, stop_now)
     paths = AgentPaths(Path(sock).parent.parent)
     while True:
-        if stop.is_set() and not stopping:
-            stopping = True
-            threading.Thread(target=_ask_stop, args=(sock, key), daemon=True).start()
         try:
             state = request(sock, "wait", key=key, timeout_s=WAIT_S + 30, wait_s=1.0 if stop.is_set() else WAIT_S)
         except AgentError:
