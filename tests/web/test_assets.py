@@ -50,7 +50,17 @@ def test_every_referenced_static_file_exists() -> None:
     for f in [*WEB.glob("templates/*.html"), *WEB.glob("static/js/*.js")]:
         refs |= set(re.findall(r"/static/([\w./-]+\.(?:js|css))", f.read_text(encoding="utf-8")))
         refs |= {f"js/{m}" for m in re.findall(r"from \"\./([\w-]+\.js)\"", f.read_text(encoding="utf-8"))}
+        refs |= set(re.findall(r"from \"\.\./(vendor/[\w-]+\.js)\"", f.read_text(encoding="utf-8")))
     assert refs and all((WEB / "static" / r).is_file() for r in refs), [r for r in refs if not (WEB / "static" / r).is_file()]
+
+
+def test_pages_link_assets_by_version() -> None:
+    """Every page links /static through ``asset()`` (/static/v/<version>/…) and scripts import one another
+    relatively: a plain /static/js/x.js beside the versioned one would load common.js twice."""
+    for f in WEB.glob("templates/*.html"):
+        assert not re.search(r"(?:src|href)=\"/static/", f.read_text(encoding="utf-8")), f
+    for f in WEB.glob("static/js/*.js"):
+        assert not re.search(r"from \"/static/", f.read_text(encoding="utf-8")), f
 
 
 def test_spec_templates_parse_in_both_languages() -> None:

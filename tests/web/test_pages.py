@@ -7,12 +7,15 @@ unescaped, and that pages forbid foreign scripts and framing.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import httpx
 import pytest
 
+import argus
 from tests.helpers import CLIENT_TIMEOUT_S, LiveServer
 from tests.waiting import slack
 
@@ -98,6 +101,40 @@ def test_static_assets_are_served_from_the_package(live: LiveServer) -> None:
             r = c.get(path)
             assert r.status_code == 200 and len(r.content) > 500, path
         assert c.get("/static/../pages.py").status_code == 404
+
+
+def test_static_assets_go_out_compressed_and_cached_for_good_under_their_version(live: LiveServer) -> None:
+    """A page links /static/v/<version>/… (immutable: a deploy changes the version, so no stale script);
+    editor.js (431 KB) goes out brotli- or gzip-compressed, made once; the plain path revalidates."""
+    with httpx.Client(base_url=live.url, timeout=slack(CLIENT_TIMEOUT_S)) as c:
+        html = c.get("/login").text
+        common = re.search(r'src="(/static/v/[0-9a-f]{12}/js/common\.js)"', html)
+        assert common, html[:800]
+        prefix = common.group(1).removesuffix("js/common.js")
+        raw = (Path(argus.__file__).parent / "web/static/vendor/editor.js").read_bytes()
+        for offered, enc in (("gzip, deflate", "gzip"), ("gzip, deflate, br", "br")):
+            r = c.get(prefix + "vendor/editor.js", headers={"Accept-Encoding": offered})
+            assert r.status_code == 200 and r.headers["content-encoding"] == enc, r.headers
+            assert r.headers["cache-control"] == "public, max-age=31536000, immutable"
+            assert r.headers["content-type"].startswith("text/javascript") and "Accept-Encoding" in r.headers["vary"]
+            assert int(r.headers["content-length"]) < len(raw) // 2  # what went over the wire
+            assert r.content == raw  # httpx decodes gzip and br
+            again = c.get(prefix + "vendor/editor.js", headers={"Accept-Encoding": offered,
+                                                                  "If-None-Match": r.headers["etag"]})
+            assert again.status_code == 304
+        r = c.get(prefix + "vendor/editor.js", headers={"Accept-Encoding": "identity"})
+        assert "content-encoding" not in r.headers and r.content == raw
+        r = c.get("/static/vendor/editor.js", headers={"Accept-Encoding": "gzip"})
+        assert r.headers["cache-control"] == "no-cache" and r.content == raw
+        r = c.get("/static/v/000000000000/js/common.js")  # an earlier deploy's page: today's file, not kept
+        assert r.status_code == 200 and r.headers["cache-control"] == "no-cache"
+        assert c.get(prefix + "nope.js").status_code == 404 and c.post(prefix + "js/common.js").status_code in (404, 405)
+        docs = c.get("/docs").text
+        bundle = re.search(r"'(/docs-assets/v/[0-9a-f]{12}/swagger-ui-bundle\.js)'|\"(/docs-assets/v/[0-9a-f]{12}/swagger-ui-bundle\.js)\"", docs)
+        assert bundle, docs
+        r = c.get(bundle.group(1) or bundle.group(2), headers={"Accept-Encoding": "gzip"})
+        assert r.headers["content-encoding"] == "gzip" and "immutable" in r.headers["cache-control"]
+        assert int(r.headers["content-length"]) < 600_000
 
 
 def test_part_two_pages_render_and_admin_is_for_admins_only(live: LiveServer) -> None:

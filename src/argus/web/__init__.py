@@ -23,14 +23,14 @@ def install_web(app: FastAPI) -> None:
 
     Call it after the API's error handlers: a browser that navigates to an address that is no page
     gets the 404 page (with the navigation), everything else keeps the API's JSON 404."""
-    from fastapi.staticfiles import StaticFiles
-
+    from argus.api.static_assets import AssetFiles
     from argus.web.auth import page_principal
     from argus.web.pages import STATIC_DIR, SignInFirst, not_found, router, to_login
 
     app.include_router(router)
     app.add_exception_handler(SignInFirst, to_login)
-    app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+    # Compressed once, immutable under /static/v/<version>/ (what the pages link: pages.asset_url).
+    app.mount("/static", AssetFiles(STATIC_DIR), name="static")
     api_http_error = app.exception_handlers[StarletteHTTPException]
 
     async def http_error(request: Request, exc: Exception) -> Response:

@@ -20,6 +20,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from argus.api.context import AppContext
 from argus.api.deps import get_ctx
 from argus.api.routers.envs import registry as env_registry
+from argus.api.static_assets import asset_index
 from argus.errors import NotFound
 from argus.services import audit, first_run
 from argus.services.principal import Principal
@@ -31,6 +32,15 @@ from argus.web.templates_catalog import spec_templates
 WEB_DIR = Path(__file__).parent
 STATIC_DIR = WEB_DIR / "static"
 _env = Environment(loader=FileSystemLoader(WEB_DIR / "templates"), autoescape=select_autoescape(default=True))
+
+
+def asset_url(path: str) -> str:
+    """``/static/x`` as the page links it: under the folder's version, so it is cached for good and a
+    deploy that changes any asset changes every URL (``api/static_assets.py``)."""
+    return f"/static/v/{asset_index(STATIC_DIR.resolve()).version}/{path.removeprefix('/static/')}"
+
+
+_env.globals["asset"] = asset_url
 
 # Pages run only same-origin code: scripts from /static, no inline script, no framing. Styles may be
 # inline because CodeMirror and uPlot set element styles at run time.

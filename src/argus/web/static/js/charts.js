@@ -4,7 +4,7 @@
 // TensorBoard's debiased EMA. A drag zooms (x), a double-click resets; the zoom survives the periodic
 // refresh because new data is set inside one uPlot batch that puts the zoomed x range back. Width
 // follows the window (ResizeObserver). The task page refreshes every 10 s while the task runs.
-import { uPlot } from "/static/vendor/charts.js";
+import { uPlot } from "../vendor/charts.js";
 import { api, el, fmtDuration, poll, t } from "./common.js";
 import { KeyPicker, loadView, renderControls, saveView, xLabel } from "./chart_picker.js";
 import { startCompareLink } from "./compare_link.js";

@@ -7,7 +7,7 @@
 // leaving with unsaved changes asks first, and clicking an error moves the cursor to its line.
 // A problem whose fix the server gives as an edit (`fix: {replace, with}`) has a button applying it
 // (one undoable edit); verl keys complete as they are typed (new_task_keys.js).
-import { createEditor } from "/static/vendor/editor.js";
+import { createEditor } from "../vendor/editor.js";
 import { ApiError, api, el, page, t } from "./common.js";
 import { installKeyCompletion } from "./new_task_keys.js";
 

@@ -1,7 +1,7 @@
 // What a task used (issue 24): GET …/resources (its driver's 15 s samples of the task's own processes and
 // GPUs, bucketed by the server) as uPlot charts — CPUs busy, memory, and per-GPU utilisation where there
 // are GPUs — with the server's summary line; refreshed every 15 s while the task runs and the tab is open.
-import { uPlot } from "/static/vendor/charts.js";
+import { uPlot } from "../vendor/charts.js";
 import { api, el, poll, t } from "./common.js";
 
 const COLORS = ["#2b6cb0", "#c05621", "#2f855a", "#6b46c1", "#b83280", "#2c7a7b", "#975a16", "#4a5568"];
