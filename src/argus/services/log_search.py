@@ -11,16 +11,45 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from sqlalchemy.orm import Session
 
 from argus.core.log_text import ESCAPE, LineSearch, visible
+from argus.core.paths import DataLayout
+from argus.errors import ClientError, FieldError
 from argus.services.home_files import open_plain
-from argus.services.logs import LogRef, _line_start
+from argus.services.logs import LogRef, _line_start, resolve_log
+from argus.services.principal import Principal
+from argus.services.tasks import get_task
 
 BLOCK = 1024 * 1024
 SCAN_BYTES = 64 * 1024 * 1024  # per request: ~0.3–1 s of scanning on one core
 ESCAPE_BYTES = re.compile(ESCAPE.pattern.encode())
 MAX_TEXT = 300  # characters of a matching line sent back (the page loads the line itself to show it)
+
+
+def node_log(ref: LogRef, node: int) -> LogRef:
+    """Node ``node``'s log of the attempt: node 1 is the launcher's (``attempt-<n>.log``), node K ≥ 2 of a
+    multi-node task writes ``attempt-<n>.node-<K>.log`` beside it (runtime/gang.py)."""
+    if node == 1:
+        return ref
+    return replace(ref, path=Path(ref.path).with_name(f"attempt-{ref.attempt}.node-{node}.log"))
+
+
+def resolve_node_logs(session: Session, principal: Principal, task_id: str, attempt: int | None,
+                      node: int | None, layout: DataLayout) -> list[tuple[int, LogRef]]:
+    """(node, log) of ``node`` — or of every node of the task when None; 404 for another user's task (the log
+    endpoint's rule), 400 naming ``node`` when the task has no such node."""
+    ref = resolve_log(session, principal, task_id, attempt, layout)
+    nnodes = max(1, get_task(session, principal, task_id, team_read=True).nnodes or 1)
+    if node is None:
+        return [(k, node_log(ref, k)) for k in range(1, nnodes + 1)]
+    if not 1 <= node <= nnodes:
+        raise ClientError(f"task {task_id} has no node {node}", code="invalid_node",
+                          errors=[FieldError("node", node, f"a node of this task: 1 to {nnodes} (1 is the first node)")])
+    return [(node, node_log(ref, node))]
 
 
 @dataclass(frozen=True)

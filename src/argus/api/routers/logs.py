@@ -2,8 +2,10 @@
 
 Plain GET returns ``[offset, offset+limit)`` of the file as it is now, streamed in chunks,
 with ``X-Next-Offset`` for the next read; ``lines=true`` trims the range to whole lines and says where it
-starts in ``X-Offset`` (the WebUI pages through a GB log this way). ``/logs/search`` finds matching
-lines anywhere in the file (services/log_search.py). With ``Accept: text/event-stream`` (or
+starts in ``X-Offset`` (the WebUI pages through a GB log this way) and, where the log's index reaches it,
+the number of its first line in ``X-Line``. ``/logs/search`` finds matching lines anywhere in the file
+(services/log_search.py); ``/logs/first-error`` the first error line of every node's log, naming its worker
+(services/log_index.py). ``node=K`` reads node K's log of a multi-node task (1, the default, is the first). With ``Accept: text/event-stream`` (or
 ``follow=true``) it sends ``log`` events — complete lines, ``id`` = the byte offset after
 them, so a client resumes with ``Last-Event-ID`` — until the attempt ends, then one
 ``end`` event with the task's status.
@@ -25,7 +27,9 @@ from argus.api.schemas import ErrorOut
 from argus.core.log_text import line_search
 from argus.services import logs as svc
 from argus.services import telemetry
-from argus.services.log_search import search_log
+from argus.services.home_files import open_plain
+from argus.services.log_index import ErrorLine, first_error, line_number
+from argus.services.log_search import resolve_node_logs, search_log
 from argus.services.principal import Principal
 from argus.services.tasks import get_task
 
@@ -44,12 +48,16 @@ def get_logs(
     limit: int | None = Query(None, ge=0, description="at most this many bytes (plain reads)"),
     follow: bool = Query(False, description="same as Accept: text/event-stream"),
     lines: bool = Query(False, description="whole lines only: the start moves past a cut line, the end back to "
-                                           "the last newline; X-Offset says where it starts"),
+                                           "the last newline; X-Offset says where it starts, X-Line its number"),
+    node: int | None = Query(None, ge=1, description="node K's log of a multi-node task (default 1, the first)"),
     principal: Principal = Depends(current_principal),
     ctx: AppContext = Depends(get_ctx),
 ) -> StreamingResponse:
     with ctx.db.session() as session:
-        ref = svc.resolve_log(session, principal, task_id, attempt, ctx.layout)
+        if node is None or node == 1:
+            ref = svc.resolve_log(session, principal, task_id, attempt, ctx.layout)
+        else:
+            ((_, ref),) = resolve_node_logs(session, principal, task_id, attempt, node, ctx.layout)
     headers = {"X-Log-Attempt": str(ref.attempt), "Cache-Control": "no-cache"}
     if follow or "text/event-stream" in request.headers.get("accept", ""):
         last = request.headers.get("last-event-id", "")
@@ -59,16 +67,28 @@ def get_logs(
     if lines:
         start, end, chunks = svc.read_lines(ref, offset, limit)
         headers["X-Offset"] = str(start)
+        number = _line_of(ref, start)
+        if number is not None:
+            headers["X-Line"] = str(number)
     else:
         end, chunks = svc.read_range(ref, offset, limit)
     return StreamingResponse(chunks, media_type="text/plain; charset=utf-8",
                              headers={**headers, "X-Next-Offset": str(end)})
 
 
+def _line_of(ref: svc.LogRef, offset: int) -> int | None:
+    f = open_plain(ref.home, ref.path)
+    if f is None:
+        return None
+    with f:
+        return line_number(ref, f, offset)
+
+
 class LogMatchOut(BaseModel):
     offset: int
     end: int
     text: str
+    line: int | None = None  # its number (from 1), where the log's index reaches it
 
 
 class LogSearchOut(BaseModel):
@@ -90,6 +110,7 @@ def search_logs(
     offset: int = Query(0, ge=0, description="search forward from this byte"),
     before: int | None = Query(None, ge=0, description="search backward: the last matches before this byte"),
     max: int = Query(50, ge=1, le=1000, description="at most this many matching lines"),  # noqa: A002
+    node: int = Query(1, ge=1, description="node K's log of a multi-node task (1 is the first node)"),
     principal: Principal = Depends(current_principal),
     ctx: AppContext = Depends(get_ctx),
 ) -> LogSearchOut:
@@ -97,12 +118,65 @@ def search_logs(
     ``scanned_to`` (forward) or ``scanned_from`` (backward) with ``complete`` say whether to ask again."""
     search = line_search(q, regex)
     with ctx.db.session() as session:
-        ref = svc.resolve_log(session, principal, task_id, attempt, ctx.layout)
+        ((_, ref),) = resolve_node_logs(session, principal, task_id, attempt, node, ctx.layout)
     found = search_log(ref, search, offset=offset, before=before, max_matches=max)
-    return LogSearchOut(attempt=ref.attempt, matches=[LogMatchOut(offset=m.offset, end=m.end, text=m.text)
-                                                      for m in found.matches],
+    numbers = [_line_of(ref, m.offset) for m in found.matches[:1]]  # the first one: where the page goes
+    return LogSearchOut(attempt=ref.attempt, matches=[LogMatchOut(offset=m.offset, end=m.end, text=m.text,
+                                                                  line=numbers[i] if i < len(numbers) else None)
+                                                      for i, m in enumerate(found.matches)],
                         scanned_from=found.scanned_from, scanned_to=found.scanned_to, size=found.size,
                         complete=found.complete)
+
+
+class ErrorLineOut(BaseModel):
+    node: int  # 1: the first node (the launcher's log); K: attempt-<n>.node-<K>.log
+    offset: int
+    end: int
+    line: int
+    text: str
+    kind: str  # "traceback", "exception" or "level" (an ERROR/Error/error, critical or fatal line)
+    worker: str  # Ray's actor prefix, e.g. "WorkerDict pid=7, ip=10.0.0.7", or ""
+    rank: str  # torchrun's "rank3", or ""
+    exception: str  # a traceback's exception line (the last of its chain), or ""
+
+
+class NodeLogOut(BaseModel):
+    node: int
+    size: int
+    error: ErrorLineOut | None
+
+
+class FirstErrorOut(BaseModel):
+    attempt: int
+    first: ErrorLineOut | None  # the first node's first error, else the lowest other node's
+    nodes: list[NodeLogOut]
+
+
+def _error_out(node: int, e: ErrorLine) -> ErrorLineOut:
+    return ErrorLineOut(node=node, offset=e.offset, end=e.end, line=e.line, text=e.text, kind=e.kind,
+                        worker=e.worker, rank=e.rank, exception=e.exception)
+
+
+@router.get("/{task_id}/logs/first-error", response_model=FirstErrorOut,
+            responses={400: {"model": ErrorOut}, 404: {"model": ErrorOut}})
+def get_first_error(
+    task_id: str,
+    attempt: int | None = Query(None, ge=1, description="default: the latest attempt"),
+    node: int | None = Query(None, ge=1, description="only node K's log (default: every node's)"),
+    principal: Principal = Depends(current_principal),
+    ctx: AppContext = Depends(get_ctx),
+) -> FirstErrorOut:
+    """The first error line of the whole log of each node, with its line number and the worker (Ray actor,
+    torchrun rank) that printed it. Each log is indexed once and the index extended as it grows, so a
+    repeated question over a GiB log is answered without reading it again."""
+    with ctx.db.session() as session:
+        refs = resolve_node_logs(session, principal, task_id, attempt, node, ctx.layout)
+    nodes = []
+    for k, ref in refs:
+        found, size = first_error(ref)
+        nodes.append(NodeLogOut(node=k, size=size, error=_error_out(k, found) if found else None))
+    first = next((n.error for n in nodes if n.error), None)
+    return FirstErrorOut(attempt=refs[0][1].attempt, first=first, nodes=nodes)
 
 
 def _sse(ctx: AppContext, principal: Principal, ref: svc.LogRef, offset: int) -> Iterator[bytes]:

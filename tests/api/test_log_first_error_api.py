@@ -1,0 +1,126 @@
+"""GET /tasks/{id}/logs/first-error and line numbers (issue 37, "Logs": where did it first fail, on which worker?):
+the first error of the whole log in any case, a traceback's exception and the Ray/torchrun worker named, every
+node's log of a multi-node task, an index extended as the log grows, and the log endpoint's access rule."""
+
+from __future__ import annotations
+
+from sqlalchemy import update
+
+from argus.db.models import TaskModel
+from argus.services.home_files import open_plain
+from argus.services.log_index import first_error, is_error, line_number
+from argus.services.logs import LogRef
+from tests.helpers import live_server, submit_spec
+
+SPEC = "kind: advanced\nworkload: job\nnnodes: 1\nn_gpus_per_node: 0\ncommand: python3 -m argus.jobs.sleep 1\n"
+
+
+def test_error_lines_in_any_case_and_not_the_lookalikes() -> None:
+    for text in ["ERROR 11-21 14:02:11 [core.py:708] EngineCore failed", "an Error happened", "[argus] error: no GPU",
+                 "(TaskRunner pid=4) CRITICAL out of disk", "fatal: not a git repository", "ValueError: bad",
+                 "[rank3]: RuntimeError: NCCL timeout", "(WorkerDict pid=7, ip=10.0.0.7) Traceback (most recent call last):"]:
+        assert is_error(text), text
+    for text in ["val/error_rate: 0.1", "0 errors", "step:3 - on_error: raise", "UserWarning: deprecated", "INFO ok",
+                 "  File \"x.py\", line 3, in ValueError", "critic/score/mean:0.5"]:
+        assert not is_error(text), text
+
+
+def _ref(tmp_path, data: bytes) -> LogRef:  # noqa: ANN001
+    p = tmp_path / "attempt-1.log"
+    p.write_bytes(data)
+    return LogRef("t", 1, p, tmp_path)
+
+
+def test_first_error_over_the_whole_log_names_the_worker_and_the_exception(tmp_path) -> None:  # noqa: ANN001
+    lines = [f"\x1b[36m(TaskRunner pid=42)\x1b[0m step:{i} - actor/pg_loss:0.01 - val/error_rate:0.0" for i in range(300_000)]
+    lines[250_000] = "\x1b[36m(WorkerDict pid=7, ip=10.0.0.7)\x1b[0m Traceback (most recent call last):"
+    lines[250_001] = "(TaskRunner pid=42) step: interleaved by Ray"
+    lines[250_002] = '(WorkerDict pid=7, ip=10.0.0.7)   File "reward.py", line 3, in score'
+    lines[250_003] = "(WorkerDict pid=7, ip=10.0.0.7) ZeroDivisionError: division by zero"
+    lines[250_004] = "(WorkerDict pid=7, ip=10.0.0.7) During handling of the above exception, another exception occurred:"
+    lines[250_005] = "(WorkerDict pid=7, ip=10.0.0.7) Traceback (most recent call last):"
+    lines[250_006] = "(WorkerDict pid=7, ip=10.0.0.7) RuntimeError: reward failed"
+    lines[250_007] = "(WorkerDict pid=7, ip=10.0.0.7) shutting down"
+    lines[260_000] = "[rank1]: ERROR later, not the first"
+    ref = _ref(tmp_path, ("\n".join(lines) + "\n").encode())
+    found, size = first_error(ref)
+    assert size == ref.path.stat().st_size > 16 * 1024 * 1024  # more than a few blocks of the index
+    assert found is not None and found.line == 250_001 and found.kind == "traceback"
+    assert found.offset == sum(len(x.encode()) + 1 for x in lines[:250_000])
+    assert found.text == "(WorkerDict pid=7, ip=10.0.0.7) Traceback (most recent call last):"
+    assert found.worker == "WorkerDict pid=7, ip=10.0.0.7" and found.rank == ""
+    assert found.exception == "RuntimeError: reward failed"  # the last of the chain
+    # line numbers anywhere, from the index's marks
+    with open_plain(tmp_path, ref.path) as f:
+        assert line_number(ref, f, 0) == 1
+        assert line_number(ref, f, found.offset) == 250_001
+        assert line_number(ref, f, found.offset + 5) == 250_001
+        assert line_number(ref, f, size) == 300_001
+
+
+def test_upper_case_error_and_a_rank_in_a_log_that_grows(tmp_path) -> None:  # noqa: ANN001
+    ref = _ref(tmp_path, b"step:1 ok\nstep:2 ok\n")
+    assert first_error(ref) == (None, 20)
+    with ref.path.open("ab") as f:  # appended: only the new bytes are looked at, an unfinished line not yet
+        f.write(b"step:3 ok\n[rank3]: ERROR NCCL watchdog timeout")
+    assert first_error(ref)[0] is None
+    with ref.path.open("ab") as f:
+        f.write(b"\n[rank0]: ValueError: later\n")
+    found, _ = first_error(ref)
+    assert found is not None and (found.line, found.rank, found.kind) == (4, "rank3", "level")
+    assert found.text == "[rank3]: ERROR NCCL watchdog timeout"
+    # a traceback whose exception is not written yet: named once it is
+    ref2 = LogRef("t", 2, tmp_path / "attempt-2.log", tmp_path)
+    ref2.path.write_bytes(b"a\nTraceback (most recent call last):\n  File \"x.py\", line 1, in f\n")
+    found, _ = first_error(ref2)
+    assert found is not None and found.line == 2 and found.exception == ""
+    with ref2.path.open("ab") as f:
+        f.write(b"KeyError: 'reward'\nbye\n")
+    assert first_error(ref2)[0].exception == "KeyError: 'reward'"
+    # a new file in its place (shorter): indexed again
+    ref2.path.unlink()
+    ref2.path.write_bytes(b"fine\n")
+    assert first_error(ref2) == (None, 5)
+
+
+def test_first_error_api_every_node_access_and_errors(settings) -> None:  # noqa: ANN001
+    with live_server(settings) as srv:
+        alice, bob = srv.new_user("alice"), srv.new_user("bob")
+        tid = submit_spec(alice, SPEC)
+        with srv.ctx.db.session() as s:  # a 3-node task (its nodes 2 and 3 write their own logs)
+            s.execute(update(TaskModel).where(TaskModel.id == tid).values(nnodes=3))
+        logs = settings.root / "users" / "alice" / "jobs" / tid / "logs"
+        logs.mkdir(parents=True)
+        (logs / "attempt-1.log").write_bytes(b"[argus] attempt 1\nstep:1 fine\n")
+        (logs / "attempt-1.node-3.log").write_bytes(b"[argus] node 3 of the task\n"
+                                                   b"(raylet, ip=10.0.0.9) ok\n[rank5]: RuntimeError: CUDA error\n")
+        url = f"/api/v2/tasks/{tid}/logs/first-error"
+        r = alice.get(url)
+        assert r.status_code == 200, r.text
+        body = r.json()
+        assert body["attempt"] == 1 and [n["node"] for n in body["nodes"]] == [1, 2, 3]
+        assert body["nodes"][0]["error"] is None and body["nodes"][1] == {"node": 2, "size": 0, "error": None}
+        first = body["first"]
+        assert (first["node"], first["line"], first["rank"], first["kind"]) == (3, 3, "rank5", "exception")
+        assert first["text"] == "[rank5]: RuntimeError: CUDA error" and first["exception"] == "RuntimeError: CUDA error"
+        assert body["nodes"][2]["error"] == first
+        # the first node's error comes first; one node asked for
+        (logs / "attempt-1.log").write_bytes(b"[argus] attempt 1\nstep:1 fine\nERROR: disk full\n")
+        assert alice.get(url).json()["first"]["node"] == 1
+        assert alice.get(url, params={"node": 3}).json()["first"]["line"] == 3
+        # a node's log is read like the first one's, with its line number
+        r = alice.get(f"/api/v2/tasks/{tid}/logs", params={"node": 3, "lines": "true", "offset": 30})
+        assert r.status_code == 200 and r.content.startswith(b"[rank5]") and r.headers["x-line"] == "3"
+        r = alice.get(f"/api/v2/tasks/{tid}/logs/search", params={"q": "cuda", "node": 3})
+        assert [m["line"] for m in r.json()["matches"]] == [3]
+        # another user's task is not there; no such node or attempt; bad values named
+        assert bob.get(url).status_code == 404
+        assert bob.get(f"/api/v2/tasks/{tid}/logs", params={"node": 3}).status_code == 404
+        assert alice.get(url, params={"attempt": 4}).status_code == 404
+        bad = alice.get(url, params={"node": 7})
+        assert bad.status_code == 400
+        err = bad.json()["detail"]["errors"][0]
+        assert (err["field"], err["value"]) == ("node", 7) and "1 to 3" in err["message"]
+        bad = alice.get(url, params={"node": "two"})
+        assert 400 <= bad.status_code < 500 and "node" in bad.text
+        assert 400 <= alice.get(url, params={"node": 0}).status_code < 500
