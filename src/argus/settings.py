@@ -136,8 +136,8 @@ class Settings(BaseSettings):
     # (GET /api/v2/tasks/{id}/ray-dashboard/): ~200 MB more per running Ray task (issue 21), hence opt-in.
     task_ray_dashboard: bool = False
     # A task's bounds on each node (issue 36, runtime/task_bounds.py), besides memory_per_node (without it: the
-    # node's RAM share for the task's CPUs/GPUs): processes and threads together (pids.max; a CPU GRPO run peaks
-    # near 600), its private /tmp as a tmpfs of this size (MiB; it counts in its memory; 0: a folder on the node's
+    # node's RAM share for the task's CPUs/GPUs): processes and threads together (pids.max; not yet measured against a
+    # real GRPO run's peak: Ray's workers plus torch's and vLLM's threads — lower it only after measuring), its private /tmp as a tmpfs of this size (MiB; it counts in its memory; 0: a folder on the node's
     # disk, unbounded), and whether cpus_per_node is also a hard CPU cap (it is always the task's CPU weight).
     task_pids_max: int = Field(default=4096, ge=0)
     task_tmp_mb: int = Field(default=4096, ge=0)
