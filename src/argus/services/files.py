@@ -36,7 +36,7 @@ import stat
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from sqlalchemy import select
@@ -44,6 +44,7 @@ from sqlalchemy.orm import Session
 
 from argus.db.models import TeamMemberModel, TeamModel, UserModel
 from argus.errors import ArgusError, ClientError, Conflict, Forbidden, NotFound
+from argus.services.active_jobs import ActiveJobs
 from argus.services.fs_paths import (
     PART_PREFIX,
     RESUME_TTL_S,
@@ -69,10 +70,13 @@ class FileInfo:
     mode: int
     writable: bool
     st: os.stat_result | None = None
+    # a live task needs it (services/active_jobs.py): {"task", "status"}; it cannot be deleted or renamed
+    protected: dict[str, str] | None = None
 
     def as_dict(self) -> dict:
         return {"name": self.name, "path": self.path, "type": self.type, "size": self.size,
-                "mtime": self.mtime, "mode": oct(stat.S_IMODE(self.mode)), "writable": self.writable}
+                "mtime": self.mtime, "mode": oct(stat.S_IMODE(self.mode)), "writable": self.writable,
+                "protected": self.protected}
 
 
 def _kind(mode: int) -> str:
@@ -100,12 +104,13 @@ class FileStore:
                    admin_writes_shared=settings.admin_writes_shared)
 
     def for_user(self, principal: Principal, quota: int | None = None,
-                 teams: dict[str, int | None] | None = None) -> UserFiles:
+                 teams: dict[str, int | None] | None = None, jobs: ActiveJobs | None = None) -> UserFiles:
         """``teams``: the user's teams and each one's storage quota (None: none); their folders are made
-        here when missing, so a new team's folder exists the first time a member looks."""
+        here when missing, so a new team's folder exists the first time a member looks. ``jobs``: the
+        user's live tasks, whose folders and logs are kept (None: no guard, for tools without a database)."""
         for team in teams or {}:
             team_folder(self.root, team)
-        return UserFiles(self, principal, quota, teams or {})
+        return UserFiles(self, principal, quota, teams or {}, jobs)
 
 
 def retire_team_folder(root: Path, team: str) -> str | None:
@@ -154,20 +159,30 @@ def user_files(store: FileStore, session: Session, principal: Principal) -> User
     teams = dict(session.execute(
         select(TeamModel.name, TeamModel.quota_bytes).join(TeamMemberModel, TeamMemberModel.team_id == TeamModel.id)
         .where(TeamMemberModel.user_id == user.id)).all())
-    return store.for_user(principal, quota, teams)
+    return store.for_user(principal, quota, teams, ActiveJobs(session.get_bind(), user.id))
 
 
 class UserFiles(ConfinedPaths):
     """One user's view. Every method takes a virtual path string and raises errors.py types."""
 
     def __init__(self, store: FileStore, principal: Principal, quota: int | None,
-                 teams: dict[str, int | None] | None = None) -> None:
+                 teams: dict[str, int | None] | None = None, jobs: ActiveJobs | None = None) -> None:
         shared_rw = principal.is_admin and store.admin_writes_shared
         self.team_quotas = dict(teams or {})
         super().__init__(store.root, principal.name, shared_writable=shared_rw, teams=tuple(self.team_quotas))
         self.store = store
         self.user = principal.name
         self.quota = quota
+        self.jobs = jobs
+
+    def _keep_task_files(self, path: object, *, field: str = "path", what: str = "delete") -> None:
+        """409 when ``path`` (its last name as named, a link not followed) is a live task's folder, its
+        ``logs`` or ``jobs`` itself (services/active_jobs.py): the running task's log would be lost."""
+        if self.jobs is None:
+            return
+        area, rel, vpath = self.resolve(path, follow_last=False, write=True)
+        if area is self.home:
+            self.jobs.check(rel, vpath, field=field, what=what)
 
     def _account(self, area: Area) -> tuple[UsageLedger, str, int | None] | None:
         """Whose quota a write in ``area`` counts against: the home's owner, or the team of a team
@@ -239,6 +254,9 @@ class UserFiles(ConfinedPaths):
                     out.append(self._info(entry.name, area.to_virtual((*rel, entry.name)), st, area.writable))
         finally:
             os.close(fd)
+        if area is self.home and self.jobs is not None and (not rel or rel[0] == "jobs") and len(rel) <= 2:
+            marks = self.jobs.marks(rel, (f.name for f in out))
+            out = [replace(f, protected=marks[f.name]) if f.name in marks else f for f in out]
         if area is self.home and not rel:
             out.append(self._common_info())
             if self.team_areas:
@@ -278,6 +296,7 @@ class UserFiles(ConfinedPaths):
         parts = self.virtual(path)
         if parts in (("common",), ("teams",)):
             raise Forbidden(f"/{parts[0]}: read-only", code="read_only")
+        self._keep_task_files(path, what="write")  # a live task's log is appended to, never replaced
         with self._parent(path, follow_last=False, write=True) as (fd, name, area, vpath), os_errors(vpath):
             try:
                 old = os.stat(name, dir_fd=fd, follow_symlinks=False)
@@ -406,6 +425,7 @@ class UserFiles(ConfinedPaths):
         """Remove a file or link (never its target), an empty directory, or a tree if ``recursive``."""
         if self.virtual(path) in (("common",), ("teams",)):
             raise Forbidden(f"{self.show(self.virtual(path))}: read-only", code="read_only")
+        self._keep_task_files(path)
         with self._parent(path, follow_last=False, write=True) as (fd, name, area, vpath), os_errors(vpath):
             st = os.stat(name, dir_fd=fd, follow_symlinks=False)
             is_dir = stat.S_ISDIR(st.st_mode)
@@ -432,6 +452,9 @@ class UserFiles(ConfinedPaths):
         if sparts and dparts[:len(sparts)] == sparts and dparts != sparts:
             raise ClientError(f"{self.show(dparts)}: cannot move {self.show(sparts)} into itself; pick a folder "
                               "outside it", code="move_into_itself")
+        self._keep_task_files(src, field="src", what="rename or move")
+        if overwrite:
+            self._keep_task_files(dst, field="dst", what="replace")
         with self._parent(src, follow_last=False, write=True) as (sfd, sname, sarea, svpath), \
                 self._parent(dst, follow_last=False, write=True) as (dfd, dname, darea, dvpath):
             with os_errors(svpath):
