@@ -137,7 +137,11 @@ class ProgressOut(BaseModel):
     steps_per_hour: float | None = Field(description="verl's timing_s/step over the recent steps, else the "
                                          "attempt's steps over its running time")
     gpu_hours: float = Field(description="GPUs × hours held by its attempts, the running one up to now")
-    eta_end: datetime | None = Field(description="expected end; null: unknown (no total_training_steps or no step yet)")
+    eta_end: datetime | None = Field(description="expected end; null: unknown (no total_training_steps or no step "
+                                     "yet, or stalled)")
+    last_step_at: datetime | None = Field(None, description="when its last step was logged; null: no step yet")
+    stalled: bool = Field(False, description="the stall monitor found no step and no output past its limit "
+                          "(scheduler/progress.py; the task's message says since when); cleared by new output")
 
 
 class TaskOut(TaskSummaryOut):
@@ -159,6 +163,9 @@ class TaskOut(TaskSummaryOut):
     team: str | None = Field(None, description="the team the task is charged to (spec `team`, or the owner's "
                              "default team); null: none")
     priority_class: str | None = Field(None, description="its priority class (spec `priority_class`); null: none")
+    can_cancel: bool = Field(False, description="the caller may cancel it now: it has not ended or begun to stop, "
+                             "and the caller is its owner, an admin or an admin of its team (the cancel "
+                             "endpoint's rule)")
 
 
 class TaskListOut(BaseModel):

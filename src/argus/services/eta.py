@@ -127,6 +127,7 @@ class RunProgress:
     steps_per_hour: float | None
     gpu_hours: float  # every attempt's GPUs × time, the running one up to now
     eta_end: datetime | None  # expected end; None: unknown
+    step_at: datetime | None = None  # when its last step was logged (None: no step yet)
 
 
 def _expected(argv: list[str], attempt_started: datetime | None, log: LogProgress,
@@ -153,7 +154,7 @@ def task_progress(session: Session, task: TaskModel, user: str, root: Path, *, n
     started = next((a.started_at for a in attempts if a.attempt == task.attempts), None)
     log = read_log_progress(Path(str(layout.home(user))), Path(str(layout.attempt_log(user, task.id, task.attempts))))
     total, rate, end = _expected(list(task.argv), started, log, now)
-    return RunProgress(log.step, total, rate * 3600 if rate is not None else None, gpu_s / 3600, end)
+    return RunProgress(log.step, total, rate * 3600 if rate is not None else None, gpu_s / 3600, end, log.step_at)
 
 
 def held_ends(session: Session, root: Path, *, now: datetime) -> dict[str, datetime | None]:

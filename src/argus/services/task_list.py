@@ -94,6 +94,15 @@ def status_note(message: str | None) -> str | None:
     return None if message is None or _RAY_PLUMBING.match(message) else message
 
 
+# What scheduler/progress.py writes as the task's message when it finds a stall (cleared by "progressing again").
+STALL_PREFIX = "STALLED:"
+
+
+def stalled(status: str, message: str | None) -> bool:
+    """A RUNNING task the stall monitor found silent past its limit, and that has not printed since."""
+    return status == TaskStatus.RUNNING.value and (message or "").startswith(STALL_PREFIX)
+
+
 def page_extras(session: Session, rows: list[Any], *, now: datetime) -> dict[str, tuple[float, list[str]]]:
     """Per task id of the page: (GPU-hours so far, the hosts of its current attempt while it holds them)."""
     ids = [r.id for r in rows]

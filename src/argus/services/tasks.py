@@ -436,14 +436,26 @@ def user_name_of(session: Session, task: TaskModel) -> str:
 # ---------------------------------------------------------------- writes
 
 
+def may_cancel(session: Session, principal: Principal, task: TaskModel) -> bool:
+    """Whether ``principal`` may cancel ``task`` at all: its owner, an admin, or an admin of the team it is
+    charged to (the rule ``cancel_task`` applies; the task's answer sends it as ``can_cancel``)."""
+    return task.user_id == principal.id or principal.is_admin or \
+        teams.role_in(session, principal.id, task.team or "") is teams.TeamRole.ADMIN
+
+
+def can_cancel_now(session: Session, principal: Principal, task: TaskModel) -> bool:
+    """What a page may offer: ``may_cancel``, and the task has neither ended nor begun to stop."""
+    return task.status not in {s.value for s in (*TERMINAL, TaskStatus.CANCELING)} and \
+        may_cancel(session, principal, task)
+
+
 def cancel_task(session: Session, principal: Principal, task_id: str) -> TaskModel:
     """QUEUED → CANCELED now; SUBMITTED/RUNNING → CANCELING (the cancel loop stops Ray). Idempotent.
 
     The owner, an admin, or an admin of the team the task is charged to may cancel it; a plain member of
     that team sees it but is told only its team's admins may (issue 26)."""
     task = get_task(session, principal, task_id, team_read=True)
-    if task.user_id != principal.id and not principal.is_admin and \
-            teams.role_in(session, principal.id, task.team or "") is not teams.TeamRole.ADMIN:
+    if not may_cancel(session, principal, task):
         raise Forbidden(f"only the owner and the admins of team {task.team!r} may cancel {task_id}",
                         code="forbidden")
     status = TaskStatus(task.status)

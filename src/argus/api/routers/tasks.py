@@ -223,8 +223,10 @@ def get_task(
             summary.queue_position, summary.eta = e.position, e.eta
     elif task.status == TaskStatus.RUNNING.value:
         p = eta_svc.task_progress(session, task, owner, ctx.settings.root, now=now)
+        stalled = task_list.stalled(task.status, task.status_message)
         progress = ProgressOut(step=p.step, total_steps=p.total_steps, steps_per_hour=p.steps_per_hour,
-                               gpu_hours=p.gpu_hours, eta_end=p.eta_end)
+                               gpu_hours=p.gpu_hours, eta_end=None if stalled else p.eta_end,
+                               last_step_at=p.step_at, stalled=stalled)
     return TaskOut(
         **summary.model_dump(),
         queue=queue,
@@ -242,6 +244,7 @@ def get_task(
         failure_hint=task.failure_hint,
         team=task.team,
         priority_class=task.priority_class,
+        can_cancel=svc.can_cancel_now(session, principal, task),
     )
 
 
