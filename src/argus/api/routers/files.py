@@ -24,6 +24,7 @@ from argus.api.context import AppContext
 from argus.api.deps import Credentials, credentials, current_principal, get_ctx
 from argus.api.schemas import ErrorOut
 from argus.services import file_archive, file_preview
+from argus.services.file_actions import entry_actions
 from argus.services.files import UserFiles, shared_store, user_files
 from argus.services.principal import Principal
 
@@ -60,11 +61,13 @@ def _files_of(principal: Principal, ctx: AppContext) -> UserFiles:
 @router.get("", responses=_ERR)
 def stat_or_list(path: str = Query("/", description="a path in your layout, e.g. /datasets"),
                  files: UserFiles = Depends(get_files)) -> dict:
-    """A file's metadata, or a directory's metadata with its ``entries``."""
+    """A file's metadata, or a directory's metadata with its ``entries``; each entry's ``actions`` are what
+    this user may do to it (``rename``, ``delete``: services/file_actions.py, the rules that refuse the rest)."""
     info = files.stat(path)
     out = info.as_dict()
     if info.type == "dir":
-        out["entries"] = [e.as_dict() for e in files.list(path)]
+        out["entries"] = [{**e.as_dict(), "actions": entry_actions(files, e.path, getattr(e, "protected", None))}
+                          for e in files.list(path)]
     return out
 
 
