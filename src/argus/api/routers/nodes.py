@@ -2,7 +2,8 @@
 
 Read-only: the view comes from ``AppContext.nodes`` (set by the composition root from the
 cluster inventory and the scheduler's ledger), plus ``queue``: the oldest waiting tasks with their
-pending reason (``services.queue_view``), each node's ``gpu_use`` (``services.node_usage``), and each holder's ``idle_gpus_since`` (its GPUs below 5 % for 10
+pending reason (``services.queue_view``), each node's ``gpu_use`` and ``use`` (CPU and memory of Argus's
+tasks now and per minute for half an hour: ``services.node_usage``), and each holder's ``idle_gpus_since`` (its GPUs below 5 % for 10
 minutes: ``services.task_usage``; shown for every holder, it names no one). Other users' task ids, names, users and reasons are not
 shown to non-admins — only that some GPUs are held or wanted.
 """
@@ -16,7 +17,7 @@ from fastapi import APIRouter, Depends
 from argus.api.context import AppContext
 from argus.api.deps import current_principal, get_ctx
 from argus.services import queue_view
-from argus.services.node_usage import gpu_use_by_node
+from argus.services.node_usage import cpu_mem_by_node, gpu_use_by_node
 from argus.services.principal import Principal
 from argus.services.task_usage import running_usage
 
@@ -35,12 +36,14 @@ def list_nodes(principal: Principal = Depends(current_principal), ctx: AppContex
         view["queue"], view["queued_total"] = queue_view.waiting_tasks(session, limit=QUEUE_HEAD)
         idle = {row[0]: row[-1] for row in running_usage(session, ctx.settings.root) if row[-1]}  # (id, …, since)
         gpu_use = gpu_use_by_node(session, ctx.settings.root)
+        cpu_mem = cpu_mem_by_node(session, ctx.settings.root)
     for node in view["nodes"]:  # issue 24: GPUs held below 5 % for 10 min (core/resource_use.py)
         for t in node["tasks"]:
             t["idle_gpus_since"] = idle.get(t.get("task_id"))
         # issue 25: each GPU's use from its tasks' telemetry (core/node_gpu.py); null: no fresh sample
         node["gpu_use"] = gpu_use.get(node["node_id"])
         node["cpu_only"] = not node.get("gpus_total") and node["gpu_use"] is None  # Ray sees none, no task sampled one
+        node["use"] = _cpu_mem(cpu_mem.get(node["node_id"]), node)
         for g in (node["gpu_use"] or {}).get("gpus", []):  # whose task sampled it: admins and the owner only
             owner = g.pop("user")
             if not principal.is_admin and owner != principal.name:
@@ -51,6 +54,20 @@ def list_nodes(principal: Principal = Depends(current_principal), ctx: AppContex
         view["unplaced"] = [_redact(t, principal) for t in view["unplaced"]]
         view["queue"] = [_redact(t, principal) for t in view["queue"]]
     return view
+
+
+def _cpu_mem(use: dict[str, Any] | None, node: dict[str, Any]) -> dict[str, Any]:
+    """What Argus's tasks use on the node (services.node_usage.cpu_mem_by_node) as shares of what Ray says the
+    node has: ``cpu_pct``/``mem_pct`` now (null: no fresh sample or no size known) and per minute (``history``:
+    [t, cpu %, mem %]). Figures only, no task or user: every user may see them."""
+    use = use or {"cpu": None, "rss": None, "history": []}
+    cpus, mem = node.get("cpus_total") or 0, node.get("memory_total") or 0
+
+    def pct(v: float | None, of: float) -> float | None:
+        return None if v is None or not of else round(100.0 * v / of, 1)
+
+    return {"cpu": use["cpu"], "rss": use["rss"], "cpu_pct": pct(use["cpu"], cpus), "mem_pct": pct(use["rss"], mem),
+            "history": [[t, pct(c, cpus), pct(r, mem)] for t, c, r in use["history"]]}
 
 
 def _redact(task: dict[str, Any], principal: Principal) -> dict[str, Any]:
