@@ -27,14 +27,25 @@ def test_compare_aligns_specs_and_names_every_unknown_task(settings):
         assert rows[("spec", "name")]["differs"] and not rows[("spec", "n_gpus_per_node")]["differs"]
         assert rows[("command", "argv")]["values"][0].endswith("-m argus.jobs.steps")
 
-        # another user's task reads like one that does not exist; every unknown id is named
+        # another user's task reads like one that does not exist; every unknown id is named with why, and
+        # the others are still compared (issue 37: one stale id in a link blanked the Compare page)
         r = alice.get("/api/v2/compare", params={"tasks": f"{a},{hidden},t-nope"})
+        assert r.status_code == 200, r.text
+        body = r.json()
+        assert [t["task_id"] for t in body["tasks"]] == [a] and body["rows"]
+        assert [(m["task_id"], m["code"]) for m in body["missing"]] == [(hidden, "task_not_found"),
+                                                                         ("t-nope", "task_not_found")]
+        assert "check the id" in body["missing"][1]["message"] and "bobs" not in r.text
+        assert body["missing"][0]["message"].replace(hidden, "X") == body["missing"][1]["message"].replace("t-nope", "X")
+        admin = srv.admin().get("/api/v2/compare", params={"tasks": f"{a},{hidden}"})
+        assert admin.status_code == 200 and admin.json()["missing"] == []
+        # none can be shown: a 404 naming each
+        r = alice.get("/api/v2/compare", params={"tasks": f"{hidden},t-nope"})
         assert r.status_code == 404
         detail = r.json()["detail"]
         assert detail["code"] == "task_not_found"
         assert [(e["field"], e["value"]) for e in detail["errors"]] == [("tasks", hidden), ("tasks", "t-nope")]
         assert hidden in detail["message"] and "bobs" not in r.text
-        assert srv.admin().get("/api/v2/compare", params={"tasks": f"{a},{hidden}"}).status_code == 200
 
         for params, fix in (({}, "separated by commas"), ({"tasks": " , "}, "separated by commas"),
                             ({"tasks": ",".join(f"t-{i}" for i in range(9))}, "remove 1")):
@@ -46,6 +57,9 @@ def test_compare_aligns_specs_and_names_every_unknown_task(settings):
         # hostile ids are unknown tasks, never a 500
         for odd in ("x" * 5000, "../../etc/passwd", "%00", "' OR 1=1 --", "\u202e\u0000"):
             r = alice.get("/api/v2/compare", params={"tasks": f"{a},{odd}"})
+            assert r.status_code == 200, (odd, r.text)
+            assert r.json()["missing"][0]["task_id"] == odd.strip()
+            r = alice.get("/api/v2/compare", params={"tasks": odd})
             assert r.status_code == 404, (odd, r.text)
             assert r.json()["detail"]["errors"][0]["value"] == odd.strip()
 
@@ -64,4 +78,7 @@ def test_metrics_carry_the_clock_times_and_stay_compatible(settings):
         log.with_suffix(".clock").write_bytes(clock_line(18, 1700000000.25) + clock_line(len(text), 1700000060.5))
         body = alice.get(f"/api/v2/tasks/{tid}/metrics", params={"key": "loss"}).json()
         assert body["times"] == {"1": 1700000000.25, "2": 1700000060.5}
-        assert body["last_step"] == 2 and body["keys"] == ["loss"]
+        assert body["last_step"] == 2 and body["keys"] == ["loss"] and body["units"] == {}
+        log.write_bytes(text + b"step:3 - loss:0.1 - timing_s/gen:1.5 - response_length/mean:300\n")
+        body = alice.get(f"/api/v2/tasks/{tid}/metrics", params={"key": "loss"}).json()
+        assert body["units"] == {"timing_s/gen": "s", "response_length/mean": "tokens"}  # every key's, not just the asked

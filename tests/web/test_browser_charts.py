@@ -4,7 +4,10 @@ A CPU job (``argus.jobs.curves``) prints noisy verl PPO-style metric lines throu
 so the driver's clock gives every step a wall time. The charts must keep a drag-zoom across a live
 refresh, smooth with the EMA slider, switch the x axis and log scale, filter ~a dozen keys by
 search, export CSV/PNG, follow the window's width and put the whole view in a link; Compare must
-overlay two runs and highlight where their specs differ.
+overlay two runs and highlight where their specs differ. Issue 37: several metrics on one chart (a
+unit the server names gets its own axis), one cursor shared by every chart of a page (and so by
+every run on Compare), a chart full screen (Esc leaves), and a Compare link with an id that cannot
+be shown still compares the others and names that id.
 """
 
 from __future__ import annotations
@@ -51,6 +54,19 @@ def refresh(page) -> None:  # noqa: ANN001
 def set_range(page, value: str) -> None:  # noqa: ANN001
     page.locator("#chart-smooth").evaluate(
         "(e, v) => { e.value = v; e.dispatchEvent(new Event('input', {bubbles: true})); }", value)
+
+
+def legend_x(page, key: str) -> str:  # noqa: ANN001
+    """The legend's x value (the hovered step) of the chart of ``key``."""
+    return page.locator(f'figure.chart[data-key="{key}"] .u-legend .u-series').first.locator(".u-value").inner_text()
+
+
+def hover(page, key: str, at: float) -> None:  # noqa: ANN001
+    """Move the mouse over the plot of ``key``'s chart, ``at`` of its width from the left."""
+    over = page.locator(f'figure.chart[data-key="{key}"] .u-over')
+    over.scroll_into_view_if_needed()
+    box = over.bounding_box()
+    page.mouse.move(box["x"] + box["width"] * at, box["y"] + box["height"] / 2)
 
 
 def download(page, click: str) -> bytes:  # noqa: ANN001
@@ -229,16 +245,44 @@ def test_compare_two_runs_overlays_metrics_and_highlights_spec_differences(up: U
     page.evaluate("scrollTo(0, 0)")  # the key picker is sticky: a full-page shot taken scrolled shows it mid-page
     shot(page, "compare-runs-en")
 
-    # the link is the view: the same URL in another session shows the same tasks; someone else's task is named
-    other = pages.new(user="alice")
+    # one cursor for every chart and run: hovering a step on one chart shows that step, with both runs'
+    # values, in the other chart's legend
+    hover(page, KEY, 0.7)
+    step = legend_x(page, KEY)
+    assert step.isdigit() and 1 < int(step) <= 10
+    assert legend_x(page, "perf/throughput") == step
+    values = page.locator('figure.chart[data-key="perf/throughput"] .u-legend .u-series:not([hidden]) .u-value')
+    assert values.count() == 3 and all(v not in ("", "—", "--") for v in values.all_inner_texts()[1:])
+    hover(page, "perf/throughput", 0.1)
+    assert legend_x(page, KEY) == legend_x(page, "perf/throughput") != step
+
+    # the link is the view: the same URL in another session shows the same tasks; an id that cannot be
+    # shown (someone else's task, a stale id) is named with why, in the page's language, and the other run
+    # is still compared (issue 37: it blanked the page)
+    other = pages.new(lang="zh", user="alice")
     other.goto(f"{up.url}/compare?tasks={a},{hidden},t-nope")
-    problem = other.locator("#compare-problem")
-    problem.wait_for()
+    other.locator(f'figure.chart[data-key="{KEY}"]').wait_for()
+    other.wait_for_function(f"""() => +document.querySelector('figure.chart[data-key="{KEY}"]').dataset.points === 10""")
+    assert other.locator("#compare-tasks li").evaluate_all("ls => ls.map(l => l.dataset.task)") == [a]
+    assert other.locator("#compare-problem").is_hidden()
+    notice = other.locator("#compare-notice")
+    assert notice.is_visible()
     assert other.locator(f'.compare-missing[data-value="{hidden}"]').count() == 1
-    assert other.locator('.compare-missing[data-value="t-nope"]').count() == 1
-    assert "bobs" not in problem.inner_text()
+    nope = other.locator('.compare-missing[data-value="t-nope"]')
+    assert "t-nope" in nope.inner_text() and "无权查看" in nope.inner_text()
+    assert "bobs" not in notice.inner_text()
+    assert "compare-differs" not in (other.locator("#compare-body tr").first.get_attribute("class") or "")
+    shot(other, "compare-missing-zh")
+    other.click("#compare-drop-missing")
+    other.wait_for_url(lambda url: url.startswith(f"{up.url}/compare?tasks={a}#") or url == f"{up.url}/compare?tasks={a}")
+    other.locator(f'#compare-tasks li[data-task="{a}"]').wait_for()
+    assert other.locator("#compare-notice").is_hidden()
+    # none of the ids can be shown, or none given: the problem, named
+    other.goto(f"{up.url}/compare?tasks={hidden},t-nope")
+    other.locator('#compare-problem .compare-missing[data-value="t-nope"]').wait_for()
     other.goto(f"{up.url}/compare")
     assert "tasks" in other.locator("#compare-problem .compare-missing").inner_text()
+    other = pages.new(user="alice")
     # the Compare page adds a task by id
     other.goto(f"{up.url}/compare?tasks={b}")
     other.locator(f'#compare-tasks li[data-task="{b}"]').wait_for()
@@ -269,3 +313,78 @@ def test_a_log_without_clock_charts_steps_and_says_why_time_axes_are_empty(up: U
     assert plot(page, "actor/entropy", "p.data[1].every(v => v === null)") is True
     with up.api("alice") as c:
         c.post(f"/api/v2/tasks/{tid}/cancel")
+
+
+def test_several_metrics_on_one_chart_a_shared_cursor_and_full_screen(up: Up, pages: Pages) -> None:
+    """Issue 37: two or more keys on one chart (each unit on its own axis), the cursor shared by every chart
+    of the page, a chart full screen that Esc leaves; the view (which keys share a chart) is in the link."""
+    tid = submit_api(up, "alice", CURVES.format(name="multi", steps=12, pace=0.05, seed=3, lr="1e-5"))
+    with up.api("alice") as c:
+        wait_until(lambda: c.get(f"/api/v2/tasks/{tid}").json()["status"] == "SUCCEEDED", 240, every=1,
+                   what="the curves run SUCCEEDED")
+    page = pages.new(user="alice")
+    page.goto(f"{up.url}/tasks/{tid}#metrics&keys={KEY},actor/entropy&smooth=0.6&x=step&log=0")
+    chart = page.locator(f'figure.chart[data-key="{KEY}"]')
+    chart.wait_for()
+    page.wait_for_function(f"""() => +document.querySelector('figure.chart[data-key="{KEY}"]').dataset.points === 12""")
+    assert page.locator("figure.chart").count() == 2
+
+    # a second metric on the same chart: its own series; seconds get their own axis, labelled
+    chart.locator("select.chart-add").select_option("timing_s/gen")
+    page.wait_for_function(f"""() => +document.querySelector('figure.chart[data-key="{KEY}"]').dataset.points === 24""")
+    assert page.locator("figure.chart").count() == 2 and chart.get_attribute("data-keys") == f"{KEY}|timing_s/gen"
+    labels = plot(page, KEY, "p.series.map(s => s.label)")
+    assert labels[2] == KEY and labels[4] == "timing_s/gen [seconds]"
+    assert plot(page, KEY, "p.series.map(s => s.scale)")[1:] == ["y", "y", "y1", "y1"]
+    assert plot(page, KEY, "p.axes.map(a => a.label || '')")[1:] == ["", "seconds"]
+    assert plot(page, KEY, "p.data[2].filter(v => v != null).length") == 12
+    assert plot(page, KEY, "p.data[4].filter(v => v != null).length") == 12
+    assert plot(page, KEY, "p.scales.y1.max") > plot(page, KEY, "p.scales.y.max")  # seconds are not squashed
+    assert plot(page, KEY, "p.series[2].stroke()") != plot(page, KEY, "p.series[4].stroke()")
+    # a third, a plain number like the score: shares the left axis
+    chart.locator("select.chart-add").select_option("actor/pg_loss")
+    page.wait_for_function(f"""() => +document.querySelector('figure.chart[data-key="{KEY}"]').dataset.points === 36""")
+    assert plot(page, KEY, "p.series.map(s => s.scale)")[5:] == ["y", "y"] and plot(page, KEY, "p.axes.length") == 3
+    assert page.locator('.charts-key[data-key="actor/pg_loss"] input').is_checked()
+    chart.locator('.chart-key[data-key="actor/pg_loss"] .chart-drop-key').click()
+    page.locator(f'figure.chart[data-key="{KEY}"][data-keys="{KEY}|timing_s/gen"]').wait_for()
+    assert not page.locator('.charts-key[data-key="actor/pg_loss"] input').is_checked()
+    # the view is in the link: which keys share a chart
+    assert f"keys={KEY}|timing_s/gen,actor/entropy" in page.url
+
+    # one cursor: hovering a step on one chart shows that step, and the values, on the other
+    hover(page, KEY, 0.5)
+    step = legend_x(page, KEY)
+    assert step.isdigit() and legend_x(page, "actor/entropy") == step
+    assert plot(page, "actor/entropy", "p.cursor.idx") == plot(page, KEY, "p.cursor.idx")
+    entropy = page.locator('figure.chart[data-key="actor/entropy"] .u-legend .u-series:not([hidden]) .u-value')
+    assert entropy.nth(1).inner_text() not in ("", "—", "--")
+    hover(page, "actor/entropy", 0.99)
+    assert legend_x(page, KEY) == legend_x(page, "actor/entropy") == "12"
+
+    # full screen: the chart covers the window; Esc puts it back
+    small = plot(page, KEY, "[p.width, p.height]")
+    chart.locator(".chart-full").click()
+    assert "chart-fullscreen" in chart.get_attribute("class")
+    full = plot(page, KEY, "[p.width, p.height]")
+    assert full[0] > 1200 and full[1] > 500 and full[1] > small[1]
+    box = chart.bounding_box()
+    assert box["x"] == 0 and box["y"] == 0 and box["width"] == 1360
+    shot(page, "task-chart-fullscreen-en")
+    page.keyboard.press("Escape")
+    assert "chart-fullscreen" not in chart.get_attribute("class")
+    assert plot(page, KEY, "[p.width, p.height]") == small
+    # a phone: the button and Esc alike
+    page.set_viewport_size({"width": 390, "height": 800})
+    chart.locator(".chart-full").click()
+    assert plot(page, KEY, "p.width") <= 390 and chart.bounding_box()["width"] == 390
+    page.keyboard.press("Escape")
+    assert "chart-fullscreen" not in chart.get_attribute("class")
+    page.set_viewport_size({"width": 1360, "height": 900})
+
+    # the link shows the same charts elsewhere; in Chinese the axis says its unit in Chinese
+    other = pages.new(lang="zh", user="alice")
+    other.goto(page.url)
+    other.locator(f'figure.chart[data-key="{KEY}"][data-keys="{KEY}|timing_s/gen"]').wait_for()
+    other.wait_for_function(f"""() => +document.querySelector('figure.chart[data-key="{KEY}"]').dataset.points === 24""")
+    assert plot(other, KEY, "p.axes[2].label") == "秒"

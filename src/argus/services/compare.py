@@ -1,13 +1,15 @@
 """Compare runs: several tasks' specs aligned key by key (core/spec_diff.py) for the Compare page.
 
 Every task is looked up with the same ``get_task`` as ``GET /tasks/{id}``, so a task the user may
-not see reads exactly like one that does not exist. All unknown ids are named at once (a shared
-link with two stale ids should not take two round trips to fix), as a 404 with one field error each.
+not see reads exactly like one that does not exist. An id that cannot be shown does not sink the
+others (issue 37: one stale id in a shared link blanked the page): the comparison holds the tasks
+found and names every missing id with a stable code (``task_not_found``) the WebUI words in the
+user's language. Only when none of the ids can be shown is the answer a 404, naming each of them.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sqlalchemy.orm import Session
 
@@ -20,10 +22,15 @@ from argus.services.tasks import get_task
 MAX_TASKS = 8  # one colour each on a chart stays readable up to about this many
 
 
+MISSING_CODE = "task_not_found"  # unknown, or another user's (the same answer: no existence leak)
+
+
 @dataclass
 class Comparison:
     tasks: list[TaskModel]
     rows: list[DiffRow]
+    # the ids asked for that are not shown, each with why (field "tasks", the id, the fix)
+    missing: list[FieldError] = field(default_factory=list)
 
 
 def parse_task_ids(raw: list[str] | None) -> list[str]:
@@ -46,7 +53,8 @@ def parse_task_ids(raw: list[str] | None) -> list[str]:
 
 
 def compare_tasks(session: Session, principal: Principal, task_ids: list[str]) -> Comparison:
-    """The tasks (in the order asked) and their aligned spec rows; NotFound naming every unknown id."""
+    """The tasks found (in the order asked), their aligned spec rows and the ids not shown; NotFound
+    naming every id when none can be shown."""
     found: list[TaskModel] = []
     missing: list[FieldError] = []
     for tid in task_ids:
@@ -54,8 +62,8 @@ def compare_tasks(session: Session, principal: Principal, task_ids: list[str]) -
             found.append(get_task(session, principal, tid, team_read=True))
         except NotFound:
             missing.append(FieldError("tasks", tid, f"no task {tid!r}: check the id, or remove it from the list"))
-    if missing:
+    if not found:
         names = ", ".join(repr(e.value) for e in missing)
-        raise NotFound(f"no task {names}", code="task_not_found", errors=missing)
+        raise NotFound(f"no task {names}", code=MISSING_CODE, errors=missing)
     rows = align([spec_rows(t.spec_resolved or {}, list(t.argv or [])) for t in found])
-    return Comparison(found, rows)
+    return Comparison(found, rows, missing)

@@ -2,21 +2,23 @@
 //
 // A verl PPO run logs ~100 keys (actor/…, critic/…, perf/…, timing_s/…), so a plain <select> is
 // unusable: the picker is a search box over every key, grouped by the key's first `/` segment.
-// The view (chosen keys, smoothing, x axis, log scale) is remembered per user in localStorage and
-// written to the URL hash, so reload keeps it and a copied link shows the same view; the hash wins
-// over what was remembered (it is what the sender saw).
+// The view (the charts — each a list of keys drawn together —, smoothing, x axis, log scale) is
+// remembered per user in localStorage and written to the URL hash (`keys=a|b,c`: a chart of a and b,
+// and one of c; a link from before charts held several keys, `keys=a,c`, reads the same), so reload
+// keeps it and a copied link shows the same view; the hash wins over what was remembered (it is what
+// the sender saw).
 import { el, page, t } from "./common.js";
 
 export const X_MODES = ["step", "wall", "rel"];
 export function xLabel(mode) { return mode === "wall" ? t("charts.x_wall") : mode === "rel" ? t("charts.x_rel") : t("task.step"); }
-const DEFAULTS = { keys: [], smooth: 0.6, x: "step", log: false };
+const DEFAULTS = { charts: [], smooth: 0.6, x: "step", log: false };
 
 function storageKey(scope) { return `argus.charts.${scope}.${page.user || ""}`; }
 
 function fromHash() {
   const h = new URLSearchParams(location.hash.slice(1));
   const out = {};
-  if (h.has("keys")) out.keys = h.get("keys").split(",").filter(Boolean);
+  if (h.has("keys")) out.charts = h.get("keys").split(",").map((c) => c.split("|"));
   if (h.has("smooth")) {
     const s = Number(h.get("smooth"));
     if (Number.isFinite(s) && s >= 0 && s < 1) out.smooth = s;
@@ -30,20 +32,33 @@ function fromHash() {
 export function loadView(scope) {
   let kept = {};
   try { kept = JSON.parse(localStorage.getItem(storageKey(scope)) || "{}") || {}; } catch { kept = {}; }
+  if (!Array.isArray(kept.charts) && Array.isArray(kept.keys)) kept.charts = kept.keys.map((k) => [k]); // kept before
   const view = { ...DEFAULTS, ...kept, ...fromHash() };
-  view.keys = Array.isArray(view.keys) ? view.keys.filter((k) => typeof k === "string") : [];
+  delete view.keys;
+  view.charts = cleanCharts(view.charts);
   return view;
 }
+
+// Each chart a list of distinct non-empty keys; an empty chart is dropped.
+function cleanCharts(charts) {
+  if (!Array.isArray(charts)) return [];
+  return charts.filter(Array.isArray)
+    .map((c) => c.filter((k, i) => typeof k === "string" && k && c.indexOf(k) === i))
+    .filter((c) => c.length);
+}
+
+// Every key drawn on some chart, once.
+export function drawnKeys(view) { return [...new Set(view.charts.flat())]; }
 
 // `tab`: a first hash word (the task page opens its Metrics tab for "#metrics&…").
 export function saveView(scope, view, tab) {
   try { localStorage.setItem(storageKey(scope), JSON.stringify(view)); } catch { /* storage may be off */ }
   const h = new URLSearchParams();
-  h.set("keys", view.keys.join(","));
+  h.set("keys", view.charts.map((c) => c.join("|")).join(","));
   h.set("smooth", String(view.smooth));
   h.set("x", view.x);
   h.set("log", view.log ? "1" : "0");
-  const hash = `#${tab ? `${tab}&` : ""}${h.toString().replaceAll("%2F", "/").replaceAll("%2C", ",")}`;
+  const hash = `#${tab ? `${tab}&` : ""}${h.toString().replaceAll("%2F", "/").replaceAll("%2C", ",").replaceAll("%7C", "|")}`;
   history.replaceState(null, "", location.pathname + location.search + hash);
 }
 
@@ -121,7 +136,8 @@ export class KeyPicker {
   }
 
   sync() {
-    for (const box of this.list.querySelectorAll("input[type=checkbox]")) box.checked = this.view.keys.includes(box.value);
+    const drawn = new Set(drawnKeys(this.view));
+    for (const box of this.list.querySelectorAll("input[type=checkbox]")) box.checked = drawn.has(box.value);
   }
 
   // Every space-separated word must occur in the key (case-insensitive); groups with no match hide.

@@ -2,6 +2,9 @@
 // on shared charts (one colour per task, the task page's smoothing / x axis / log options) and their
 // specs side by side. Which rows differ is decided by the server (GET /api/v2/compare: overrides
 // aligned by Hydra key, `differs` per row); this page only draws it, identical rows folded away.
+// An id the server cannot show (unknown, or someone else's: `missing`, each with a code) is named in a
+// notice and the other runs are compared; a run whose metrics cannot be read is named too, and charted
+// without them — one bad id never blanks the page.
 import { api, copyText, el, poll, statusBadge, t, TERMINAL } from "./common.js";
 import { Board, COLORS } from "./charts.js";
 import { startCompareLink } from "./compare_link.js";
@@ -10,12 +13,31 @@ const ids = (new URLSearchParams(location.search).get("tasks") || "").split(",")
 const SECTIONS = { override: () => t("compare.section_override"), spec: () => t("compare.section_spec"),
   command: () => t("compare.section_command") };
 const problem = document.getElementById("compare-problem");
+const notice = document.getElementById("compare-notice");
+// Why an id is not shown, by the server's code, in the page's language; an unknown code shows the server's text.
+const MISSING = { task_not_found: (id) => t("compare.missing_task_not_found", { id }) };
 
 function showProblem(err) {
   problem.hidden = false;
   problem.replaceChildren(el("p", {}, err.message),
     ...(err.errors || []).map((e) => el("p", { class: "compare-missing", "data-value": String(e.value) },
       `${e.field} = ${e.value}: ${e.message}`)));
+}
+
+// The ids not shown and why, with a link to the comparison without them; then any run whose metrics failed.
+function showMissing(missing, tasks, failed) {
+  const rows = missing.map((m) => el("p", { class: "compare-missing", "data-value": m.task_id, "data-code": m.code },
+    MISSING[m.code] ? MISSING[m.code](m.task_id) : `${m.task_id}: ${m.message}`));
+  if (missing.length) {
+    const keep = `/compare?tasks=${tasks.map((x) => encodeURIComponent(x.task_id)).join(",")}`;
+    rows.push(el("p", {}, el("a", { id: "compare-drop-missing", href: keep,
+      onclick: (e) => { e.currentTarget.href = keep + location.hash; } }, t("compare.drop_missing"))));
+  }
+  for (const [id, err] of failed) {
+    rows.push(el("p", { class: "compare-metrics-failed", "data-value": id }, t("compare.metrics_failed", { id, error: err.message })));
+  }
+  notice.hidden = rows.length === 0;
+  notice.replaceChildren(...rows);
 }
 
 function setTasks(tasks) {
@@ -67,13 +89,17 @@ async function start() {
     showProblem(err);
     return;
   }
+  showMissing(cmp.missing || [], cmp.tasks, []);
   setTasks(cmp.tasks);
   startCompareLink(cmp.tasks.map((x) => x.task_id));
   renderDiff(cmp.tasks, cmp.rows);
   const board = new Board({ scope: "compare", tools: document.getElementById("chart-tools"),
     picker: document.getElementById("chart-picker"), box: document.getElementById("charts") });
   async function refresh() {
-    const all = await Promise.all(cmp.tasks.map((x) => api(`/api/v2/tasks/${encodeURIComponent(x.task_id)}/metrics${board.query()}`)));
+    const got = await Promise.allSettled(cmp.tasks.map((x) => api(`/api/v2/tasks/${encodeURIComponent(x.task_id)}/metrics${board.query()}`)));
+    const all = got.map((r, i) => (r.status === "fulfilled" ? r.value
+      : { task_id: cmp.tasks[i].task_id, keys: [], last_step: null, points: {}, times: {}, units: {} }));
+    showMissing(cmp.missing || [], cmp.tasks, got.flatMap((r, i) => (r.status === "rejected" ? [[cmp.tasks[i].task_id, r.reason]] : [])));
     const keys = [...new Set(all.flatMap((m) => m.keys))].sort();
     document.getElementById("metrics-empty").hidden = keys.length > 0;
     board.setSources(cmp.tasks.map((x, i) => ({ id: x.task_id, label: x.name ? `${x.name} (${x.task_id})` : x.task_id,

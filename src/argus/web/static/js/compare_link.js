@@ -1,8 +1,8 @@
 // The "Compare with…" control of the task page (and "Add" on the Compare page): type a task id or name
 // (suggestions come from GET /api/v2/tasks?q=, the same search as the tasks list), and go to
 // /compare?tasks=<these>,<others>.
-// Several may be given, comma-separated. An id the user cannot see is named by the Compare page
-// (the API's 404), so nothing is checked here beyond "something was typed".
+// Several may be given, comma-separated. An id the user cannot see is named by the Compare page (the
+// API's `missing`, the other runs still shown), so nothing is checked here beyond "something was typed".
 import { api, el, t } from "./common.js";
 
 // `current`: the task ids already in the comparison (the task page: its own id).
