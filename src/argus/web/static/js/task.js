@@ -1,6 +1,7 @@
 // One task: summary (polled while not finished), live log over SSE with a bounded window of lines,
-// metric charts (uPlot), the spec views, the events timeline, Cancel (confirmed) and Clone.
-import { ApiError, TERMINAL, api, duration, el, fmtDuration, fmtTime, page, poll, setText, statusBadge, t } from "./common.js";
+// metric charts (uPlot), the spec views, the events timeline, Cancel (confirmed) and Clone. What the user may do
+// and what state the run is in are the server's word (can_cancel, progress.stalled): the page only shows them.
+import { ApiError, TERMINAL, age, api, duration, el, fmtDuration, fmtTime, page, poll, setText, statusBadge, t } from "./common.js";
 import { startCharts } from "./charts.js";
 import { renderEta } from "./eta.js";
 import { startLog } from "./logpane.js";
@@ -36,11 +37,39 @@ function renderSummary(tk) {
   setText("s-message", tk.status_message || tk.pending_reason || "");
   setText("s-hint", tk.failure_hint ? `${tk.failure_kind}: ${tk.failure_hint}` : "");
   document.getElementById("s-warnings").replaceChildren(...(tk.warnings || []).map((w) => el("li", {}, w)));
-  document.getElementById("cancel").hidden = TERMINAL.has(tk.status) || tk.status === "CANCELING";
+  document.getElementById("cancel").hidden = !tk.can_cancel;
   const dashboard = document.getElementById("ray-dashboard");  // rendered when the server runs task dashboards
   if (dashboard) dashboard.hidden = tk.status !== "RUNNING";  // the API answers 409 otherwise
   renderAttempts(tk);
   renderEta(tk); // issue 24: queue position and ETA, or progress (eta.js)
+  renderStall(tk);
+  renderWaiting(tk);
+}
+
+/** A run the server found stalled: "Stalled" beside its status and how long it has been without a step. */
+function renderStall(tk) {
+  const p = tk.status === "RUNNING" ? tk.progress : null;
+  const on = Boolean(p && p.stalled);
+  document.getElementById("t-stalled").hidden = !on;
+  const note = document.getElementById("p-stalled");
+  note.hidden = !on;
+  if (!on) return;
+  const last = tk.attempts.length ? tk.attempts[tk.attempts.length - 1] : null;
+  const since = p.last_step_at || (last && last.started_at) || tk.started_at;
+  const d = since ? fmtDuration(age(since)) : "?";
+  note.textContent = p.last_step_at ? t("task.stalled_since_step", { d, step: p.step ?? "?" }) : t("task.stalled_no_step", { d });
+}
+
+/** A queued task has no log yet: why it waits, and that its log starts when it runs (not an empty box). */
+function renderWaiting(tk) {
+  const waiting = tk.status === "QUEUED";
+  const box = document.getElementById("log-waiting");
+  box.hidden = !waiting;
+  if (waiting) {
+    box.textContent = tk.pending_reason ? t("task.queued_log", { reason: tk.pending_reason }) : t("task.queued_log_plain");
+  }
+  // a retried task keeps its earlier attempts' log in view; a first wait has none to show
+  document.getElementById("log").hidden = waiting && tk.attempts.length === 0;
 }
 
 const summaryPoll = poll(async () => {

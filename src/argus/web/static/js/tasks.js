@@ -3,7 +3,8 @@
 // view are in the DOM (#tasks-body), fetched in blocks of BLOCK and refreshed every 5 s while the tab is
 // visible (never two requests at once). Many tasks can be selected (checkboxes, shift-click for a range,
 // the header box for the rows in view) to cancel them or compare them. A user with no task at all gets
-// the first-run guide: the doctor task in one click, then data, then a template.
+// the first-run guide: the doctor task in one click, then data, then a template. A row opens its task (a click
+// anywhere but its links and boxes, or Enter on the focused row; Ctrl/⌘-click: a new tab).
 import { age, api, duration, el, fmtDuration, fmtTime, gpus, page, poll, statusBadge, t } from "./common.js";
 import { queueCell } from "./eta.js";
 
@@ -68,7 +69,8 @@ function row(task, index) {
     "aria-label": t("tasks.sel_one", { id: task.task_id }) });
   box.checked = selected.has(task.task_id);
   box.addEventListener("click", (ev) => pick(index, box.checked, ev.shiftKey));
-  return el("tr", { "data-task": task.task_id, "data-index": index, class: box.checked ? "picked" : null },
+  const tr = el("tr", { "data-task": task.task_id, "data-index": index, class: box.checked ? "picked" : null,
+    tabindex: "0" },
     el("td", { class: "mono tasks-sel" }, box,
       el("a", { href: `/tasks/${encodeURIComponent(task.task_id)}` }, task.task_id)),
     el("td", { class: "name", title: task.name || "" }, task.name || ""),
@@ -81,6 +83,18 @@ function row(task, index) {
     el("td", {}, fmtDuration(duration(task))),
     el("td", { class: "reason", title: reason }, reason),
   );
+  tr.addEventListener("click", (ev) => {
+    // its own links and boxes do what they do; a drag that selected text is not a click on the row
+    if (ev.target.closest("a, button, input, label, select") || String(window.getSelection() || "")) return;
+    openTask(task.task_id, ev.ctrlKey || ev.metaKey);
+  });
+  tr.addEventListener("keydown", (ev) => { if (ev.key === "Enter" && ev.target === tr) openTask(task.task_id, false); });
+  return tr;
+}
+
+function openTask(taskId, newTab) {
+  const url = `/tasks/${encodeURIComponent(taskId)}`;
+  if (newTab) window.open(url, "_blank", "noopener"); else location.assign(url);
 }
 
 function itemAt(i) {
@@ -100,8 +114,24 @@ function windowRange(extra = OVERSCAN) {
   return [first, Math.max(first, end)];
 }
 
+/** Draw the rows in view. The view's height depends on what is drawn (the scroller is as tall as its content up
+ * to its max-height: before the first rows it is its min-height, room for a dozen), so draw again until the
+ * window no longer changes: every row of the view is there at the first paint, not only the first dozen. */
 function render() {
-  const [first, end] = windowRange();
+  let [first, end] = windowRange();
+  for (let pass = 0; pass < 4; pass++) {
+    draw(first, end);
+    const [f, e] = windowRange();
+    if (f === first && e === end) break;
+    [first, end] = [f, e];
+  }
+  const [a, z] = windowRange(0);
+  document.getElementById("range").textContent =
+    t("tasks.range", { from: total ? a + 1 : 0, to: Math.min(z, total), total });
+  renderSelection();
+}
+
+function draw(first, end) {
   const rows = [];
   for (let i = first; i < end; i++) {
     const task = itemAt(i);
@@ -116,10 +146,6 @@ function render() {
   padBottom.style.height = `${Math.max(0, total - end) * h}px`;
   padTop.parentElement.hidden = first === 0;
   padBottom.parentElement.hidden = end >= total;
-  const [a, z] = windowRange(0);
-  document.getElementById("range").textContent =
-    t("tasks.range", { from: total ? a + 1 : 0, to: Math.min(z, total), total });
-  renderSelection();
 }
 
 // ---- fetching ------------------------------------------------------------------------------------
@@ -170,6 +196,8 @@ function showEmpty() {
 }
 
 const poller = poll(load, 5000);
+// a taller or shorter view (a resized window, a phone turned) shows as many rows as now fit, at once
+new ResizeObserver(() => { if (total) render(); }).observe(scroller);
 
 let scrolling = 0;
 scroller.addEventListener("scroll", () => {
