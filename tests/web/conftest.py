@@ -192,6 +192,19 @@ def pages(browser, up: Up) -> Iterator[Pages]:  # noqa: ANN001
     assert not foreign, f"the page loaded something from outside the server: {foreign[:5]}"
 
 
+def answer(page, accept: bool = True, text: str | None = None) -> str:  # noqa: ANN001
+    """Answer the page's in-page dialog (common.js ``ask``: the pages open no native confirm/prompt/alert):
+    type ``text`` into a prompt, then OK or Cancel; returns the question it asked."""
+    dlg = page.locator("dialog.argus-dialog[open]")
+    dlg.wait_for(timeout=30_000)
+    message = dlg.locator(".dialog-message").inner_text()
+    if text is not None:
+        dlg.locator(".dialog-input").fill(text)
+    dlg.locator(".dialog-ok" if accept else ".dialog-cancel").click()
+    dlg.wait_for(state="detached", timeout=30_000)
+    return message
+
+
 def shot(page, name: str) -> Path:  # noqa: ANN001
     path = ARTIFACTS / f"{name}.png"
     page.screenshot(path=str(path), full_page=True)

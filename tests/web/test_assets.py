@@ -63,6 +63,14 @@ def test_pages_link_assets_by_version() -> None:
         assert not re.search(r"from \"/static/", f.read_text(encoding="utf-8")), f
 
 
+def test_no_script_opens_a_native_dialog() -> None:
+    """confirm/prompt/alert block the tab, cannot be translated or styled: pages ask through common.js ``ask``
+    (the browser tests also fail on any native dialog a flow opens)."""
+    for f in WEB.glob("static/js/*.js"):
+        text = f.read_text(encoding="utf-8")
+        assert not re.search(r"(?<![\w.])(?:window\.)?(?:confirm|prompt|alert)\s*\(", text), f
+
+
 def test_spec_templates_parse_in_both_languages() -> None:
     for lang in i18n.LANGUAGES:
         texts = spec_templates(lang)

@@ -16,7 +16,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from argus.web.templates_catalog import spec_templates
-from tests.web.conftest import Pages, Up, shot, sign_in, sign_in_with_token
+from tests.web.conftest import Pages, Up, answer, shot, sign_in, sign_in_with_token
 
 pytestmark = [pytest.mark.browser, pytest.mark.e2e]
 
@@ -161,11 +161,11 @@ def test_basic_grpo_waits_for_gpus_and_a_queued_task_is_canceled(up: Up, pages: 
     page.locator("#s-message", has_text="GPU").wait_for(timeout=30_000)
     assert page.locator('#t-status [data-status="QUEUED"]').count() == 1
     shot(page, "task-queued-en")
-    page.once("dialog", lambda d: d.dismiss())  # "no": nothing happens
     page.click("#cancel")
+    answer(page, accept=False)  # "no": nothing happens
     assert page.locator('#t-status [data-status="QUEUED"]').count() == 1
-    page.once("dialog", lambda d: d.accept())
     page.click("#cancel")
+    answer(page)
     page.locator('#t-status [data-status="CANCELED"]').wait_for()
     assert page.locator("#cancel").is_hidden()
 

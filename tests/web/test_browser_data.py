@@ -21,7 +21,7 @@ import httpx
 import pytest
 
 from tests.waiting import wait_until
-from tests.web.conftest import PASSWORDS, Pages, Up, shot, sign_in, sign_in_with_token
+from tests.web.conftest import PASSWORDS, Pages, Up, answer, shot, sign_in, sign_in_with_token
 
 pytestmark = [pytest.mark.browser, pytest.mark.e2e]
 REPO = Path(__file__).resolve().parents[2]
@@ -188,15 +188,15 @@ def test_mkdir_rename_delete_folders_and_download(up: Up, pages: Pages, tmp_path
     page = pages.new(user="bob")
     page.goto(f"{up.url}/data?path=%2Fcode")
     page.wait_for_function("() => document.body.dataset.loaded === '/code'")
-    page.once("dialog", lambda d: d.accept("proj"))
     page.click("#mkdir")
+    answer(page, text="proj")
     page.locator('#files-body tr[data-name="proj"]').wait_for()
     for i in range(3):
         put(up, "bob", f"/code/proj/src/f{i}.py", f"print({i})\n".encode())
     data = os.urandom(300_000)
     put(up, "bob", "/code/proj/blob.bin", data)
-    page.once("dialog", lambda d: d.accept("renamed"))
     page.click('#files-body tr[data-name="proj"] .rename')
+    answer(page, text="renamed")
     page.locator('#files-body tr[data-name="renamed"]').wait_for()
     assert (home(up, "bob") / "code/renamed/src/f2.py").exists() and not (home(up, "bob") / "code/proj").exists()
     # download a file and compare bytes
@@ -216,8 +216,8 @@ def test_mkdir_rename_delete_folders_and_download(up: Up, pages: Pages, tmp_path
     page.click('#crumbs a[data-path="/code"]')
     page.wait_for_function("() => document.body.dataset.loaded === '/code'")
     messages: list[str] = []
-    page.once("dialog", lambda d: (messages.append(d.message), d.accept()))
     page.click('#files-body tr[data-name="renamed"] .delete')
+    messages.append(answer(page))
     page.locator('#files-body tr[data-name="renamed"]').wait_for(state="detached")
     assert messages and "4 files" in messages[0] and "1 folders" in messages[0], messages
     assert not (home(up, "bob") / "code/renamed").exists()
@@ -272,8 +272,8 @@ def test_account_page_password_keys_and_tokens(up: Up, pages: Pages, tmp_path: P
     assert httpx.get(f"{up.url}/api/v2/me", headers={"Authorization": f"Bearer {secret}"}).json()["name"] == "erin"
     assert page.locator("#tokens-body b").count() == 0 and "ci <b>bot</b>" in page.locator("#tokens-body").inner_text()
     shot(page, "account-en")
-    page.once("dialog", lambda d: d.accept())
     page.locator("#tokens-body tr", has_text="ci <b>bot</b>").locator(".token-revoke").click()
+    answer(page)
     page.locator("#tokens-body tr", has_text="ci <b>bot</b>").locator(".token-revoke").wait_for(state="detached")
     assert httpx.get(f"{up.url}/api/v2/me", headers={"Authorization": f"Bearer {secret}"}).status_code == 401
     page.fill("#pw-current", "erin-pw-1234567")  # issue 25: changing a password asks for the current one
@@ -336,8 +336,8 @@ def test_admin_creates_a_user_who_then_signs_in_and_non_admins_get_404(up: Up, p
     cora = pages.new(user="cora")
     assert cora.locator("#who").inner_text() == "cora"
     # disable: cora's session stops working; enable: she can sign in again
-    admin.once("dialog", lambda d: d.accept())
     admin.click('#users-body tr[data-user="cora"] .disable')
+    answer(admin)
     admin.locator('#users-body tr[data-user="cora"] .enable').wait_for()
     cora.goto(f"{up.url}/data")
     assert "/login" in cora.url
@@ -430,9 +430,9 @@ def test_folder_upload_keeps_its_structure_and_asks_before_replacing(up: Up, pag
     assert (dest / "config.yaml").read_text() == "lr: 1e-6\n"
     # the same folder again: the page asks first; declining uploads nothing
     messages: list[str] = []
-    page.once("dialog", lambda d: (messages.append(d.message), d.dismiss()))
     (src / "config.yaml").write_text("lr: 2e-6\n")
     page.set_input_files("#folder-input", str(src))
+    messages.append(answer(page, accept=False))
     page.wait_for_timeout(500)
     assert messages and "run1" in messages[0]
     assert (dest / "config.yaml").read_text() == "lr: 1e-6\n"

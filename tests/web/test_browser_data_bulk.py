@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.web.conftest import Pages, Up, shot
+from tests.web.conftest import Pages, Up, answer, shot
 
 pytestmark = [pytest.mark.browser, pytest.mark.e2e]
 
@@ -128,8 +128,8 @@ def test_filter_select_range_bulk_move_and_delete(up: Up, pages: Pages) -> None:
     page.locator("#data-bulk-count", has_text="3 selected").wait_for()
     assert page.evaluate("document.querySelector('#data-select-all').indeterminate")
     messages: list[str] = []
-    page.once("dialog", lambda d: (messages.append(d.message), d.accept()))
     page.click("#data-bulk-delete")
+    messages.append(answer(page))
     page.wait_for_function("() => (document.body.dataset.bulk || '').startsWith('delete:')")
     assert page.evaluate("document.body.dataset.bulk") == "delete:3/3"
     assert messages and "3 items" in messages[0] and "sub" in messages[0], messages

@@ -14,7 +14,7 @@ import pytest
 from argus.settings import Settings
 from tests.helpers import LiveServer
 from tests.notify_fixtures import ALLOW_LOCAL, Mailbox, Receiver, notifying_server
-from tests.web.conftest import ARTIFACTS, sign_in_with_token
+from tests.web.conftest import ARTIFACTS, answer, sign_in_with_token
 
 pytestmark = [pytest.mark.browser]
 
@@ -79,8 +79,8 @@ def test_add_a_webhook_send_a_test_see_it_delivered_and_remove_it(
         page.locator("#notify-body tr", has_text="alice@example.com").locator(".notify-test").click()
         assert mailbox.wait_for(1)[0][1] == ["alice@example.com"]
 
-        page.once("dialog", lambda d: d.accept())
         page.locator("#notify-body tr", has_text=receiver.url).locator(".notify-remove").click()
+        answer(page)
         page.locator("#notify-body tr", has_text=receiver.url).wait_for(state="detached")
         assert [c["kind"] for c in alice.get("/api/v2/notifications").json()] == ["email"]
     finally:

@@ -21,7 +21,7 @@ from sqlalchemy import create_engine, insert, select
 
 from argus.db.models import TaskModel, UserModel
 from tests.waiting import wait_until
-from tests.web.conftest import Pages, Up, shot
+from tests.web.conftest import Pages, Up, answer, shot
 from tests.web.test_browser import submit_api
 
 pytestmark = [pytest.mark.browser, pytest.mark.e2e]
@@ -160,10 +160,10 @@ def test_sort_select_compare_bulk_cancel_and_virtual_scroll(up: Up, pages: Pages
     page.goto(f"{up.url}/tasks")
 
     # bulk cancel: two live ones and a finished one; each task's answer is reported
-    page.on("dialog", lambda d: d.accept())
     for tid in (tids[0], tids[1], done):
         page.locator(f'tr[data-task="{tid}"] .tasks-pick').click()
     page.click("#bulk-cancel")
+    answer(page)
     page.locator("#bulk-result .tasks-bulk-sum").wait_for()
     assert page.locator("#bulk-result .tasks-bulk-sum").inner_text() == "2 of 3 canceled."
     assert page.locator(f'#bulk-result li[data-task="{done}"]').get_attribute("data-ok") == "0"

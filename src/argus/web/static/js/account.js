@@ -1,5 +1,5 @@
 // Account page: who I am, storage and GPU-hours, SFTP password, SSH keys, API tokens (all /api/v2/me…).
-import { api, el, fmtBytes, fmtTime, t } from "./common.js";
+import { api, confirmDialog, copyText, el, fmtBytes, fmtTime, t } from "./common.js";
 
 const errorBox = document.getElementById("acct-error");
 function showError(e) {
@@ -44,7 +44,7 @@ async function loadKeys() {
 }
 
 async function removeKey(k) {
-  if (!window.confirm(t("account.key_remove_confirm", { fp: k.fingerprint }))) return;
+  if (!(await confirmDialog(t("account.key_remove_confirm", { fp: k.fingerprint }), { danger: true }))) return;
   try { await api(`/api/v2/me/keys/${k.id}`, { method: "DELETE" }); await loadKeys(); } catch (e) { showError(e); }
 }
 
@@ -57,7 +57,7 @@ async function loadTokens() {
 }
 
 async function revoke(tk) {
-  if (!window.confirm(t("account.revoke_confirm", { prefix: tk.prefix }))) return;
+  if (!(await confirmDialog(t("account.revoke_confirm", { prefix: tk.prefix }), { danger: true }))) return;
   try { await api(`/api/v2/me/tokens/${tk.id}`, { method: "DELETE" }); await loadTokens(); } catch (e) { showError(e); }
 }
 
@@ -96,10 +96,17 @@ document.getElementById("token-form").addEventListener("submit", async (ev) => {
     const label = document.getElementById("token-label").value.trim();
     const made = await api("/api/v2/me/tokens", { method: "POST", body: { name: label || null } });
     document.getElementById("token-secret").textContent = made.token;
+    document.getElementById("token-copied").textContent = "";
     document.getElementById("token-secret-box").hidden = false;
     document.getElementById("token-label").value = "";
     await loadTokens();
   } catch (e) { showError(e); }
+});
+
+// The new token is shown once: one click puts it on the clipboard, and the page says it did.
+document.getElementById("token-copy").addEventListener("click", async () => {
+  const ok = await copyText(document.getElementById("token-secret").textContent);
+  document.getElementById("token-copied").textContent = ok ? t("account.token_copied") : t("account.token_copy_failed");
 });
 
 Promise.all([loadMe(), loadKeys(), loadTokens()])

@@ -1,6 +1,6 @@
 // Account page, Notifications (issue 24): your webhooks and e-mail addresses, a test, the last deliveries.
 // Every rule (what a URL may be, which events exist, whether e-mail is on) is the API's: this only shows it.
-import { api, el, fmtTime, t } from "./common.js";
+import { api, confirmDialog, el, fmtTime, t } from "./common.js";
 
 const body = document.getElementById("notify-body");
 const kind = document.getElementById("notify-kind");
@@ -70,7 +70,7 @@ async function sendTest(c) {
 }
 
 async function remove(c) {
-  if (!window.confirm(t("notify.remove_confirm", { target: c.target }))) return;
+  if (!(await confirmDialog(t("notify.remove_confirm", { target: c.target }), { danger: true }))) return;
   try {
     await api(`/api/v2/notifications/${c.id}`, { method: "DELETE" });
     if (shown && shown.id === c.id) document.getElementById("notify-deliveries").hidden = true;

@@ -4,7 +4,7 @@
 // per user over 30 days (GET /api/v2/usage), storage per user, the queue across users. The audit log
 // is admin_audit.js. Rules live in the API: the page only mirrors one for comfort (no Disable button
 // on one's own row; the API refuses it with 409 anyway).
-import { api, el, fmtBytes, fmtTime, gpus, page, poll, statusBadge, t } from "./common.js";
+import { api, confirmDialog, el, fmtBytes, fmtTime, gpus, page, poll, promptDialog, statusBadge, t } from "./common.js";
 
 const GIB = 2 ** 30;
 const errorBox = document.getElementById("admin-error");
@@ -86,7 +86,7 @@ async function loadUsers() {
 }
 
 async function toggle(u) {
-  if (!u.disabled && !window.confirm(t("admin.disable_confirm", { name: u.name }))) return;
+  if (!u.disabled && !(await confirmDialog(t("admin.disable_confirm", { name: u.name }), { danger: true }))) return;
   try {
     await api(`/api/v2/users/${encodeURIComponent(u.name)}/${u.disabled ? "enable" : "disable"}`, { method: "POST" });
     showError(null);
@@ -95,7 +95,7 @@ async function toggle(u) {
 }
 
 async function resetPassword(u) {
-  const pw = window.prompt(t("admin.reset_prompt", { name: u.name }), randomPassword());
+  const pw = await promptDialog(t("admin.reset_prompt", { name: u.name }), randomPassword());
   if (!pw) return;
   try {
     await api(`/api/v2/users/${encodeURIComponent(u.name)}/password`, { method: "POST", body: { password: pw } });
@@ -123,14 +123,37 @@ document.getElementById("create-form").addEventListener("submit", async (ev) => 
   } catch (e) { showError(e); }
 });
 
+// The queue across users, a page at a time from the server (GET /api/v2/tasks?limit=&offset=, its total):
+// a busy cluster's thousands of queued tasks are never one table.
+const QUEUE_PAGE = 25;
+let queueOffset = 0;
+
 async function loadQueue() {
-  const data = await api("/api/v2/tasks?status=QUEUED,SUBMITTED,RUNNING,CANCELING&limit=200");
+  const data = await api(`/api/v2/tasks?status=QUEUED,SUBMITTED,RUNNING,CANCELING&limit=${QUEUE_PAGE}&offset=${queueOffset}`);
+  if (!data.items.length && queueOffset > 0 && data.total > 0) {  // the page emptied meanwhile: show the last one
+    queueOffset = Math.max(0, Math.floor((data.total - 1) / QUEUE_PAGE) * QUEUE_PAGE);
+    return loadQueue();
+  }
   document.getElementById("aq-body").replaceChildren(...data.items.map((x) => el("tr", { "data-task": x.task_id },
     el("td", { class: "mono" }, el("a", { href: `/tasks/${encodeURIComponent(x.task_id)}` }, x.task_id)),
     el("td", {}, x.user), el("td", {}, statusBadge(x.status)), el("td", { class: "mono" }, gpus(x)),
     el("td", {}, fmtTime(x.created_at)), el("td", { class: "reason" }, x.pending_reason || x.status_message || ""))));
   document.getElementById("aq-empty").hidden = data.items.length > 0;
+  const pager = document.getElementById("aq-pager");
+  pager.hidden = data.total <= QUEUE_PAGE && queueOffset === 0;
+  document.getElementById("aq-range").textContent = t("admin.queue_range",
+    { from: data.items.length ? data.offset + 1 : 0, to: data.offset + data.items.length, total: data.total });
+  document.getElementById("aq-prev").disabled = data.offset === 0;
+  document.getElementById("aq-next").disabled = data.offset + data.items.length >= data.total;
+  document.getElementById("aq-table").dataset.offset = String(data.offset);
 }
 
+const queuePoll = poll(loadQueue, 5000);
+for (const [id, step] of [["aq-prev", -QUEUE_PAGE], ["aq-next", QUEUE_PAGE]])
+  document.getElementById(id).addEventListener("click", () => {
+    queueOffset = Math.max(0, queueOffset + step);
+    queuePoll.now();
+  });
+
 loadUsers().then(() => { document.body.dataset.loaded = "1"; }).catch(showError);
-poll(loadQueue, 5000).now();
+queuePoll.now();

@@ -3,7 +3,7 @@
 // (POST …/export: a CPU task), Delete (DELETE …/checkpoints?step=N), plus Delete all. What may be done is the
 // API's to say: a refused action shows the API's own message (e.g. "the task is RUNNING: … once it has
 // ended"), nothing is decided here. Refreshed every 10 s while the tab is open and the task runs.
-import { api, el, fmtBytes, fmtTime, poll, sayResult, t } from "./common.js";
+import { api, confirmDialog, el, fmtBytes, fmtTime, poll, promptDialog, sayResult, t } from "./common.js";
 
 function stateText(state) {
   if (state === "complete") return t("task.ckpt_complete");
@@ -41,15 +41,15 @@ export function startCheckpoints(base, taskId, finished) {
       el("button", { type: "button", "data-act": "resume", onclick: () => act(
         () => api(`${base}/resume`, { method: "POST", body: { step: s.step } }), () => t("task.ckpt_resumed"), true) },
       t("task.ckpt_resume")),
-      el("button", { type: "button", "data-act": "export", onclick: () => {
-        const to = window.prompt(t("task.ckpt_export_to", { step: s.step, id: taskId }), "");
+      el("button", { type: "button", "data-act": "export", onclick: async () => {
+        const to = await promptDialog(t("task.ckpt_export_to", { step: s.step, id: taskId }), "");
         if (to === null) return;
         act(() => api(`${base}/export`, { method: "POST", body: { step: s.step, to: to.trim() || null } }),
           () => t("task.ckpt_exported"), true);
       } }, t("task.ckpt_export")),
     ] : [];
-    actions.push(el("button", { type: "button", class: "danger", "data-act": "delete", onclick: () => {
-      if (!window.confirm(t("task.ckpt_delete_confirm", { step: s.step, id: taskId }))) return;
+    actions.push(el("button", { type: "button", class: "danger", "data-act": "delete", onclick: async () => {
+      if (!(await confirmDialog(t("task.ckpt_delete_confirm", { step: s.step, id: taskId }), { danger: true }))) return;
       act(() => api(`${base}/checkpoints?step=${s.step}`, { method: "DELETE" }),
         (r) => t("task.ckpt_deleted", { path: r.removed }));
     } }, t("task.ckpt_delete")));
@@ -73,8 +73,8 @@ export function startCheckpoints(base, taskId, finished) {
     if (finished() && poller) { poller.stop(); poller = null; }
   }
 
-  deleteAll.addEventListener("click", () => {
-    if (!window.confirm(t("task.ckpt_delete_all_confirm", { id: taskId }))) return;
+  deleteAll.addEventListener("click", async () => {
+    if (!(await confirmDialog(t("task.ckpt_delete_all_confirm", { id: taskId }), { danger: true }))) return;
     act(() => api(`${base}/checkpoints`, { method: "DELETE" }), (r) => t("task.ckpt_deleted", { path: r.removed }));
   });
 

@@ -192,3 +192,62 @@ export function sayResult(target, ok, text, link) {
   target.dataset.ok = ok ? "1" : "0";
   target.replaceChildren(text, link ? " " : "", link || "");
 }
+
+// ------------------------------------------------------------------ in-page dialogs
+// Instead of the browser's confirm, prompt and alert dialogs, which block the whole tab, cannot be translated or styled, and
+// which Chromium may suppress: a modal <dialog> (showModal keeps focus inside, the page behind inert),
+// Esc cancels, Enter confirms, its buttons in the page's language. One at a time; each returns a promise.
+
+let dialogCount = 0;
+
+/**
+ * Ask in a modal dialog. ``input`` (a string: the field's first value) makes it a prompt.
+ * Resolves to the typed text (prompt) or true (confirm) on OK; null (prompt) or false (confirm) on cancel.
+ */
+export function ask(message, { input, ok, cancel = true, danger = false } = {}) {
+  const prompt = input !== undefined && input !== null;
+  const field = prompt ? el("input", { type: "text", class: "dialog-input", "aria-label": message }) : null;
+  if (field) field.value = String(input);
+  const okBtn = el("button", { type: "submit", class: danger ? "danger dialog-ok" : "primary dialog-ok" },
+    ok || t("dialog.ok"));
+  const cancelBtn = cancel ? el("button", { type: "button", class: "dialog-cancel" }, t("dialog.cancel")) : null;
+  const text = el("p", { class: "dialog-message", id: `dialog-msg-${++dialogCount}` }, message);
+  const form = el("form", { method: "dialog" }, text, field, el("div", { class: "dialog-buttons" }, cancelBtn, okBtn));
+  const dlg = el("dialog", { class: "argus-dialog", "aria-labelledby": text.id, "data-kind": prompt ? "prompt" : cancel ? "confirm" : "alert" }, form);
+  const opener = document.activeElement;
+  return new Promise((resolve) => {
+    let answered = false;
+    const finish = (yes) => {
+      if (answered) return;
+      answered = true;
+      dlg.close();
+      dlg.remove();
+      if (opener && typeof opener.focus === "function" && opener.isConnected) opener.focus();
+      resolve(prompt ? (yes ? field.value : null) : yes);
+    };
+    form.addEventListener("submit", (ev) => { ev.preventDefault(); finish(true); });
+    if (cancelBtn) cancelBtn.addEventListener("click", () => finish(false));
+    dlg.addEventListener("cancel", (ev) => { ev.preventDefault(); finish(!cancel); }); // Esc
+    const stops = [field, cancelBtn, okBtn].filter(Boolean);
+    dlg.addEventListener("keydown", (ev) => {
+      if (ev.key === "Enter" && ev.target !== cancelBtn && !ev.isComposing) { ev.preventDefault(); finish(true); }
+      if (ev.key === "Tab") {  // focus stays in the dialog: Tab from the last control wraps to the first
+        const at = stops.indexOf(document.activeElement);
+        const next = ev.shiftKey ? (at <= 0 ? stops.length - 1 : at - 1) : (at + 1) % stops.length;
+        ev.preventDefault();
+        stops[next].focus();
+      }
+    });
+    document.body.append(dlg);
+    dlg.showModal();
+    (field || okBtn).focus();
+    if (field) field.select();
+  });
+}
+
+/** A yes/no question in the page (true: confirmed). */
+export const confirmDialog = (message, opts) => ask(message, opts);
+/** A line of text asked in the page (null: cancelled). */
+export const promptDialog = (message, value = "", opts) => ask(message, { ...opts, input: value });
+/** A message the user acknowledges (OK only). */
+export const alertDialog = (message) => ask(message, { cancel: false });

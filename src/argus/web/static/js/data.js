@@ -6,7 +6,7 @@
 // they hold for rows scrolled out of it. Bulk move and delete are one request per item through the
 // same endpoints as the single actions (the server keeps every path rule), four at a time, and
 // every item gets its own result line.
-import { api, ApiError, copyText, el, fmtBytes, fmtTime, page, t } from "./common.js";
+import { api, ApiError, confirmDialog, copyText, el, fmtBytes, fmtTime, page, promptDialog, t } from "./common.js";
 import { busy as uploadsBusy, cancelAll, clearStopped, enqueue, quotaFor } from "./data_uploads.js";
 import { VirtualRows } from "./data_vlist.js";
 
@@ -98,8 +98,11 @@ function sorted(entries) {
 /** The platform's own folders shown in every home (/common, /teams): listed, never changed or sized. */
 const SYNTHETIC = new Set(["/common", "/teams"]);
 
+/** The server's own word on each entry (``actions``): what it will rename or delete, nothing more. */
+const may = (e, action) => (e.actions || []).includes(action);
+
 function selectable(e) {
-  return state.writable && e.writable && !SYNTHETIC.has(e.path);
+  return state.writable && may(e, "delete");
 }
 
 function row(e, index) {
@@ -115,10 +118,8 @@ function row(e, index) {
     actions.push(el("a", { class: "button download-dir", href: `/api/v2/files/archive?path=${encodeURIComponent(e.path)}`,
       download: `${e.name}.tar` }, t("data.download_tar")));
   }
-  if (e.writable && !SYNTHETIC.has(e.path)) {
-    actions.push(el("button", { type: "button", class: "rename", onclick: () => rename(e) }, t("data.rename")));
-    actions.push(el("button", { type: "button", class: "delete", onclick: () => remove(e) }, t("data.delete")));
-  }
+  if (may(e, "rename")) actions.push(el("button", { type: "button", class: "rename", onclick: () => rename(e) }, t("data.rename")));
+  if (may(e, "delete")) actions.push(el("button", { type: "button", class: "delete", onclick: () => remove(e) }, t("data.delete")));
   const picked = state.selected.has(e.path);
   const box = selectable(e)
     ? el("input", { type: "checkbox", class: "data-pick", checked: picked, "aria-label": t("data.select_one", { name: e.name }),
@@ -214,7 +215,7 @@ document.getElementById("copy-sftp").addEventListener("click", async () => {
 });
 
 document.getElementById("mkdir").addEventListener("click", async () => {
-  const name = window.prompt(t("data.mkdir_prompt"));
+  const name = await promptDialog(t("data.mkdir_prompt"));
   if (!name) return;
   try {
     await api("/api/v2/files/mkdir", { method: "POST", body: { path: join(state.path, name) } });
@@ -223,7 +224,7 @@ document.getElementById("mkdir").addEventListener("click", async () => {
 });
 
 async function rename(e) {
-  const to = window.prompt(t("data.rename_prompt", { name: e.name }), e.name);
+  const to = await promptDialog(t("data.rename_prompt", { name: e.name }), e.name);
   if (!to || to === e.name) return;
   const dst = to.startsWith("/") ? to : join(state.path, to);
   try {
@@ -240,7 +241,7 @@ async function remove(e) {
       const v = { name: e.name, files: s.files, dirs: s.dirs, size: fmtBytes(s.bytes) };
       question = s.truncated ? t("data.confirm_delete_dir_many", v) : t("data.confirm_delete_dir", v);
     }
-    if (!window.confirm(question)) return;
+    if (!(await confirmDialog(question, { danger: true }))) return;
     await api(`/api/v2/files?path=${encodeURIComponent(e.path)}&recursive=${e.type === "dir"}`, { method: "DELETE" });
     await load();
   } catch (err) { showError(err); }
@@ -401,7 +402,7 @@ document.getElementById("data-bulk-delete").addEventListener("click", async () =
   if (!items.length) return;
   const dirs = items.filter((e) => e.type === "dir").length;
   const names = items.slice(0, 5).map((e) => e.name).join(", ") + (items.length > 5 ? ", …" : "");
-  if (!window.confirm(t("data.bulk_confirm_delete", { n: items.length, dirs, names }))) return;
+  if (!(await confirmDialog(t("data.bulk_confirm_delete", { n: items.length, dirs, names }), { danger: true }))) return;
   const results = await eachItem(items, (e) =>
     api(`/api/v2/files?path=${encodeURIComponent(e.path)}&recursive=${e.type === "dir"}`, { method: "DELETE" }));
   state.selected.clear();

@@ -7,7 +7,7 @@
 // the server's message and a Retry button. Uploads use XMLHttpRequest because fetch() reports no
 // upload progress; the server writes a hidden temp file and renames it only when complete, so a
 // canceled upload (xhr.abort) leaves nothing behind.
-import { api, ApiError, csrfToken, el, fmtBytes, fmtDuration, t } from "./common.js";
+import { api, ApiError, confirmDialog, csrfToken, el, fmtBytes, fmtDuration, t } from "./common.js";
 
 /** The figures of GET /api/v2/files/usage that apply in ``folder``: a team folder's own (``usage.teams``,
  * each with its ``path``) inside it, else the home's. */
@@ -96,7 +96,7 @@ export async function enqueue(files, host) {
   const refused = () => { if (!busy()) document.body.dataset.uploads = was || "idle"; };
   const existing = new Set(host.names());
   const clashes = files.map((f) => f.rel.split("/")[0]).filter((n, i, all) => existing.has(n) && all.indexOf(n) === i);
-  if (clashes.length && !window.confirm(t("data.confirm_overwrite", { names: clashes.slice(0, 5).join(", ") }))) {
+  if (clashes.length && !(await confirmDialog(t("data.confirm_overwrite", { names: clashes.slice(0, 5).join(", ") })))) {
     refused();
     return;
   }

@@ -1,8 +1,9 @@
 // Nodes page: GET /api/v2/nodes (GPUs total / allocated / free per worker, who holds them, each GPU's
-// use from the tasks' telemetry as a bar, CPU-only nodes named) and the
+// use from the tasks' telemetry as a bar, CPU-only nodes named, the CPU and memory its tasks use now and
+// over the last half hour as sparklines — figures the API computed, `use`) and the
 // queue head (tasks not yet placed; my own waiting tasks with the scheduler's reason). Other users'
 // tasks arrive from the API without id or user for non-admins: shown as "another user's task".
-import { api, el, fmtTime, page, poll, statusBadge, t } from "./common.js";
+import { api, el, fmtBytes, fmtTime, page, poll, statusBadge, t } from "./common.js";
 
 function holder(task) {
   const idle = task.idle_gpus_since ? el("span", { class: "badge idle", title: t("nodes.idle_title") },
@@ -29,6 +30,44 @@ function gpuUse(n) {
   return el("div", { class: "nodes-gpus" }, el("span", { class: "hint nodes-gpu-mean" }, mean), ...bars);
 }
 
+const SVG = "http://www.w3.org/2000/svg";
+
+/** A small line over the last half hour (the API's per-minute shares, 0-100 %; beyond 100 is clipped). */
+function sparkline(points, cls) {
+  const w = 90, h = 20;
+  const svg = document.createElementNS(SVG, "svg");
+  svg.setAttribute("class", `nodes-spark ${cls}`);
+  svg.setAttribute("viewBox", `0 0 ${w} ${h}`);
+  svg.setAttribute("width", String(w));
+  svg.setAttribute("height", String(h));
+  svg.setAttribute("aria-hidden", "true");
+  const shown = points.filter((p) => p[1] !== null);
+  svg.dataset.points = String(shown.length);
+  if (shown.length) {
+    const t0 = shown[0][0], span = Math.max(60, shown[shown.length - 1][0] - t0);
+    const line = document.createElementNS(SVG, "polyline");
+    line.setAttribute("points", shown.map(([t, v]) =>
+      `${((t - t0) / span * (w - 2) + 1).toFixed(1)},${(h - 1 - Math.min(100, Math.max(0, v)) / 100 * (h - 2)).toFixed(1)}`).join(" "));
+    svg.append(line);
+  }
+  return svg;
+}
+
+/** CPU and memory that Argus's running tasks use on the node: now (cores, bytes, share of the node) and a
+ * sparkline each; or that no task sampled any. */
+function cpuMem(n) {
+  const u = n.use;
+  if (!u || (u.cpu === null && !u.history.length)) return el("span", { class: "muted nodes-no-use" }, t("nodes.no_use"));
+  const pct = (v) => (v === null ? "" : ` (${Math.round(v)} %)`);
+  const cpu = u.cpu === null ? "—" : t("nodes.cpu_now", { cores: u.cpu.toFixed(1) }) + pct(u.cpu_pct);
+  const mem = u.rss === null ? "—" : fmtBytes(u.rss) + pct(u.mem_pct);
+  return el("div", { class: "nodes-cpumem", title: t("nodes.use_title") },
+    el("div", { class: "nodes-use-row nodes-cpu" }, el("span", { class: "nodes-use-key" }, t("nodes.cpu")),
+      sparkline(u.history.map(([ts, c]) => [ts, c]), "cpu"), el("span", { class: "mono nodes-use-val" }, cpu)),
+    el("div", { class: "nodes-use-row nodes-mem" }, el("span", { class: "nodes-use-key" }, t("nodes.mem")),
+      sparkline(u.history.map(([ts, , m]) => [ts, m]), "mem"), el("span", { class: "mono nodes-use-val" }, mem)));
+}
+
 async function load() {
   const view = await api("/api/v2/nodes");
   const err = document.getElementById("nodes-error");
@@ -42,6 +81,7 @@ async function load() {
     el("td", { class: "num" }, n.gpus_total), el("td", { class: "num" }, n.gpus_allocated),
     el("td", { class: "num" }, Math.max(0, n.gpus_total - n.gpus_allocated)), el("td", { class: "num" }, n.cpus_total),
     el("td", { class: "nodes-use" }, gpuUse(n)),
+    el("td", { class: "nodes-cpumem-cell" }, cpuMem(n)),
     el("td", {}, n.tasks.length ? n.tasks.map((x) => el("div", {}, holder(x))) : "—"))));
   document.getElementById("nodes-empty").hidden = view.nodes.length > 0;
   // The queue head: the oldest waiting tasks with the scheduler's reason (others' redacted by the

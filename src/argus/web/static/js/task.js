@@ -1,7 +1,7 @@
 // One task: summary (polled while not finished), live log over SSE with a bounded window of lines,
 // metric charts (uPlot), the spec views, the events timeline, Cancel (confirmed) and Clone. What the user may do
 // and what state the run is in are the server's word (can_cancel, progress.stalled): the page only shows them.
-import { ApiError, TERMINAL, age, api, duration, el, fmtDuration, fmtTime, page, poll, setText, statusBadge, t } from "./common.js";
+import { ApiError, TERMINAL, age, alertDialog, api, confirmDialog, duration, el, fmtDuration, fmtTime, page, poll, setText, statusBadge, t } from "./common.js";
 import { startCharts } from "./charts.js";
 import { renderEta } from "./eta.js";
 import { startLog } from "./logpane.js";
@@ -79,11 +79,11 @@ const summaryPoll = poll(async () => {
 }, 3000);
 
 document.getElementById("cancel").addEventListener("click", async () => {
-  if (!window.confirm(t("task.cancel_confirm", { id }))) return;
+  if (!(await confirmDialog(t("task.cancel_confirm", { id }), { danger: true }))) return;
   try {
     await api(`${base}/cancel`, { method: "POST" });
   } catch (e) {
-    window.alert(e.message);
+    await alertDialog(e.message);
   }
   summaryPoll.now();
 });

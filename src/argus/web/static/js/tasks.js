@@ -5,7 +5,7 @@
 // the header box for the rows in view) to cancel them or compare them. A user with no task at all gets
 // the first-run guide: the doctor task in one click, then data, then a template. A row opens its task (a click
 // anywhere but its links and boxes, or Enter on the focused row; Ctrl/⌘-click: a new tab).
-import { age, api, duration, el, fmtDuration, fmtTime, gpus, page, poll, statusBadge, t } from "./common.js";
+import { age, api, confirmDialog, duration, el, fmtDuration, fmtTime, gpus, page, poll, statusBadge, t } from "./common.js";
 import { queueCell } from "./eta.js";
 
 const BLOCK = 100;      // rows per request
@@ -281,7 +281,7 @@ document.getElementById("bulk-compare").addEventListener("click", () => {
 
 document.getElementById("bulk-cancel").addEventListener("click", async () => {
   const ids = [...selected.keys()];
-  if (!ids.length || !window.confirm(t("tasks.bulk_cancel_confirm", { n: ids.length }))) return;
+  if (!ids.length || !(await confirmDialog(t("tasks.bulk_cancel_confirm", { n: ids.length }), { danger: true }))) return;
   const out = document.getElementById("bulk-result");
   out.hidden = false;
   out.replaceChildren();

@@ -4,7 +4,7 @@
 // quota. Usage by team (GET /api/v2/usage?group_by=team|user|day&team=…) with its CSV link (format=csv).
 // Every rule is the API's: the page shows controls by role for comfort only, sends what was typed, and
 // shows the API's refusal as it said it (its message, then each field's problem).
-import { api, el, fmtBytes, page, t } from "./common.js";
+import { api, confirmDialog, el, fmtBytes, page, t } from "./common.js";
 
 const GIB = 2 ** 30;
 const errorBox = document.getElementById("teams-error");
@@ -78,9 +78,9 @@ function memberRow(team, m, manage) {
     actions.push(el("button", { type: "button", class: "make-default",
       onclick: () => act(() => api(path(team.name, "default"), { method: "POST" })) }, t("teams.make_default")));
   if (manage || self)
-    actions.push(el("button", { type: "button", class: "remove-member", onclick: () => {
+    actions.push(el("button", { type: "button", class: "remove-member", onclick: async () => {
       const vars = { name: m.name, team: team.name };
-      if (window.confirm(self ? t("teams.leave_confirm", vars) : t("teams.remove_confirm", vars)))
+      if (await confirmDialog(self ? t("teams.leave_confirm", vars) : t("teams.remove_confirm", vars), { danger: true }))
         act(() => api(path(team.name, "members", m.name), { method: "DELETE" }));
     } }, self ? t("teams.leave") : t("teams.remove")));
   return el("tr", { "data-member": m.name },
