@@ -6,6 +6,8 @@ import json
 import re
 from pathlib import Path
 
+from argus.core import messages
+from argus.core.failures import FailureKind
 from argus.core.states import TaskStatus
 from argus.web import i18n
 
@@ -19,6 +21,9 @@ def used_keys() -> set[str]:
     found = {a or b for f in files for a, b in USE.findall(f.read_text(encoding="utf-8"))}
     js = (WEB / "static/js/common.js").read_text(encoding="utf-8")
     found |= set(re.findall(r'"(status\.[A-Z]+)"', js))  # the status badge's table
+    # server messages (issue 37): static/js/messages.js looks up msg.<code> for every code the server sends
+    found |= {f"msg.{code}" for code in messages.EN}
+    found |= {f"msg.{messages.FAILURE_PREFIX}{kind.value}" for kind in FailureKind}
     return found
 
 

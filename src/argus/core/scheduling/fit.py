@@ -21,9 +21,10 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
-from argus.core.resources import format_cpus, format_memory
+from argus.core.messages import Message, msg, part
+from argus.core.resources import format_memory
 
 EPS = 1e-9  # fractional CPUs (0.5) add up with rounding errors
 
@@ -135,7 +136,7 @@ class Room:
         for node in nodes:
             self.charge(node, t.cpus_per_node, t.memory_per_node)
 
-    def take_driver(self, t: TaskLike) -> str | None:
+    def take_driver(self, t: TaskLike) -> Message | None:
         """Charge a CPU job (its driver goes where Ray puts it) on the node with the most room.
 
         Returns None when it fits, else why it waits.
@@ -161,49 +162,57 @@ class Room:
                 return True
         return False
 
-    def why_short(self, t: TaskLike, free_gpus: dict[str, int], gpus_total: dict[str, int]) -> str:
-        """``needs 1 node × 8 GPUs, 12 CPUs; free: node-a 8 GPUs but 4 CPUs``.
+    def why_short(self, t: TaskLike, free_gpus: dict[str, int], gpus_total: dict[str, int]) -> Message:
+        """``needs 1 node × 8 GPUs, 12 CPUs; free: node-a 8 GPUs but 4 CPUs`` (``queue.resources_short``).
 
         Names, for the nodes whose GPUs would take a member, the resource they lack; when
         the cluster could not hold the gang even empty, says what the largest worker has
-        (the spec must change, or bigger nodes join).
+        (the spec must change, or bigger nodes join: ``queue.resources_never``).
         """
-        need = _need(t)
+        need = {"nnodes": t.nnodes, "need": _need(t)}
         never = not self.fits_when_empty(t, gpus_total)
         if never:
-            what = []
+            largest = []
             if t.cpus_per_node > max(self.cpus_total.values(), default=0.0) + EPS:
-                what.append(format_cpus(max(self.cpus_total.values(), default=0.0)))
+                largest.append(_cpus(max(self.cpus_total.values(), default=0.0)))
             if t.memory_per_node > max(self.memory_total.values(), default=0.0):
-                what.append(f"{format_memory(max(self.memory_total.values(), default=0.0))} memory")
-            if what:
-                return (f"{need}; the largest worker has {' and '.join(what)} (lower cpus_per_node/memory_per_node "
-                        "in the spec, or wait for bigger nodes to join)")
+                largest.append(_memory(max(self.memory_total.values(), default=0.0)))
+            if largest:
+                return msg("queue.resources_never", **need, largest=largest)
         nodes = [n for n in free_gpus if free_gpus[n] >= t.gpus_per_node]
         parts = []
         for node in sorted(nodes, key=lambda n: (-self.cpus[n], n))[:3]:
             lacks = []
             if self.cpus[node] + EPS < t.cpus_per_node:
-                lacks.append(format_cpus(max(self.cpus[node], 0.0)))
+                lacks.append(_cpus(max(self.cpus[node], 0.0)))
             if self.memory[node] < t.memory_per_node:
-                lacks.append(f"{format_memory(max(self.memory[node], 0.0))} memory")
+                lacks.append(_memory(max(self.memory[node], 0.0)))
             if lacks:
-                have = f"{free_gpus[node]} GPUs but " if t.gpus_per_node > 0 else ""
-                parts.append(f"{_short(node)} {have}{' and '.join(lacks)}")
+                parts.append(part("part.node_lacks", node=_short(node), gpus=free_gpus[node], lacks=lacks)
+                             if t.gpus_per_node > 0 else part("part.node_lacks_cpu_job", node=_short(node), lacks=lacks))
         if not parts:  # each node holds a member, the gang needs more members than the nodes hold together
-            parts = [f"{_short(n)} {self._free_text(t, free_gpus[n], n)}" for n in sorted(nodes)[:3]]
+            parts = [part("part.node_free", node=_short(n), free=self._free(t, free_gpus[n], n)) for n in sorted(nodes)[:3]]
         more = len(nodes) - len(parts)
-        tail = (f" (+{more} more nodes)" if more > 0 else "") + (
-            " (more than the cluster holds even empty: waiting for nodes to join)" if never else "")
-        return f"{need}; free: {', '.join(parts) or 'none'}{tail}"
+        out = msg("queue.resources_short", **need, free=parts)
+        if more > 0:
+            out = out.then("part.more_nodes", more=more)
+        return out.then("part.never_fits") if never else out
 
-    def _free_text(self, t: TaskLike, gpus: int, node: str) -> str:
-        items = [f"{gpus} GPUs"] if t.gpus_per_node > 0 else []
+    def _free(self, t: TaskLike, gpus: int, node: str) -> list[dict[str, Any]]:
+        items = [part("part.gpus", n=gpus)] if t.gpus_per_node > 0 else []
         if t.cpus_per_node > 0:
-            items.append(format_cpus(self.cpus[node]))
+            items.append(_cpus(self.cpus[node]))
         if t.memory_per_node > 0:
-            items.append(f"{format_memory(self.memory[node])} memory")
-        return ", ".join(items)
+            items.append(_memory(self.memory[node]))
+        return items
+
+
+def _cpus(n: float) -> dict[str, Any]:
+    return part("part.cpus", n=int(n) if float(n).is_integer() else round(n, 2))
+
+
+def _memory(amount: float) -> dict[str, Any]:
+    return part("part.memory", size=format_memory(amount))
 
 
 def _short(node_id: str) -> str:
@@ -211,11 +220,11 @@ def _short(node_id: str) -> str:
     return node_id[:12] if len(node_id) > 16 else node_id
 
 
-def _need(t: TaskLike) -> str:
-    members = f"{t.nnodes} node{'' if t.nnodes == 1 else 's'}"
-    items = [f"{t.gpus_per_node} GPU{'' if t.gpus_per_node == 1 else 's'}"] if t.gpus_per_node > 0 else []
+def _need(t: TaskLike) -> list[dict[str, Any]]:
+    """What one gang member needs, as message list items (GPUs, CPUs, memory)."""
+    items = [part("part.gpus", n=t.gpus_per_node)] if t.gpus_per_node > 0 else []
     if t.cpus_per_node > 0:
-        items.append(format_cpus(t.cpus_per_node))
+        items.append(_cpus(t.cpus_per_node))
     if t.memory_per_node > 0:
-        items.append(f"{format_memory(t.memory_per_node)} memory")
-    return f"needs {members} × {', '.join(items)}"
+        items.append(_memory(t.memory_per_node))
+    return items

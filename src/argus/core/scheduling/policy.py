@@ -60,6 +60,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from argus.core.messages import Message, msg, part
 from argus.core.scheduling import fit
 from argus.core.scheduling.fairshare import HELD_CHARGE_S, Usage, rate
 
@@ -152,8 +153,13 @@ class Placement:
 @dataclass
 class Plan:
     placements: list[Placement] = field(default_factory=list)
-    pending: dict[str, str] = field(default_factory=dict)
+    reasons: dict[str, Message] = field(default_factory=dict)  # why each other task waits (issue 37: coded)
     reserved_for: str | None = None
+
+    @property
+    def pending(self) -> dict[str, str]:
+        """The reasons' English texts (what ``tasks.pending_reason`` holds)."""
+        return {tid: m.text for tid, m in self.reasons.items()}
 
 
 def plural(n: int, word: str) -> str:
@@ -170,6 +176,12 @@ def describe_free(free: Iterable[int]) -> str:
     if not counts:
         return "none"
     return ", ".join(gang(n, g) for g, n in sorted(counts.items(), reverse=True))
+
+
+def free_parts(free: Iterable[int]) -> list[dict[str, Any]]:
+    """:func:`describe_free` as message list items (``part.gang``), for a reason's ``free``/``nodes``."""
+    counts = Counter(f for f in free if f > 0)
+    return [part("part.gang", nnodes=n, gpus=g) for g, n in sorted(counts.items(), reverse=True)]
 
 
 def slots(free: dict[str, int], gpus: int) -> int:
@@ -387,7 +399,8 @@ def plan(
     """
     out = Plan()
     if cluster_error is not None:
-        out.pending = {t.task_id: f"Ray cluster unreachable: {cluster_error}" for t in queued}
+        why = msg("queue.ray_unreachable", error=cluster_error)
+        out.reasons = dict.fromkeys((t.task_id for t in queued), why)
         return out
     alive = [n for n in nodes if n.alive]
     totals = {n.node_id: n.gpus_total for n in alive}
@@ -398,10 +411,10 @@ def plan(
     running = len(held)
     per_user_tasks: dict[str, int] = defaultdict(int)
     per_user_gpus: dict[str, int] = defaultdict(int)
-    gpu_blocked: dict[str, str] = {}  # user → why their remaining GPU tasks wait (kept in the user's order)
+    gpu_blocked: dict[str, Message] = {}  # user → why their remaining GPU tasks wait (kept in the user's order)
     per_team_tasks: dict[str, int] = defaultdict(int)
     per_team_gpus: dict[str, int] = defaultdict(int)
-    team_blocked: dict[str, str] = {}  # team → why its remaining GPU tasks wait (its order is kept too)
+    team_blocked: dict[str, Message] = {}  # team → why its remaining GPU tasks wait (its order is kept too)
     for t in held:
         per_user_tasks[t.user] += 1
         per_user_gpus[t.user] += t.nnodes * t.gpus_per_node
@@ -409,59 +422,60 @@ def plan(
             per_team_tasks[t.team] += 1
             per_team_gpus[t.team] += t.nnodes * t.gpus_per_node
     order = FairQueue(queued, held, usage, team_usage, limits.weights())
-    reserved_label: str | None = None
+    reserved_label: dict[str, Any] | None = None
     reserved: set[str] = set()
     # (nnodes, gpus) → why such a gang waits, valid until free GPUs or reservations change; with
     # thousands of queued tasks of a few shapes this keeps a pass linear in the queue.
-    blocked: dict[tuple[int, int], str] = {}
+    blocked: dict[tuple[int, int, float, int], Message] = {}
 
-    def wait_all(user: str | None, reason: str) -> None:
+    def wait_all(user: str | None, reason: Message) -> None:
         for t in order.drop(user):
-            out.pending[t.task_id] = reason
+            out.reasons[t.task_id] = reason
 
     while (t := order.head()) is not None:
         user = t.user
         if running >= limits.max_running:
-            wait_all(None, f"cluster limit: {plural(limits.max_running, 'running task')}")
+            wait_all(None, msg("queue.cluster_task_limit", max=limits.max_running))
             break
         max_tasks = limits.running_limit(user)
         if 0 < max_tasks <= per_user_tasks[user]:
-            wait_all(user, f"user limit: {plural(max_tasks, 'running task')}")
+            wait_all(user, msg("queue.user_task_limit", max=max_tasks))
             continue
         team = limits.teams.get(t.team) if t.team else None
         if team is not None and team.max_running is not None and per_team_tasks[t.team] >= team.max_running:
+            why = msg("queue.team_task_limit", team=t.team, max=team.max_running)
             for w in order.drop_team(t.team):
-                out.pending[w.task_id] = f"team limit: {t.team} runs {plural(team.max_running, 'task')} (its max)"
+                out.reasons[w.task_id] = why
             continue
         placed: tuple[str, ...] | None = None
         over = _over_gpu_limit(t, per_user_gpus[user], limits.gpu_limit(user))
-        team_over = (_over_gpu_limit(t, per_team_gpus[t.team], team.max_gpus, f"team limit ({t.team})", "team")
+        team_over = (_over_gpu_limit(t, per_team_gpus[t.team], team.max_gpus, t.team)
                      if team is not None and team.max_gpus is not None else None)
         if t.gpus_per_node > 0 and user in gpu_blocked:
-            out.pending[t.task_id] = gpu_blocked[user]
+            out.reasons[t.task_id] = gpu_blocked[user]
         elif t.gpus_per_node > 0 and t.team in team_blocked:
-            out.pending[t.task_id] = team_blocked[t.team]
+            out.reasons[t.task_id] = team_blocked[t.team]
         elif team_over is not None:
             assert team is not None and team.max_gpus is not None and t.team is not None
-            out.pending[t.task_id] = team_over
+            out.reasons[t.task_id] = team_over
             if t.nnodes * t.gpus_per_node <= team.max_gpus:
-                team_blocked[t.team] = (f"team limit ({t.team}): {plural(per_team_gpus[t.team], 'GPU')} held "
-                                        f"(max {team.max_gpus}); {t.task_id} of the same team waits first")
+                team_blocked[t.team] = msg("queue.team_gpu_first", team=t.team, held=per_team_gpus[t.team],
+                                           max=team.max_gpus, first=t.task_id)
         elif over is not None:
-            out.pending[t.task_id] = over
+            out.reasons[t.task_id] = over
             if t.nnodes * t.gpus_per_node <= limits.gpu_limit(user):  # it will fit once the user's tasks end
-                gpu_blocked[user] = (f"user limit: {plural(per_user_gpus[user], 'GPU')} held "
-                                     f"(max {limits.gpu_limit(user)}); {t.task_id} of the same user waits first")
+                gpu_blocked[user] = msg("queue.user_gpu_first", held=per_user_gpus[user],
+                                        max=limits.gpu_limit(user), first=t.task_id)
         elif not alive:
-            out.pending[t.task_id] = "no worker nodes in the Ray cluster"
+            out.reasons[t.task_id] = msg("queue.no_workers")
         elif t.gpus_per_node <= 0:
             short = room.take_driver(t)  # a CPU job needs its CPUs/memory on some node
             if short is None:
                 placed = ()
             else:
-                out.pending[t.task_id] = short
+                out.reasons[t.task_id] = short
         elif _shape(t) in blocked:  # same shape already failed since the last change
-            out.pending[t.task_id] = blocked[_shape(t)]
+            out.reasons[t.task_id] = blocked[_shape(t)]
         else:
             avail = {n: f for n, f in free.items() if n not in reserved}
             counts_room = t.cpus_per_node > 0 or t.memory_per_node > 0
@@ -469,15 +483,15 @@ def plan(
             if placed is None and counts_room and (take(dict(avail), t.nnodes, t.gpus_per_node) is not None or (
                     slots(totals, t.gpus_per_node) >= t.nnodes and not room.fits_when_empty(t, totals))):
                 # GPUs are there (or would be), CPUs or memory are not: say which; no reservation
-                out.pending[t.task_id] = blocked[_shape(t)] = room.why_short(t, avail, totals)
+                out.reasons[t.task_id] = blocked[_shape(t)] = room.why_short(t, avail, totals)
             elif placed is None:
                 why = _why_waiting(t, totals, cluster_gpus, free, reserved, reserved_label)
-                out.pending[t.task_id] = why
+                out.reasons[t.task_id] = why
                 if (out.reserved_for is None and slots(totals, t.gpus_per_node) >= t.nnodes
                         and room.fits_when_empty(t, totals)):
                     out.reserved_for = t.task_id
-                    reserved_label = (t.task_id if t.priority_class is None
-                                      else f"{t.task_id} of priority class {t.priority_class}")
+                    reserved_label = (part("part.task", task=t.task_id) if t.priority_class is None else
+                                      part("part.task_of_class", task=t.task_id, priority_class=t.priority_class))
                     reserved.update(_closest_nodes(t, totals, free))
                     blocked.clear()
                     why = _why_waiting(t, totals, cluster_gpus, free, reserved, reserved_label)
@@ -497,8 +511,9 @@ def plan(
                 per_team_gpus[t.team] += t.nnodes * t.gpus_per_node
         order.done(t, started=placed is not None)
     for t in queued:  # a classed task says so: it explains why it went before others
-        if t.priority_class is not None and t.task_id in out.pending:
-            out.pending[t.task_id] += f" (priority class {t.priority_class})"
+        if t.priority_class is not None and t.task_id in out.reasons:
+            out.reasons[t.task_id] = out.reasons[t.task_id].then("part.priority_class",
+                                                                  priority_class=t.priority_class)
     return out
 
 
@@ -507,18 +522,18 @@ def _shape(t: QueuedTask) -> tuple[int, int, float, int]:
     return (t.nnodes, t.gpus_per_node, t.cpus_per_node, t.memory_per_node)
 
 
-def _over_gpu_limit(t: QueuedTask, held_gpus: int, limit: int, label: str = "user limit",
-                    whose: str = "user") -> str | None:
+def _over_gpu_limit(t: QueuedTask, held_gpus: int, limit: int, team: str | None = None) -> Message | None:
     """Why the user's (or team's) GPU limit keeps ``t`` waiting, or None (CPU job, no limit, or it fits).
 
     A team limit of 0 GPUs is a real limit (the team may run CPU jobs only); a user limit of 0 means none."""
     need = t.nnodes * t.gpus_per_node
-    if t.gpus_per_node <= 0 or (limit <= 0 and whose == "user") or held_gpus + need <= limit:
+    if t.gpus_per_node <= 0 or (limit <= 0 and team is None) or held_gpus + need <= limit:
         return None
+    whose = {} if team is None else {"team": team}
     if need > limit:
-        return (f"{label}: this task needs {plural(need, 'GPU')}, more than the {whose}'s limit of {limit} "
-                f"(it cannot start until an admin raises the limit)")
-    return f"{label}: {plural(held_gpus, 'GPU')} held, this task needs {need} (max {limit})"
+        return msg("queue.team_gpu_never" if whose else "queue.user_gpu_never", **whose, need=need, max=limit)
+    return msg("queue.team_gpu_limit" if whose else "queue.user_gpu_limit", **whose, held=held_gpus, need=need,
+               max=limit)
 
 
 def _closest_nodes(t: QueuedTask, totals: dict[str, int], free: dict[str, int]) -> list[str]:
@@ -539,14 +554,14 @@ def _why_waiting(
     cluster_gpus: int,
     free: dict[str, int],
     reserved: set[str],
-    reserved_for: str | None,
-) -> str:
-    need = f"needs {gang(t.nnodes, t.gpus_per_node)}"
+    reserved_for: dict[str, Any] | None,
+) -> Message:
+    need = {"nnodes": t.nnodes, "need": [part("part.gpus", n=t.gpus_per_node)]}
     if cluster_gpus == 0:
-        return "0 GPUs in the cluster"
+        return msg("queue.no_gpus")
     if slots(totals, t.gpus_per_node) < t.nnodes:
-        return f"{need}; the cluster has {describe_free(totals.values())} (waiting for nodes to join)"
+        return msg("queue.cluster_too_small", **need, nodes=free_parts(totals.values()))
     if reserved and slots(free, t.gpus_per_node) >= t.nnodes:
-        return (f"{need}; free: {describe_free(free[n] for n in free if n not in reserved)} "
-                f"(more GPUs are held back for {reserved_for}, ahead in the queue)")
-    return f"{need}; free: {describe_free(free.values())}"
+        return msg("queue.gpus_reserved", **need, free=free_parts(free[n] for n in free if n not in reserved),
+                   reserved_for=reserved_for)
+    return msg("queue.gpus_busy", **need, free=free_parts(free.values()))
