@@ -68,3 +68,53 @@ def upgrade_keeps_data(engine) -> None:  # noqa: ANN001
 
 def test_upgrade_to_teams_keeps_every_row_on_sqlite(tmp_path):
     upgrade_keeps_data(Database(f"sqlite:///{tmp_path / 'm.db'}").engine)
+
+
+def pending_reason_code_up_and_down(engine) -> None:  # noqa: ANN001
+    """0009 (issue 37) adds the pending reason's code and parameters beside its text, and takes them away again:
+    the text and every other column stay either way."""
+    from alembic import command
+    from alembic.config import Config
+
+    from argus.db.session import MIGRATIONS_DIR
+
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+
+    def to(revision: str, down: bool = False) -> None:
+        with engine.begin() as conn:
+            cfg.attributes["connection"] = conn
+            (command.downgrade if down else command.upgrade)(cfg, revision)
+
+    def columns() -> set[str]:
+        return {c["name"] for c in inspect(engine).get_columns("tasks")}
+
+    to("0008")
+    with engine.begin() as conn:
+        conn.execute(text("INSERT INTO users (id, name, is_admin, disabled, created_at) "
+                          "VALUES (1, 'alice', false, false, '2026-01-01 00:00:00+00:00')"))
+        conn.execute(text("INSERT INTO tasks (id, user_id, kind, workload, status, priority, nnodes, n_gpus_per_node, "
+                          "spec_raw, spec_resolved, command_raw, command_expanded, argv, warnings, attempts, "
+                          "pending_reason, created_at, updated_at) VALUES ('ppo-000001', 1, 'advanced', 'ppo', "
+                          "'QUEUED', 0, 1, 8, 'kind: advanced', '{}', 'x', 'x', '[]', '[]', 0, "
+                          "'user limit: 1 running task', '2026-01-01 00:00:00+00:00', '2026-01-01 00:00:00+00:00')"))
+    assert "pending_reason_code" not in columns()
+    to("head")
+    assert {"pending_reason_code", "pending_reason_params"} <= columns()
+    with engine.begin() as conn:
+        assert conn.execute(text("SELECT pending_reason, pending_reason_code FROM tasks")).one() == (
+            "user limit: 1 running task", None)
+        conn.execute(text("UPDATE tasks SET pending_reason_code = 'queue.user_task_limit', "
+                          "pending_reason_params = '{\"max\": 1}'"))
+    to("0008", down=True)
+    assert not {"pending_reason_code", "pending_reason_params"} & columns()
+    with engine.connect() as conn:
+        assert conn.execute(text("SELECT id, status, pending_reason FROM tasks")).one() == (
+            "ppo-000001", "QUEUED", "user limit: 1 running task")
+    to("head")
+    with engine.connect() as conn:
+        assert conn.execute(text("SELECT pending_reason_code, pending_reason_params FROM tasks")).one() == (None, None)
+
+
+def test_pending_reason_code_migrates_up_and_down_on_sqlite(tmp_path):
+    pending_reason_code_up_and_down(Database(f"sqlite:///{tmp_path / 'm.db'}").engine)

@@ -73,3 +73,11 @@ def test_upgrade_to_teams_keeps_every_row_on_postgres(pg_url):
     db = Database(pg_url)
     upgrade_keeps_data(db.engine)
     db.dispose()
+
+
+def test_pending_reason_code_migrates_up_and_down_on_postgres(pg_url):
+    from tests.db.test_migrations import pending_reason_code_up_and_down
+
+    db = Database(pg_url)
+    pending_reason_code_up_and_down(db.engine)
+    db.dispose()

@@ -123,6 +123,10 @@ class TaskModel(Base):
     failure_hint: Mapped[str | None] = mapped_column(Text)  # where it happened and what to change, one line
     status_message: Mapped[str | None] = mapped_column(Text)
     pending_reason: Mapped[str | None] = mapped_column(Text)
+    # issue 37: the pending reason as a message (core.messages): a stable code and its parameters, so the WebUI
+    # says it in the user's language; the API shows them only while they still render to pending_reason
+    pending_reason_code: Mapped[str | None] = mapped_column(String(64))
+    pending_reason_params: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, nullable=False)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, nullable=False)
     submitted_at: Mapped[datetime | None] = mapped_column(UTCDateTime)

@@ -19,6 +19,8 @@ from sqlalchemy import bindparam, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from argus.cluster.types import ClusterUnavailable, JobAlreadyExists, JobInfo, WorkerNode
+from argus.core import messages
+from argus.core.messages import Message
 from argus.core.resources import RESOURCES_KEY, NodeNeed
 from argus.core.states import ACTIVE, TaskStatus, TerminationReason
 from argus.db.models import TaskAttemptModel, TaskModel, TeamModel, UserModel, utcnow
@@ -55,7 +57,7 @@ FOREIGN_SLACK_S = 60.0  # clock slack between this server and the Ray head
 class Snapshot:
     queued: list[policy.QueuedTask]
     held: list[policy.HeldTask]
-    reasons: dict[str, str | None]
+    reasons: dict[str, tuple[str | None, str | None]]  # task id → its stored (pending_reason, pending_reason_code)
     user_limits: dict[str, policy.UserLimits] = field(default_factory=dict)
 
 
@@ -82,19 +84,19 @@ def queue_fingerprint(s: Session) -> tuple[Any, ...]:
     return tuple(row)
 
 
-def load_queue(s: Session) -> tuple[list[policy.QueuedTask], dict[str, str | None]]:
+def load_queue(s: Session) -> tuple[list[policy.QueuedTask], dict[str, tuple[str | None, str | None]]]:
     """Every QUEUED task, only the columns the policy needs (Core rows: no ORM objects for 10 000 rows)."""
     rows = s.connection().execute(
         select(TaskModel.id, TaskModel.user_id, TaskModel.priority, TaskModel.created_at,
                TaskModel.nnodes, TaskModel.n_gpus_per_node, TaskModel.pending_reason, *NEED_COLUMNS, TaskModel.team,
-               TaskModel.class_value, TaskModel.priority_class)
+               TaskModel.class_value, TaskModel.priority_class, TaskModel.pending_reason_code)
         .where(TaskModel.status == TaskStatus.QUEUED.value)
     ).all()
     queued = [policy.QueuedTask(tid, str(uid), prio, created, nnodes, gpus,
                                 *node_need(entry, nnodes, gpus, cpus, memory), team=team, class_value=value,
                                 priority_class=klass)
-              for tid, uid, prio, created, nnodes, gpus, _, entry, cpus, memory, team, value, klass in rows]
-    return queued, {r[0]: r[6] for r in rows}
+              for tid, uid, prio, created, nnodes, gpus, _, entry, cpus, memory, team, value, klass, _ in rows]
+    return queued, {r[0]: (r[6], r[-1]) for r in rows}
 
 
 # A task's CPUs and memory per node (issue 15), read from its resolved spec without loading the whole JSON.
@@ -224,7 +226,7 @@ class SubmitQueuedTasks:
         self.plans += 1
         self._planned_at = time.monotonic()
         self._unchanged = None if plan.placements else inputs
-        self._record_reasons(plan.pending, reasons)
+        self._record_reasons(plan.reasons, reasons)
         submitted = 0
         self._maybe_unconfirmed = self._maybe_unconfirmed or bool(plan.placements)
         for placement in plan.placements:
@@ -234,24 +236,29 @@ class SubmitQueuedTasks:
             submitted += outcome == "submitted"
         return submitted
 
-    def wait_all(self, reason: str) -> None:
-        """Record one reason for every queued task (Ray down before recovery could run)."""
+    def wait_all(self, reason: str | Message) -> None:
+        """Record one reason for every queued task (Ray down before recovery could run); a plain text has no code."""
+        why = reason if isinstance(reason, Message) else Message("", {}, reason)
         snap = load_snapshot(self.ctx)
-        self._record_reasons({t.task_id: reason for t in snap.queued}, snap.reasons)
+        self._record_reasons({t.task_id: why for t in snap.queued}, snap.reasons)
 
-    def _record_reasons(self, pending: dict[str, str], current: dict[str, str | None]) -> None:
-        """Write only reasons that changed (a 10 000-task queue must not rewrite every row per tick)."""
-        changed = [(tid, why) for tid, why in pending.items() if current.get(tid) != why]
+    def _record_reasons(self, pending: dict[str, Message],
+                        current: dict[str, tuple[str | None, str | None]]) -> None:
+        """Write only reasons that changed (a 10 000-task queue must not rewrite every row per tick): the English
+        text and, beside it, the message's code and parameters (issue 37; a reason stored before them gets them)."""
+        changed = [(tid, why) for tid, why in pending.items() if current.get(tid) != (why.text, why.code or None)]
         if not changed:
             return
         table = TaskModel.__table__
         stmt = (update(table)
                 .where(table.c.id == bindparam("tid"), table.c.status == TaskStatus.QUEUED.value)
-                .values(pending_reason=bindparam("why")))
+                .values(pending_reason=bindparam("why"), pending_reason_code=bindparam("code"),
+                        pending_reason_params=bindparam("params")))
         with self.ctx.db.session() as s:  # one executemany: Core, no ORM bookkeeping per row
-            s.connection().execute(stmt, [{"tid": tid, "why": why} for tid, why in changed])
+            s.connection().execute(stmt, [{"tid": tid, "why": why.text, "code": why.code or None,
+                                           "params": why.params if why.code else None} for tid, why in changed])
 
-    def _set_reason(self, task_id: str, why: str) -> None:
+    def _set_reason(self, task_id: str, why: Message) -> None:
         self._record_reasons({task_id: why}, {})
 
     def _submit_one(self, placement: policy.Placement) -> str:
@@ -268,16 +275,17 @@ class SubmitQueuedTasks:
             else:
                 still = self._previous_attempt_runs(task.id, task.attempts) if task.attempts else None
                 if still is not None:
-                    if task.pending_reason != still:  # once, not on every planning pass
-                        log.warning("%s: %s", task.id, still)
-                    task.pending_reason = still
+                    if task.pending_reason != still.text:  # once, not on every planning pass
+                        log.warning("%s: %s", task.id, still.text)
+                    task.pending_reason = still.text
+                    task.pending_reason_code, task.pending_reason_params = still.code, still.params
                     return "waiting"
                 n = task.attempts + 1
                 sid = submission_id(task.id, n)
                 res = s.execute(update(TaskModel)
                                 .where(TaskModel.id == task.id, TaskModel.status == TaskStatus.QUEUED.value,
                                        TaskModel.attempts == n - 1)
-                                .values(attempts=n, submission_id=sid, pending_reason="submitting to Ray"))
+                                .values(attempts=n, submission_id=sid, **_reason(messages.msg("queue.submitting"))))
                 if res.rowcount != 1:
                     return "skipped"
                 att = TaskAttemptModel(task_id=task.id, attempt=n, submission_id=sid, status=UNCONFIRMED,
@@ -301,7 +309,7 @@ class SubmitQueuedTasks:
                 _abandon(ctx, sid)
                 return "skipped"
         except ClusterUnavailable as exc:
-            self._set_reason(placement.task_id, f"Ray cluster unreachable: {exc}")
+            self._set_reason(placement.task_id, messages.msg("queue.ray_unreachable", error=str(exc)))
             return "unavailable"
         except Exception as exc:  # noqa: BLE001 - Ray refused this job: the task cannot run as written
             log.warning("submitting %s failed: %s", sid, exc)
@@ -311,15 +319,14 @@ class SubmitQueuedTasks:
         msg = f"{'adopted' if adopted else 'submitted'} Ray job {sid}"
         return "submitted" if mark_submitted(ctx, placement.task_id, sid, msg) else "lost-race"
 
-    def _previous_attempt_runs(self, task_id: str, previous: int) -> str | None:
+    def _previous_attempt_runs(self, task_id: str, previous: int) -> Message | None:
         """Never two live attempts of one task (issue 36): why a retry waits while the previous attempt's driver
         still reports through its record (runtime/attempt_record) — a node Ray called lost but that still runs
         (a network partition), a job Ray forgot — after asking it to stop there; None: nothing runs."""
         record = attempt_record.ask_to_stop(self.ctx.settings.root, task_id, previous, self.ctx.now())
         if not record:
             return None
-        return (f"waiting for attempt {previous} to stop: its driver on {record.get('hostname') or '?'} still "
-                f"reports (asked to stop; never two live attempts)")
+        return messages.msg("queue.previous_attempt", attempt=previous, host=str(record.get("hostname") or "?"))
 
     def _fail(self, task_id: str, sid: str, message: str) -> None:
         with self.ctx.db.session() as s:
@@ -453,3 +460,8 @@ def _abandon(ctx: LoopContext, sid: str) -> None:
             att.status, att.termination_reason = "FAILED", TerminationReason.SUBMIT_ERROR.value
             att.message = "submission id already used by another Ray job"
             close_attempt(s, att, ctx.now())
+
+
+def _reason(why: Message) -> dict[str, Any]:
+    """The columns of a pending reason (issue 37): its English text, code and parameters."""
+    return {"pending_reason": why.text, "pending_reason_code": why.code, "pending_reason_params": why.params}
