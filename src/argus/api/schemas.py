@@ -103,6 +103,10 @@ class TaskSummaryOut(BaseModel):
     termination_reason: str | None
     status_message: str | None
     pending_reason: str | None
+    pending_reason_code: str | None = Field(None, description="pending_reason's stable code (docs/reference.md "
+                                            "'Message codes'), e.g. queue.user_gpu_limit; null: none or uncoded")
+    pending_reason_params: dict[str, Any] | None = Field(None, description="the code's parameters (a list of "
+                                                         "{code, ...} items where the reason lists nodes or needs)")
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
@@ -160,6 +164,10 @@ class TaskOut(TaskSummaryOut):
                                      "nccl_timeout, rollout_engine, missing_file, permission, user_code, python_exception, "
                                      "pids_limit, disk_full, task_runtime")
     failure_hint: str | None = Field(None, description="where it failed and what to change, one line")
+    failure_hint_code: str | None = Field(None, description="failure.<failure_kind> when failure_hint is the "
+                                          "kind's generic hint (the WebUI says it in the user's language)")
+    failure_hint_params: dict[str, Any] | None = Field(None, description="{where}: the English prefix of "
+                                                       "failure_hint naming the rank, worker or node")
     team: str | None = Field(None, description="the team the task is charged to (spec `team`, or the owner's "
                              "default team); null: none")
     priority_class: str | None = Field(None, description="its priority class (spec `priority_class`); null: none")

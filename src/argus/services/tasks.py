@@ -356,6 +356,7 @@ def get_task(session: Session, principal: Principal, task_id: str, *, team_read:
 SUMMARY_COLUMNS = (TaskModel.id, TaskModel.user_id, TaskModel.name, TaskModel.kind, TaskModel.workload,
                    TaskModel.status, TaskModel.priority, TaskModel.nnodes, TaskModel.n_gpus_per_node,
                    TaskModel.termination_reason, TaskModel.status_message, TaskModel.pending_reason,
+                   TaskModel.pending_reason_code, TaskModel.pending_reason_params,
                    TaskModel.created_at, TaskModel.started_at, TaskModel.finished_at)
 
 

@@ -30,6 +30,7 @@ from argus.api.schemas import (
     TaskOut,
     TaskSummaryOut,
 )
+from argus.core import messages
 from argus.core.admission import AdmissionPolicy
 from argus.core.resources import training_device
 from argus.core.states import TaskStatus
@@ -242,6 +243,7 @@ def get_task(
         resumed_by=resumed_by(session, task.id),
         failure_kind=task.failure_kind,
         failure_hint=task.failure_hint,
+        **_failure_hint_code(task.failure_kind, task.failure_hint),
         team=task.team,
         priority_class=task.priority_class,
         can_cancel=svc.can_cancel_now(session, principal, task),
@@ -307,15 +309,23 @@ def cancel(
     return out
 
 
+def _failure_hint_code(kind: str | None, hint: str | None) -> dict[str, Any]:
+    """failure_hint_code/params (issue 37): the page says a generic hint in the user's language."""
+    m = messages.failure_hint(kind, hint)
+    return {"failure_hint_code": m.code, "failure_hint_params": m.params} if m else {}
+
+
 def _summary(task: TaskModel | Row[Any], user: str) -> TaskSummaryOut:
     """A task or a row of ``svc.SUMMARY_COLUMNS`` (the list reads only those: no spec, so a list row's
     ``device`` is gpu and its workers its GPUs; one task's answer reads its spec)."""
     device, workers = training_device(getattr(task, "spec_resolved", None), task.n_gpus_per_node)
+    why = messages.from_stored(task.pending_reason_code, task.pending_reason_params, task.pending_reason)
     return TaskSummaryOut(
         task_id=task.id, user=user, name=task.name, kind=task.kind, workload=task.workload, status=task.status,
         priority=task.priority, nnodes=task.nnodes, n_gpus_per_node=task.n_gpus_per_node,
         device=device, workers_per_node=workers,
         termination_reason=task.termination_reason, status_message=task.status_message,
-        pending_reason=task.pending_reason, created_at=task.created_at, started_at=task.started_at,
+        pending_reason=task.pending_reason, pending_reason_code=why and why.code,
+        pending_reason_params=why and why.params, created_at=task.created_at, started_at=task.started_at,
         finished_at=task.finished_at, status_note=task_list.status_note(task.status_message),
     )
