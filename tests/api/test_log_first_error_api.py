@@ -69,6 +69,10 @@ def test_upper_case_error_and_a_rank_in_a_log_that_grows(tmp_path) -> None:  # n
     found, _ = first_error(ref)
     assert found is not None and (found.line, found.rank, found.kind) == (4, "rank3", "level")
     assert found.text == "[rank3]: ERROR NCCL watchdog timeout"
+    # rewritten in place (the same inode, longer than what was indexed): indexed again, not read on from the old end
+    ref.path.write_bytes(b"another log\n" + b"step ok\n" * 100 + b"FATAL: out of disk\n")
+    found, _ = first_error(ref)
+    assert found is not None and (found.line, found.text) == (102, "FATAL: out of disk")
     # a traceback whose exception is not written yet: named once it is
     ref2 = LogRef("t", 2, tmp_path / "attempt-2.log", tmp_path)
     ref2.path.write_bytes(b"a\nTraceback (most recent call last):\n  File \"x.py\", line 1, in f\n")
@@ -107,12 +111,21 @@ def test_first_error_api_every_node_access_and_errors(settings) -> None:  # noqa
         # the first node's error comes first; one node asked for
         (logs / "attempt-1.log").write_bytes(b"[argus] attempt 1\nstep:1 fine\nERROR: disk full\n")
         assert alice.get(url).json()["first"]["node"] == 1
+        r = alice.get(f"/api/v2/tasks/{tid}/logs/search", params={"q": "E"})  # every match numbered
+        assert [m["line"] for m in r.json()["matches"]] == [1, 2, 3]
         assert alice.get(url, params={"node": 3}).json()["first"]["line"] == 3
         # a node's log is read like the first one's, with its line number
         r = alice.get(f"/api/v2/tasks/{tid}/logs", params={"node": 3, "lines": "true", "offset": 30})
         assert r.status_code == 200 and r.content.startswith(b"[rank5]") and r.headers["x-line"] == "3"
         r = alice.get(f"/api/v2/tasks/{tid}/logs/search", params={"q": "cuda", "node": 3})
         assert [m["line"] for m in r.json()["matches"]] == [3]
+        # the times of a range: the clock's stamps inside it and the first one after it
+        (logs / "attempt-1.clock").write_text("10 1000.5\n30 1001.0\n47 1002.25\n60 10")  # a torn last line
+        times = alice.get(f"/api/v2/tasks/{tid}/logs/times", params={"offset": 10, "end": 30}).json()["times"]
+        assert times == [[30, 1001.0], [47, 1002.25]]
+        assert alice.get(f"/api/v2/tasks/{tid}/logs/times", params={"end": 5}).json()["times"] == [[10, 1000.5]]
+        assert bob.get(f"/api/v2/tasks/{tid}/logs/times", params={"end": 5}).status_code == 404
+        assert alice.get(f"/api/v2/tasks/{tid}/logs/times").status_code in (400, 422)  # end is required
         # another user's task is not there; no such node or attempt; bad values named
         assert bob.get(url).status_code == 404
         assert bob.get(f"/api/v2/tasks/{tid}/logs", params={"node": 3}).status_code == 404

@@ -6,11 +6,13 @@ looking for the error words ~1 s a word), so each log gets an index, built on th
 it and extended from where it stopped as the log grows (a log is only ever appended to):
 
 * ``marks``: the line number at every ``MARK_BYTES`` of the file (a few KiB for a GiB log), so the number of
-  the line at any offset is one bisect and one count over less than ``MARK_BYTES``;
-* ``first``: the first error line, once seen. An appended log never changes it, so it is found once.
+  the line at any offset is one bisect and one count over less than ``MARK_BYTES``. Counting is one pass
+  (~0.5 s a GiB); a range read far past the counted part leaves it to a background thread, a block at a time;
+* ``first``: the first error line, once seen (the search for it is the costly pass, done only when asked).
+  An appended log never changes it, so it is found once.
 
-An index is keyed by the file's device and inode and dropped when the file shrinks (a new file, not an
-append). It lives in the server process (API, WebUI and scheduler share one) and is lost on a restart,
+An index is keyed by the file's device and inode and dropped when the file shrinks or its first bytes
+change (a new file, not an append). It lives in the server process (API, WebUI and scheduler share one) and is lost on a restart,
 when it is rebuilt on the next request. Answers after the first are a ``stat`` and a dictionary look-up.
 
 A line is an error when, as the page shows it (escapes removed, the last ``\\r`` redraw), it says ``error``,
@@ -26,18 +28,22 @@ import bisect
 import os
 import re
 import threading
+import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import BinaryIO
 
 from argus.core.failures import _CHAIN, _TRACEBACK, _exception_line, _lines
 from argus.core.log_text import visible
-from argus.services.home_files import open_plain
+from argus.core.metrics import CLOCK_SUFFIX, parse_clock
+from argus.services.home_files import open_plain, read_plain
 from argus.services.logs import LogRef
 
 BLOCK = 4 * 1024 * 1024
 MARK_BYTES = BLOCK  # a mark per block: a GiB log has 256
 MAX_TEXT = 300
+HEAD_BYTES = 256
 DETAIL_BYTES = 512 * 1024  # how far after a traceback's first line its exception is looked for
 MAX_INDEXES = 256  # logs indexed at once in one server (least recently used dropped)
 SYNC_BYTES = 16 * 1024 * 1024  # a line number further than this from the index is left to a background build
@@ -63,8 +69,10 @@ class ErrorLine:
 @dataclass
 class _Index:
     key: tuple[int, int]
-    scanned: int = 0  # bytes indexed (up to a newline but for a line longer than a block)
-    lines: int = 0  # newlines in those bytes
+    head: bytes  # the file's first bytes when indexed: a log rewritten in place (same inode) is seen as new
+    counted: int = 0  # bytes whose newlines are counted …
+    lines: int = 0  # … and how many there are
+    searched: int = 0  # bytes looked at for the first error (whole lines but for one longer than a block)
     starts: list[int] = field(default_factory=lambda: [0])  # a byte offset every ~MARK_BYTES …
     marks: list[int] = field(default_factory=lambda: [0])  # … and the newlines before it
     first: ErrorLine | None = None
@@ -80,10 +88,11 @@ _GUARD = threading.Lock()
 def _index_for(ref: LogRef, f: BinaryIO) -> tuple[_Index, int]:
     st = os.fstat(f.fileno())
     key, path = (st.st_dev, st.st_ino), str(ref.path)
+    head = os.pread(f.fileno(), HEAD_BYTES, 0)
     with _GUARD:
         idx = _INDEXES.get(path)
-        if idx is None or idx.key != key or idx.scanned > st.st_size:
-            idx = _Index(key)
+        if idx is None or idx.key != key or idx.counted > st.st_size or not head.startswith(idx.head):
+            idx = _Index(key, head)
             _INDEXES[path] = idx
         _INDEXES.move_to_end(path)
         while len(_INDEXES) > MAX_INDEXES:
@@ -124,32 +133,49 @@ def _first_in_block(block: bytes, base: int) -> tuple[int, int, str, str] | None
     return best
 
 
-def _extend(idx: _Index, f: BinaryIO, size: int, upto: int | None = None) -> None:
-    """Index ``[idx.scanned, upto or size)`` block by block; the caller holds ``idx.lock``."""
-    stop = size if upto is None else min(size, upto)
-    pos, lines = idx.scanned, idx.lines
-    while pos < stop:
+def _count_to(idx: _Index, f: BinaryIO, upto: int) -> None:
+    """Count the newlines of ``[idx.counted, upto)`` (a mark at each block); the caller holds ``idx.lock``."""
+    pos, lines = idx.counted, idx.lines
+    while pos < upto:
         if pos - idx.starts[-1] >= MARK_BYTES:
             idx.starts.append(pos)
             idx.marks.append(lines)
+        f.seek(pos)
+        block = f.read(min(BLOCK, upto - pos))
+        if not block:
+            break
+        lines += block.count(b"\n")
+        pos += len(block)
+    idx.counted, idx.lines = pos, lines
+
+
+def _line_at(idx: _Index, f: BinaryIO, offset: int) -> int:
+    """The number (from 1) of the line holding byte ``offset``; the caller holds ``idx.lock``."""
+    if offset > idx.counted:
+        _count_to(idx, f, offset)
+    at = bisect.bisect_right(idx.starts, offset) - 1
+    return idx.marks[at] + _count(f, idx.starts[at], offset) + 1
+
+
+def _search(idx: _Index, f: BinaryIO, size: int) -> None:
+    """Look for the first error in ``[idx.searched, size)`` until found; the caller holds ``idx.lock``."""
+    pos = idx.searched
+    while idx.first is None and pos < size:
         f.seek(pos)
         block = f.read(min(BLOCK, size - pos))
         cut = block.rfind(b"\n") + 1
         if not cut:
             if pos + len(block) >= size:
-                break  # the last, unfinished line: indexed once it ends
+                break  # the last, unfinished line: looked at once it ends
             cut = len(block)  # one line longer than a block: looked at in pieces
         block = block[:cut]
-        if idx.first is None:
-            found = _first_in_block(block, pos)
-            if found:
-                offset, end, text, kind = found
-                line = lines + block.count(b"\n", 0, offset - pos) + 1
-                idx.first = _detail(f, offset, end, line, text, kind, size)
-                idx.first_exception_done = kind != "traceback" or bool(idx.first.exception)
-        lines += block.count(b"\n")
+        found = _first_in_block(block, pos)
+        if found:
+            offset, end, text, kind = found
+            idx.first = _detail(f, offset, end, _line_at(idx, f, offset), text, kind, size)
+            idx.first_exception_done = kind != "traceback" or bool(idx.first.exception)
         pos += len(block)
-    idx.scanned, idx.lines = pos, lines
+    idx.searched = pos
 
 
 def _count(f: BinaryIO, lo: int, hi: int) -> int:
@@ -203,7 +229,7 @@ def first_error(ref: LogRef) -> tuple[ErrorLine | None, int]:
     with f:
         idx, size = _index_for(ref, f)
         with idx.lock:
-            _extend(idx, f, size)
+            _search(idx, f, size)
             if idx.first is not None and not idx.first_exception_done:
                 first = idx.first
                 idx.first = _detail(f, first.offset, first.end, first.line, first.text, first.kind, size)
@@ -216,14 +242,46 @@ def line_number(ref: LogRef, f: BinaryIO, offset: int) -> int | None:
     more than SYNC_BYTES short of it: it is then built in the background, and a later request gets it."""
     idx, size = _index_for(ref, f)
     offset = min(offset, size)
-    if offset > idx.scanned + SYNC_BYTES:
+    if offset > idx.counted + SYNC_BYTES:
         _build_later(ref, idx)
         return None
     with idx.lock:
-        if offset > idx.scanned:
-            _extend(idx, f, size, offset)
-        at = bisect.bisect_right(idx.starts, offset) - 1
-        return idx.marks[at] + _count(f, idx.starts[at], offset) + 1
+        return _line_at(idx, f, offset)
+
+
+def line_numbers(ref: LogRef, f: BinaryIO, offsets: list[int]) -> list[int | None]:
+    """:func:`line_number` of each of ``offsets`` (ascending, as a search finds them): counted on from one to the
+    next, so many matches cost one pass over the span they cover, not one count each."""
+    out: list[int | None] = []
+    prev: tuple[int, int] | None = None  # (offset, its line number)
+    for offset in offsets:
+        if prev is not None and 0 <= offset - prev[0] <= MARK_BYTES:
+            n = prev[1] + _count(f, prev[0], offset)
+        else:
+            got = line_number(ref, f, offset)
+            if got is None:
+                return out + [None] * (len(offsets) - len(out))
+            n = got
+        out.append(n)
+        prev = (offset, n)
+    return out
+
+
+CLOCK_MAX_BYTES = 32 * 1024 * 1024  # ~20 bytes a stamp: a million steps
+
+
+def log_times(ref: LogRef, offset: int, end: int) -> list[tuple[int, float]]:
+    """The clock's stamps (byte offset, unix time) in ``(offset, end]`` and the first one past ``end``: the
+    driver stamps the log after each write that holds ``step:`` (core/metrics.py), so a line was in the log by
+    the time of the first stamp past its first byte. A log without a clock has no times."""
+    data = read_plain(ref.home, Path(ref.path).with_suffix(CLOCK_SUFFIX), CLOCK_MAX_BYTES)
+    if not data:
+        return []
+    clock = parse_clock(data.decode("ascii", "replace").rpartition("\n")[0])
+    ends = [o for o, _ in clock]
+    lo = bisect.bisect_right(ends, offset)
+    hi = bisect.bisect_right(ends, end)
+    return clock[lo:hi + 1]
 
 
 def _build_later(ref: LogRef, idx: _Index) -> None:
@@ -239,9 +297,10 @@ def _build_later(ref: LogRef, idx: _Index) -> None:
                 return
             with f:
                 st = os.fstat(f.fileno())
-                if (st.st_dev, st.st_ino) == idx.key:
-                    with idx.lock:
-                        _extend(idx, f, st.st_size)
+                while (st.st_dev, st.st_ino) == idx.key and idx.counted < st.st_size:
+                    with idx.lock:  # a block at a time: a request for a line number waits one block at most
+                        _count_to(idx, f, min(st.st_size, idx.counted + BLOCK))
+                    time.sleep(0.001)  # and the request threads get the interpreter in between
         finally:
             idx.building = False
 

@@ -28,7 +28,7 @@ from argus.core.log_text import line_search
 from argus.services import logs as svc
 from argus.services import telemetry
 from argus.services.home_files import open_plain
-from argus.services.log_index import ErrorLine, first_error, line_number
+from argus.services.log_index import ErrorLine, first_error, line_number, line_numbers, log_times
 from argus.services.log_search import resolve_node_logs, search_log
 from argus.services.principal import Principal
 from argus.services.tasks import get_task
@@ -84,6 +84,14 @@ def _line_of(ref: svc.LogRef, offset: int) -> int | None:
         return line_number(ref, f, offset)
 
 
+def _lines_of(ref: svc.LogRef, offsets: list[int]) -> list[int | None]:
+    f = open_plain(ref.home, ref.path) if offsets else None
+    if f is None:
+        return [None] * len(offsets)
+    with f:
+        return line_numbers(ref, f, offsets)
+
+
 class LogMatchOut(BaseModel):
     offset: int
     end: int
@@ -120,12 +128,33 @@ def search_logs(
     with ctx.db.session() as session:
         ((_, ref),) = resolve_node_logs(session, principal, task_id, attempt, node, ctx.layout)
     found = search_log(ref, search, offset=offset, before=before, max_matches=max)
-    numbers = [_line_of(ref, m.offset) for m in found.matches[:1]]  # the first one: where the page goes
+    numbers = _lines_of(ref, [m.offset for m in found.matches])
     return LogSearchOut(attempt=ref.attempt, matches=[LogMatchOut(offset=m.offset, end=m.end, text=m.text,
-                                                                  line=numbers[i] if i < len(numbers) else None)
+                                                                  line=numbers[i])
                                                       for i, m in enumerate(found.matches)],
                         scanned_from=found.scanned_from, scanned_to=found.scanned_to, size=found.size,
                         complete=found.complete)
+
+
+class LogTimesOut(BaseModel):
+    attempt: int
+    times: list[tuple[int, float]]  # (byte offset, unix time): the log had reached that byte by then
+
+
+@router.get("/{task_id}/logs/times", response_model=LogTimesOut, responses={404: {"model": ErrorOut}})
+def get_log_times(
+    task_id: str,
+    attempt: int | None = Query(None, ge=1, description="default: the latest attempt"),
+    offset: int = Query(0, ge=0, description="stamps past this byte …"),
+    end: int = Query(..., ge=0, description="… up to this one, and the first one after it"),
+    principal: Principal = Depends(current_principal),
+    ctx: AppContext = Depends(get_ctx),
+) -> LogTimesOut:
+    """When the log reached the bytes of a range (the driver's clock beside the log, stamped after each write
+    holding ``step:``): a line was in the log by the time of the first stamp past its first byte."""
+    with ctx.db.session() as session:
+        ref = svc.resolve_log(session, principal, task_id, attempt, ctx.layout)
+    return LogTimesOut(attempt=ref.attempt, times=log_times(ref, offset, end))
 
 
 class ErrorLineOut(BaseModel):

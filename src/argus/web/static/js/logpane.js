@@ -5,7 +5,9 @@
 // window is made of `div.chunk`s, each the lines of one byte range [data-start, data-end): offsets stay
 // exact whatever was dropped. New lines come over SSE (the server wakes on inotify) and are appended
 // while the window reaches the live end. The filter (text/regex, actor prefix, level) hides lines, the
-// search finds text in the window and asks the server (…/logs/search) for matches beyond it.
+// search finds text in the window and asks the server (…/logs/search) for matches beyond it. Lines are
+// numbered in a gutter: the server says the number of a range's first line (X-Line, from its index of the
+// log) and the numbers run on from chunk to chunk (issue 37).
 import { api, t } from "./common.js";
 import { startFind } from "./logfind.js";
 import { actorPrefix, lineLevel, lineNode, searchPattern } from "./logview.js";
@@ -54,14 +56,37 @@ export function startLog(base, taskId, { onEnd }) {
     const text = await r.text();
     const out = text.split("\n");
     if (out.length && out[out.length - 1] === "") out.pop();
-    return { start: Number(r.headers.get("X-Offset")), end: Number(r.headers.get("X-Next-Offset")), lines: out };
+    const line = r.headers.get("X-Line");
+    return { start: Number(r.headers.get("X-Offset")), end: Number(r.headers.get("X-Next-Offset")), lines: out,
+      line: line ? Number(line) : null };
   }
 
-  function makeChunk(start, end, raw) {
+  /** Number every chunk's lines from one whose first line's number the server said: the chunks are contiguous
+   * ranges of whole lines, so the numbers run on (a number is an attribute the gutter shows, never text). */
+  function numberLines() {
+    const chunks = Array.from(logEl.children);
+    const anchor = chunks.findIndex((c) => c.dataset.line);
+    if (anchor < 0) return;
+    for (let i = anchor + 1; i < chunks.length; i++) {
+      if (!chunks[i].dataset.line) chunks[i].dataset.line = Number(chunks[i - 1].dataset.line) + chunks[i - 1].childElementCount;
+    }
+    for (let i = anchor - 1; i >= 0; i--) {
+      if (!chunks[i].dataset.line) chunks[i].dataset.line = Math.max(1, Number(chunks[i + 1].dataset.line) - chunks[i].childElementCount);
+    }
+    for (const c of chunks) {
+      if (c.dataset.numbered === c.dataset.line) continue;
+      let n = Number(c.dataset.line);
+      for (const ln of c.children) ln.dataset.n = n++;
+      c.dataset.numbered = c.dataset.line;
+    }
+  }
+
+  function makeChunk(start, end, raw, line = null) {
     const chunk = document.createElement("div");
     chunk.className = "chunk";
     chunk.dataset.start = start;
     chunk.dataset.end = end;
+    if (line) chunk.dataset.line = line;
     const tb = new Map();
     let newPrefix = false;
     for (const line of raw) {
@@ -122,6 +147,7 @@ export function startLog(base, taskId, { onEnd }) {
   }
 
   function afterChange() {
+    numberLines();
     countFilter();
     find.refresh();
     if (following && atEnd) logEl.scrollTop = logEl.scrollHeight;
@@ -158,14 +184,15 @@ export function startLog(base, taskId, { onEnd }) {
     if (offset === null) {
       const r = await fetchLines(Math.max(0, liveEnd - CHUNK_BYTES), liveEnd - Math.max(0, liveEnd - CHUNK_BYTES));
       if (!r || my !== gen) return;
-      logEl.append(makeChunk(r.start, r.end, r.lines));
+      logEl.append(makeChunk(r.start, r.end, r.lines, r.line));
       winStart = r.start; winEnd = r.end; atEnd = r.end >= liveEnd;
     } else {
       const lo = Math.max(0, offset - CHUNK_BYTES / 2);
       const [before, after] = await Promise.all([fetchLines(lo, offset - lo),
         fetchLines(offset, Math.max(0, Math.min(CHUNK_BYTES / 2, liveEnd - offset)))]);
       if (!before || !after || my !== gen) return;
-      logEl.append(makeChunk(before.start, before.end, before.lines), makeChunk(after.start, after.end, after.lines));
+      logEl.append(makeChunk(before.start, before.end, before.lines, before.line),
+        makeChunk(after.start, after.end, after.lines, after.line));
       winStart = before.start; winEnd = after.end; atEnd = after.end >= liveEnd;
     }
   }
@@ -185,7 +212,7 @@ export function startLog(base, taskId, { onEnd }) {
       }
       if (!r || my !== gen || r.end <= r.start) return;
       const h = logEl.scrollHeight;
-      logEl.prepend(makeChunk(r.start, r.end, r.lines));
+      logEl.prepend(makeChunk(r.start, r.end, r.lines, r.line));
       logEl.scrollTop += logEl.scrollHeight - h; // the line under the user's eyes stays put
       winStart = r.start;
       trim("bottom");
@@ -207,7 +234,7 @@ export function startLog(base, taskId, { onEnd }) {
         size *= 4;
       }
       if (!r || my !== gen) return;
-      if (r.end > r.start) logEl.append(makeChunk(r.start, r.end, r.lines));
+      if (r.end > r.start) logEl.append(makeChunk(r.start, r.end, r.lines, r.line));
       winEnd = Math.max(winEnd, r.end);
       atEnd = winEnd >= liveEnd;
       trim("top");
@@ -240,7 +267,7 @@ export function startLog(base, taskId, { onEnd }) {
     const size = Number(probe.headers.get("X-Next-Offset") || "0");
     const r = await fetchLines(Math.max(0, size - CHUNK_BYTES), null);
     if (token !== opens || !r || my !== gen) return;
-    logEl.append(makeChunk(r.start, r.end, r.lines));
+    logEl.append(makeChunk(r.start, r.end, r.lines, r.line));
     winStart = r.start; winEnd = liveEnd = r.end; atEnd = true;
     replacing = false;
     showWindow();

@@ -100,8 +100,6 @@ export function findAll(text, pattern) {
   return out;
 }
 
-export const ERROR_LINE = /Traceback|Error|Exception/;
-
 /** A DOM Range over [start, end) of `lineEl`'s text, across its spans' text nodes. */
 export function textRange(lineEl, start, end) {
   const range = document.createRange();
