@@ -154,11 +154,20 @@ def from_stored(code: str | None, params: Any, text: str | None) -> Message | No
     if not code or text is None or code not in EN:
         return None
     params = params if isinstance(params, dict) else {}
-    try:
-        ok = render(code, params) == text
-    except (KeyError, TypeError, AttributeError):  # parameters of another version's shape
-        ok = False
-    return Message(code, params, text) if ok else None
+    if _verified.get((code, text)) != params:  # a page of 500 queued rows repeats a few reasons: render each once
+        try:
+            ok = render(code, params) == text
+        except (KeyError, TypeError, AttributeError):  # parameters of another version's shape
+            ok = False
+        if not ok:
+            return None
+        if len(_verified) >= 4096:
+            _verified.clear()
+        _verified[(code, text)] = params
+    return Message(code, params, text)
+
+
+_verified: dict[tuple[str, str], dict[str, Any]] = {}  # (code, text) → params last seen to render to it
 
 
 def failure_hint(kind: str | None, hint: str | None) -> Message | None:
