@@ -94,3 +94,17 @@ def test_with_lines_fills_only_yaml_and_never_raises():
     assert [e.line for e in with_lines(errors[:1], json_body, "application/json")] == [None]  # JSON: no lines
     for hostile in ("", "[[[", "a: *x", "- 1\n- 2", "\x00", "{" * 10_000, "nnodes: [" * 40):
         assert [e.line for e in with_lines(errors[:2], hostile)] == [None, None]
+
+
+def test_a_key_or_operator_in_a_comment_line_of_the_command_is_not_where_the_error_is():
+    """Issue 37: an old value kept in a `#` line of a `|` command pinned the error to that comment."""
+    text = ("kind: advanced\nworkload: ppo\nnnodes: 1\nn_gpus_per_node: 2\ncommand: |\n"
+            "  # was: data.train_batch_size=4 && echo\n"
+            "  PYTHONUNBUFFERED=1 python3 -m verl.trainer.main_ppo \\\n"
+            "    data.train_files=$HOME/datasets/train.parquet \\\n"
+            "    data.train_batch_size=8 \\\n"
+            "    trainer.nnodes=1 && echo done\n")
+    lines = SpecLines(text)
+    assert lines.line_of("command: data.train_batch_size") == 9
+    assert lines.line_of("command", "&&") == 10
+    assert lines.line_of("command: critic.model.path") == 5  # not written: the command key

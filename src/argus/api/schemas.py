@@ -70,6 +70,7 @@ class DryRunOut(BaseModel):
     info: dict[str, Any] = {}
     resolved: dict[str, Any]
     command_expanded: str | None = None
+    checks: str = Field("all", description="which checks answered (`spec`: the spec's own only, verl's to come)")
 
 
 class AttemptOut(BaseModel):

@@ -9,7 +9,8 @@ JSON body, text that does not parse) simply gets no line.
 * a top-level field: the line of its key (the last one, as YAML keeps the last of duplicate keys);
 * an item of a list (``overrides[3]``): the line where that item starts;
 * ``command: <key>``: the line inside the command (a ``|`` block, a plain or a quoted scalar) where
-  ``<key>=`` is written (with ``+``/``++``/``~`` prefixes or quotes allowed), else the ``command`` key;
+  ``<key>=`` is written (with ``+``/``++``/``~`` prefixes or quotes allowed; never a ``#`` comment line
+  of the block: issue 37 pinned an error to an old value kept in a comment), else the ``command`` key;
 * ``command`` with a text value: the first command line containing that text, else the ``command`` key.
 """
 
@@ -75,6 +76,8 @@ class SpecLines:
             text = self._lines[n]
             if n == first:  # the key's own line: search only after where the value starts
                 text = " " * node.start_mark.column + text[node.start_mark.column:]
+            if text.strip().startswith("#"):
+                continue  # a comment line of a `|` command (admission skips it too): a key named there is not set
             if pattern.search(text):
                 return n + 1
         return None

@@ -1,4 +1,5 @@
-// The New Task editor: CodeMirror 6 with line numbers, YAML highlighting and lint markers.
+// The New Task editor: CodeMirror 6 with line numbers, YAML highlighting and lint markers; long lines wrap
+// (a command's overrides stay in view on a narrow screen, issue 37).
 // Bundled by scripts/build-web.sh into src/argus/web/static/vendor/editor.js (an ES module).
 // Exposes createEditor(parent, text, onChange) → {get(), set(text), setProblems([{line, severity, message}])}.
 import { EditorView, basicSetup } from "codemirror";
@@ -13,6 +14,7 @@ export function createEditor(parent, text, onChange) {
       basicSetup,
       yaml(),
       lintGutter(),
+      EditorView.lineWrapping,
       EditorView.updateListener.of((u) => { if (u.docChanged && onChange) onChange(); }),
     ],
   });

@@ -71,6 +71,10 @@ async def submit(
                                          description="makes a retry safe: same key within 24 h, same answer"),
     dry_run: bool = Query(False, description="check the spec exactly as a submit would (verl validation "
                           "included) and answer 200 with the verdict; nothing is queued or stored"),
+    checks: str = Query("all", pattern="^(all|spec)$",
+                        description="with dry_run: `spec` runs only the spec's own checks (fields, limits, the "
+                        "command, paths; no verl, no file read: milliseconds), `all` every check a submit runs. "
+                        "The New Task page asks for both and shows the first answer until verl's arrives"),
     creds: Credentials = Depends(credentials),
     ctx: AppContext = Depends(get_ctx),
 ) -> JSONResponse:
@@ -86,6 +90,9 @@ async def submit(
     400): the New Task page's Check button and ``argus submit --dry-run``."""
     if creds.bearer is None and creds.cookie is None:
         creds.principal()  # the 401, before the body is read
+    if checks != "all" and not dry_run:
+        raise ClientError("checks applies to a dry run only", code="invalid_request", errors=[FieldError(
+            "checks", checks, "a submit always runs every check; drop checks= or add dry_run=true")])
     raw = await _read_capped(request, ctx.settings.max_spec_bytes)
     content_type = request.headers.get("content-type")
 
@@ -101,14 +108,15 @@ async def submit(
         with ctx.db.session() as session:
             policy = svc.policy_for(session, principal, ctx.policy)
         if dry_run:  # before any Idempotency-Key handling: a dry run stores nothing, a key included
+            everything = checks == "all"
             checked = svc.check_spec(principal, body, policy=policy, content_type=content_type,
-                                     max_bytes=ctx.settings.max_spec_bytes, checks=ctx.checks,
-                                     alternatives=ctx.env_choices)
+                                     max_bytes=ctx.settings.max_spec_bytes, checks=ctx.checks if everything else (),
+                                     alternatives=ctx.env_choices if everything else None)
             with ctx.db.session() as session:  # the team and class a submit would charge, refused alike
                 charges = svc.charges(session, principal, checked)
             r = svc.preview(checked, principal, policy)
             return DryRunOut(warnings=r.warnings, info={**r.info, **charges.info()}, resolved=r.resolved,
-                             command_expanded=r.command_expanded)
+                             command_expanded=r.command_expanded, checks=checks)
         key = idempotency.parse_key(idempotency_key)
         if key is None:
             return queue(principal, policy, body, None, "")

@@ -95,6 +95,8 @@ function load(text) {
   if (previous !== null) offerDraft(previous);
   else if (offeredDraft === text) offerDraft(null);
   clearResult();
+  state.textContent = ""; // the previous text's verdict ("Rejected: …") is not this text's (issue 37)
+  delete state.dataset.quick;
   lastChecked = null;
   scheduleCheck();
 }
@@ -312,7 +314,7 @@ function problemItem(e) {
     ": ", e.message, " ", fixButton(e), problemLink(e));
 }
 
-function show(errors, warnings, info, expanded) {
+function show(errors, warnings, info, expanded, final = true) {
   clearResult();
   const errBox = document.getElementById("errors");
   errBox.querySelector("ul").replaceChildren(...errors.map(problemItem));
@@ -327,8 +329,26 @@ function show(errors, warnings, info, expanded) {
   const exp = document.getElementById("expanded");
   exp.querySelector("pre").textContent = expanded || "";
   exp.hidden = !expanded;
-  document.getElementById("ok").hidden = errors.length > 0;
+  document.getElementById("ok").hidden = !final || errors.length > 0;
   editor.setProblems(errors.map((e) => ({ line: e.line, severity: "error", message: `${e.field}: ${e.message}` })));
+}
+
+/** The spec's own checks (`checks=spec`: no verl, milliseconds), shown while verl's full check runs: its
+ * problems at once, then the full verdict replaces them (issue 37). Never the final word: no "ok" and no
+ * `data-verdict`; `data-quick` numbers it for the tests. A quick answer after the full one is dropped. */
+async function quickCheck(text, mine, ctrl, settled) {
+  try {
+    const r = await api("/api/v2/tasks?dry_run=true&checks=spec", { method: "POST", body: text, contentType: "application/yaml", signal: ctrl.signal });
+    if (mine !== generation || settled.done) return;
+    show([], r.warnings || [], null, r.command_expanded, false);
+    state.textContent = t("new.checking_verl");
+  } catch (e) {
+    if (mine !== generation || settled.done || e.name === "AbortError") return;
+    if (!(e instanceof ApiError && e.status === 400)) return; // the full check reports what went wrong
+    show(e.errors.length ? e.errors : [{ field: "(spec)", value: null, message: e.message }], e.warnings, null, null, false);
+    state.textContent = t("new.rejected_so_far", { n: e.errors.length || 1 });
+  }
+  state.dataset.quick = String(mine);
 }
 
 async function check(explicit) {
@@ -340,13 +360,17 @@ async function check(explicit) {
   inflight = ctrl;
   const mine = ++generation;
   state.textContent = t("new.checking");
+  const settled = { done: false };
+  quickCheck(text, mine, ctrl, settled);
   try {
     const r = await api("/api/v2/tasks?dry_run=true", { method: "POST", body: text, contentType: "application/yaml", signal: ctrl.signal });
+    settled.done = true;
     if (mine !== generation) return;
     show([], r.warnings || [], r.info, r.command_expanded);
     state.textContent = t("new.checked");
     verdict(text, mine);
   } catch (e) {
+    settled.done = true;
     if (mine !== generation || e.name === "AbortError") return;
     if (e instanceof ApiError && e.status === 400) {
       show(e.errors.length ? e.errors : [{ field: "(spec)", value: null, message: e.message }], e.warnings, null, null);
