@@ -4,6 +4,7 @@
 import { ApiError, TERMINAL, age, alertDialog, api, confirmDialog, duration, el, fmtDuration, fmtTime, page, poll, setText, statusBadge, t } from "./common.js";
 import { startCharts } from "./charts.js";
 import { renderEta } from "./eta.js";
+import { failureHint, pendingReason } from "./messages.js";
 import { startLog } from "./logpane.js";
 import { startResources } from "./resources.js";
 import { startCheckpoints } from "./checkpoints.js";
@@ -34,8 +35,8 @@ function renderSummary(tk) {
   setText("s-node", last ? (last.hostname || last.node_id || "") : "");
   setText("s-attempts", tk.attempts.length);
   setText("s-reason", tk.termination_reason || (tk.pending_reason ? t("task.waiting") : ""));
-  setText("s-message", tk.status_message || tk.pending_reason || "");
-  setText("s-hint", tk.failure_hint ? `${tk.failure_kind}: ${tk.failure_hint}` : "");
+  setText("s-message", tk.status_message || pendingReason(tk));
+  setText("s-hint", tk.failure_hint ? `${tk.failure_kind}: ${failureHint(tk)}` : "");
   document.getElementById("s-warnings").replaceChildren(...(tk.warnings || []).map((w) => el("li", {}, w)));
   document.getElementById("cancel").hidden = !tk.can_cancel;
   const dashboard = document.getElementById("ray-dashboard");  // rendered when the server runs task dashboards

@@ -1,0 +1,53 @@
+// Server messages in the page's language (issue 37): the server sends a stable code and its parameters beside
+// its English text (pending_reason_code/params, failure_hint_code/params); the page says them with its catalog's
+// msg.<code> templates, by the same small rules as core/messages.py: {name} a value (a dict: a nested message, a
+// list: its items joined by sep.<name> or sep, empty: none), {s:name} an English plural, params.then appended
+// after a space. A code the catalog does not know (a newer server) shows the server's text.
+import { t } from "./common.js";
+
+const PLACEHOLDER = /\{(s:)?(\w+)\}/g;
+
+function template(code) {
+  const key = `msg.${code}`;
+  const s = t(key);
+  if (s === key) throw new Error(`unknown message code ${code}`);
+  return s;
+}
+
+function render(code, params) {
+  let text = template(code).replace(PLACEHOLDER, (whole, plural, name) => {
+    if (!Object.prototype.hasOwnProperty.call(params, name)) return whole;
+    const v = params[name];
+    if (plural) return v === 1 ? "" : "s";
+    if (Array.isArray(v)) {
+      if (!v.length) return template("none");
+      let sep;
+      try { sep = template(`sep.${name}`); } catch { sep = template("sep"); }
+      return v.map((item) => render(item.code, item)).join(sep);
+    }
+    if (v !== null && typeof v === "object") return render(v.code, v);
+    return String(v);
+  });
+  for (const tail of params.then || []) text += ` ${render(tail.code, tail)}`;
+  return text;
+}
+
+/** The message in the page's language; ``text`` (the server's English) when there is no code or it is unknown. */
+export function sayMessage(code, params, text) {
+  if (!code) return text || "";
+  try {
+    return render(code, params || {});
+  } catch {
+    return text || "";
+  }
+}
+
+/** A task's pending reason in the page's language. */
+export function pendingReason(task) {
+  return sayMessage(task.pending_reason_code, task.pending_reason_params, task.pending_reason);
+}
+
+/** A failed task's hint in the page's language (its cause, the log's text, stays as it was written). */
+export function failureHint(task) {
+  return sayMessage(task.failure_hint_code, task.failure_hint_params, task.failure_hint);
+}

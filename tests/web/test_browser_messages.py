@@ -1,0 +1,77 @@
+"""Issue 37 in a real Chromium against a real ``argus up``: server messages in the user's language.
+
+A queued task's reason (the scheduler's ``queue.no_gpus``: the shared ``argus up`` has no GPU) shows in Chinese
+in the tasks list and on the task page, and in English for an English page; a failed task's hint
+(``failure.missing_file``) shows in Chinese while its cause (the log's text) stays as written; the task page
+labels the queue reason 原因 and the failure's hint 失败原因 (both were 原因).
+"""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import create_engine, update
+
+from argus.core.failures import FailureKind, hint_for
+from argus.db.models import TaskModel
+from tests.waiting import wait_until
+from tests.web.conftest import Pages, Up, shot
+from tests.web.test_browser import submit_api
+
+pytestmark = [pytest.mark.browser, pytest.mark.e2e]
+
+GPU = "kind: advanced\nworkload: job\nname: {name}\nnnodes: 1\nn_gpus_per_node: 1\ncommand: python3 -m argus.jobs.sleep 1\n"
+USER, PASSWORD = "lang37", "lang37-pw-123456789"
+CAUSE = "exit code 1: FileNotFoundError: [Errno 2] No such file or directory: '/home/lang37/data/x.parquet'"
+
+
+def _login(pages: Pages, up: Up, lang: str):  # noqa: ANN202
+    page = pages.new(lang=lang)
+    page.goto(f"{up.url}/login")
+    page.fill("#login-user", USER)
+    page.fill("#login-password", PASSWORD)
+    page.click("#login-submit")
+    page.wait_for_url(f"{up.url}/tasks")
+    return page
+
+
+def test_a_queue_reason_and_a_failure_hint_in_chinese(up: Up, pages: Pages) -> None:
+    up.add_user(USER, PASSWORD)
+    queued = submit_api(up, USER, GPU.format(name="waits"))
+    failed = submit_api(up, USER, GPU.format(name="fails"))
+    with up.api(USER) as c:
+        c.post(f"/api/v2/tasks/{failed}/cancel")
+
+        def coded() -> bool:
+            return c.get(f"/api/v2/tasks/{queued}").json()["pending_reason_code"] == "queue.no_gpus"
+
+        wait_until(coded, 120, every=0.5, what="the scheduler's coded reason")
+    engine = create_engine(f"sqlite:///{up.state / 'argus.db'}")
+    with engine.begin() as conn:  # as the monitor leaves a task whose file was missing
+        conn.execute(update(TaskModel).where(TaskModel.id == failed).values(
+            status="FAILED", termination_reason="EXIT_NONZERO", failure_kind="missing_file",
+            failure_hint=f"on gpu-7: {hint_for(FailureKind.MISSING_FILE)}", status_message=CAUSE))
+    engine.dispose()
+
+    page = _login(pages, up, "zh")
+    reason = page.locator(f'tr[data-task="{queued}"] td.reason')
+    reason.filter(has_text="集群中没有 GPU").wait_for(timeout=60_000)
+    assert "0 GPUs in the cluster" not in reason.inner_text()
+    shot(page, "tasks-reason-zh")
+
+    page.goto(f"{up.url}/tasks/{queued}")
+    page.locator("#s-message", has_text="集群中没有 GPU").wait_for(timeout=60_000)
+
+    page.goto(f"{up.url}/tasks/{failed}")
+    hint = page.locator("#s-hint")
+    hint.filter(has_text="任务读取的文件不存在").wait_for(timeout=60_000)
+    assert hint.inner_text().startswith("missing_file: on gpu-7: ")  # the where stays as the server wrote it
+    assert "A file the task reads is not there" not in hint.inner_text()
+    assert page.locator("#s-message").inner_text() == CAUSE  # the cause is the log's own text
+    labels = page.locator("#summary dt").all_inner_texts()
+    assert "原因" in labels and "失败原因" in labels and labels.count("原因") == 1
+    shot(page, "task-failure-hint-zh")
+
+    en = _login(pages, up, "en")
+    en.locator(f'tr[data-task="{queued}"] td.reason', has_text="0 GPUs in the cluster").wait_for(timeout=60_000)
+    en.goto(f"{up.url}/tasks/{failed}")
+    en.locator("#s-hint", has_text="A file the task reads is not there").wait_for(timeout=60_000)
