@@ -389,33 +389,49 @@ export class Board {
   // The picker: a key checked gets a chart of its own; unchecked, it leaves every chart it is on.
   toggle(key, on) {
     const drawn = drawnKeys(this.view).includes(key);
-    if (on && !drawn) this.edit(() => this.view.charts.push([key]), true);
+    if (on && !drawn) this.edit(() => this.view.charts.push([key]), key);
     if (!on && drawn) {
       this.edit(() => {
         for (const ks of this.view.charts) if (ks.includes(key)) ks.splice(ks.indexOf(key), 1);
         this.view.charts = this.view.charts.filter((ks) => ks.length);
-      }, false);
+      }, null);
     }
   }
 
-  addKey(chart, key) { if (!chart.keys.includes(key)) this.edit(() => chart.keys.push(key), true); }
+  addKey(chart, key) { if (!chart.keys.includes(key)) this.edit(() => chart.keys.push(key), key); }
 
   dropKey(chart, key) {
     if (chart.keys.length < 2) return this.removeChart(chart);
-    this.edit(() => chart.keys.splice(chart.keys.indexOf(key), 1), false);
+    this.edit(() => chart.keys.splice(chart.keys.indexOf(key), 1), null);
   }
 
-  removeChart(chart) { this.edit(() => { this.view.charts = this.view.charts.filter((ks) => ks !== chart.keys); }, false); }
+  removeChart(chart) { this.edit(() => { this.view.charts = this.view.charts.filter((ks) => ks !== chart.keys); }, null); }
 
-  // A change of which keys are drawn where: redraw, tick the picker, remember; a key new to the page
-  // has no points yet, so the page fetches them (`onKeyAdded`).
-  edit(change, fetch) {
+  // A change of which keys are drawn where: redraw, tick the picker, remember; `added`, a key new to
+  // the page, has no points yet: they are fetched.
+  edit(change, added) {
     change();
     for (const c of this.charts) if (this.view.charts.includes(c.keys)) c.caption();
     this.draw();
     this.picker.sync();
     this.save();
-    if (fetch) this.onKeyAdded?.();
+    if (added) this.addPoints(added).catch((e) => console.warn(e));
+  }
+
+  // Only the added key's points are asked for (a request costs the server per key it returns:
+  // bench/charts_metrics.py, bench/web_charts.py) and merged into each run's metrics; the next poll
+  // brings everything anyway. `fetchKey(sourceId, query)` is the page's GET …/metrics.
+  async addPoints(key) {
+    const sources = this.sources;
+    const got = await Promise.allSettled(sources.map((s) => this.fetchKey(s.id, `?key=${encodeURIComponent(key)}`)));
+    if (sources !== this.sources) return; // a poll replaced them meanwhile: it asked for this key too
+    got.forEach((r, i) => {
+      if (r.status !== "fulfilled") return;
+      const m = sources[i].metrics;
+      m.points[key] = r.value.points[key] || [];
+      m.times = { ...r.value.times, ...m.times };
+    });
+    this.draw();
   }
 
   // What needs a new uPlot (axis kind, scale, whether raw lines show); the smoothing weight alone does not.
@@ -478,6 +494,6 @@ export function startCharts(base, finished) {
   if (board.view.charts.length) board.save();
   const now = () => refresh().catch((e) => console.warn(e));
   board.box._refresh = now; // tests force a refresh instead of waiting 10 s
-  board.onKeyAdded = now; // its points were not asked for yet (also once the task has ended and polling stopped)
+  board.fetchKey = (_, query) => api(`${base}/metrics${query}`); // a key added: its points only (also once polling stopped)
   return Object.assign(poller, { board });
 }

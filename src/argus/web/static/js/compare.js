@@ -111,7 +111,8 @@ async function start() {
   if (!live) poller.stop();
   const now = () => refresh().catch((e) => console.warn(e));
   board.box._refresh = now;
-  board.onKeyAdded = now; // a finished run's new key is fetched once, not polled
+  // a key added: its points only, for each run (a finished run's are fetched once, not polled)
+  board.fetchKey = (id, query) => api(`/api/v2/tasks/${encodeURIComponent(id)}/metrics${query}`);
 }
 
 start();
