@@ -40,6 +40,7 @@ import io
 import json
 import os
 import re
+import select
 import sys
 import tempfile
 import time
@@ -515,6 +516,7 @@ def _compose_defaults_once() -> None:
     original_merge = loader.ConfigLoaderImpl._compose_config_from_defaults_list
     trees: dict[tuple[Any, ...], Any] = {}
     merged: dict[tuple[Any, ...], Any] = {}
+    spares.clear()
 
     def sources(repo: Any) -> tuple[str, ...]:
         return tuple(f"{s.scheme()}://{s.path}" for s in repo.get_sources())
@@ -538,11 +540,52 @@ def _compose_defaults_once() -> None:
         if key not in merged:
             if len(merged) > 64:
                 merged.clear()
+                spares.clear()
             merged[key] = original_merge(self, defaults, repo)
-        return copy.deepcopy(merged[key])
+        spare = spares.pop(key, None)
+        # the copy made while idle, once (the next one is made after this answer): this config's next use
+        spares[key] = _Spare(merged[key])
+        if len(spares) > SPARES:
+            del spares[next(iter(spares))]  # the least recently used config's copy goes first
+        return spare.copy if spare is not None and spare.copy is not None else copy.deepcopy(merged[key])
 
     loader.create_defaults_list = create_defaults_list  # type: ignore[assignment]
     loader.ConfigLoaderImpl._compose_config_from_defaults_list = compose_config_from_defaults_list  # type: ignore[method-assign]
+
+
+# The merged configs' spare copies (``_compose_defaults_once``), by cache key, each made between requests
+# (``make_spares``). Deep-copying verl's merged config (~14 000 nodes) was half of
+# a compose; made while the process waits for the next request, the request takes it ready (issue 37: the New
+# Task verdict within 0.5 s of the last keystroke). Only the configs used last keep one.
+SPARES = 2
+
+
+class _Spare:
+    """A merged config's next copy: ``copy`` once made (``make``), None until then."""
+
+    def __init__(self, original: Any) -> None:
+        self.original, self.copy = original, None
+
+    def make(self) -> None:
+        import copy
+
+        self.copy = copy.deepcopy(self.original)
+
+
+spares: dict[tuple[Any, ...], _Spare] = {}
+
+
+def make_spares(ready: Callable[[], bool]) -> int:
+    """Make the missing spare copies until ``ready()`` says a request is waiting; how many were made. A copy
+    already started is finished (one deep copy: tens of milliseconds), so a request waits that long at most."""
+    made = 0
+    for spare in list(spares.values()):
+        if ready():
+            break
+        if spare.copy is None:
+            spare.make()
+            made += 1
+    return made
 
 
 def _parse_interpolations_once() -> None:
@@ -717,8 +760,53 @@ def _validate_sft(cfg: Any) -> None:
                          f"per-GPU batch ({tbs // world} = data.train_batch_size / {world} GPUs)")
 
 
+# How many of verl's refusals one verdict collects (``_run_verl``): each further one is one more run of its checks.
+MAX_VERL_ROUNDS = 6
+
+
 def _run_verl(fn: Any, schema: Schema, cfg: Any) -> tuple[list[dict[str, Any]], list[str]]:
-    """Run one of verl's checks: (errors, warnings). A verdict that depends on what this environment
+    """Run one of verl's checks: (errors, warnings), every refusal verl's checks reach in one answer.
+
+    verl stops at its first refusal, so a spec missing three micro batch sizes took three rounds (issue 37). A
+    refusal of a key that has no value (``Please set at least one of …``) is recorded, the key is given a
+    stand-in value (1: a size no other rule refuses) in the config, and verl's checks run again, up to
+    ``MAX_VERL_ROUNDS``; a refusal of a value the user gave ends the rounds (what a changed value would make
+    verl say next is a guess). The stand-ins are taken back out of ``cfg`` before this returns."""
+    errors: list[dict[str, Any]] = []
+    stood_in: list[str] = []
+    try:
+        for _ in range(MAX_VERL_ROUNDS):
+            found, warned = _run_verl_once(fn, schema, cfg)
+            if warned or not found:
+                return errors + found, warned  # what this environment cannot check ends the rounds as before
+            errors.extend(e for e in found if e not in errors)
+            key = found[0].get("key")
+            if not key or key in stood_in or key not in schema.leaves or _select(cfg, key) is not None \
+                    or schema.leaves.get(key) is not None:
+                break
+            if not _stand_in(cfg, key, 1):
+                break
+            stood_in.append(key)
+    finally:
+        for key in stood_in:
+            _stand_in(cfg, key, None)
+    return errors, []
+
+
+def _stand_in(cfg: Any, key: str, value: Any) -> bool:
+    """Set ``key`` in ``cfg`` in place (no copy: verl's checks only read it); whether it could be set."""
+    from omegaconf import OmegaConf, open_dict
+
+    try:
+        with open_dict(cfg):
+            OmegaConf.update(cfg, key, value, merge=False)
+        return True
+    except Exception:  # noqa: BLE001 - a read-only or typed node: no second round then
+        return False
+
+
+def _run_verl_once(fn: Any, schema: Schema, cfg: Any) -> tuple[list[dict[str, Any]], list[str]]:
+    """Run one of verl's checks once: (errors, warnings). A verdict that depends on what this environment
     has installed (a rollout engine, megatron) is a warning: the workers' environment decides."""
     buf = io.StringIO()
     try:
@@ -877,6 +965,15 @@ def main() -> None:
         resp["elapsed_s"] = round(time.monotonic() - started, 4)
         out.write(json.dumps(resp, default=str) + "\n")
         out.flush()
+        make_spares(lambda: _waiting(sys.stdin))
+
+
+def _waiting(stream: Any) -> bool:
+    """Whether a request is already there to be read (then it goes first, before any spare copy)."""
+    try:
+        return bool(select.select([stream], [], [], 0)[0])
+    except (OSError, ValueError):
+        return True  # not a pipe select can watch (a test's stream): make no copy rather than block
 
 
 if __name__ == "__main__":
