@@ -21,6 +21,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.e2e]
 LINES = 40_000
 ERROR_AT = 150  # line numbers, from 1
 NEEDLE_AT = 200
+T0, T1 = 1_700_000_000.5, 1_700_003_600.25  # clock stamps (unix time), an hour apart
 ERROR = "\x1b[31m(WorkerDict pid=71, ip=10.0.0.3)\x1b[0m ERROR 11-21 14:02:11 [reward.py:12] reward server down"
 
 
@@ -49,6 +50,9 @@ def test_first_error_line_numbers_and_wrap_over_the_whole_log(up: Up, pages: Pag
     text = _log()
     log.write_text(text)
     total = text.count("\n")  # the traceback adds two lines
+    # the driver's clock: the log had reached the end of line ERROR_AT at T0, its end at T1
+    error_end = len("\n".join(text.split("\n")[:ERROR_AT]).encode()) + 1
+    log.with_suffix(".clock").write_text(f"{error_end} {T0}\n{len(text.encode())} {T1}\n")
     page = pages.new(user="alice")
     page.goto(f"{up.url}/tasks/{tid}")
     last = page.locator("#log .ln", has_text="LAST LINE of the log")
@@ -101,6 +105,13 @@ def test_first_error_line_numbers_and_wrap_over_the_whole_log(up: Up, pages: Pag
     assert err.inner_text() == ERROR.replace("\x1b[31m", "").replace("\x1b[0m", "")
     assert err.get_attribute("data-n") == str(ERROR_AT)
     assert in_view(page, "#log .ln.err")
+    # each line's time, from the clock, on hover: the error line by T0, the lines after it by T1
+    when = page.evaluate("""(ms) => new Intl.DateTimeFormat('en', {year: 'numeric', month: '2-digit', day: '2-digit',
+        hour: '2-digit', minute: '2-digit', second: '2-digit'}).format(new Date(ms))""", [T0 * 1000, T1 * 1000][0])
+    wait_until(lambda: err.get_attribute("title") == f"In the log by {when}", 30, every=0.1, what="the line's time")
+    later = page.locator(f'#log .ln[data-n="{ERROR_AT + 1}"]')
+    wait_until(lambda: (later.get_attribute("title") or "").startswith("In the log by ")
+               and later.get_attribute("title") != err.get_attribute("title"), 30, every=0.1, what="the next line's time")
     info = page.locator("#log-errinfo")
     assert info.inner_text() == f"First error: line {ERROR_AT}, (WorkerDict pid=71, ip=10.0.0.3)"
     shot(page, "task-log-first-error-en")

@@ -8,7 +8,7 @@
 // search finds text in the window and asks the server (…/logs/search) for matches beyond it. Lines are
 // numbered in a gutter: the server says the number of a range's first line (X-Line, from its index of the
 // log) and the numbers run on from chunk to chunk (issue 37).
-import { api, t } from "./common.js";
+import { api, fmtTime, t } from "./common.js";
 import { startFind } from "./logfind.js";
 import { actorPrefix, lineLevel, lineNode, searchPattern } from "./logview.js";
 
@@ -81,12 +81,31 @@ export function startLog(base, taskId, { onEnd }) {
     }
   }
 
-  function makeChunk(start, end, raw, line = null) {
+  const enc = new TextEncoder();
+  /** Each line of a fetched range gets its time as a tooltip: when the log had reached it, from the driver's
+   * clock beside the log (…/logs/times: a stamp after each write holding "step:"; no clock, no times). */
+  async function stampTimes(chunk, raw) {
+    const start = Number(chunk.dataset.start), end = Number(chunk.dataset.end);
+    let r;
+    try { r = await api(`${base}/logs/times?attempt=${attempt}&offset=${start}&end=${end}`); } catch { return; }
+    if (!r.times.length || !chunk.isConnected) return;
+    const lines = chunk.children;
+    let pos = start, k = 0;
+    for (let i = 0; i < raw.length && i < lines.length; i++) {
+      while (k < r.times.length && r.times[k][0] <= pos) k++;
+      if (k >= r.times.length) break;
+      lines[i].title = t("task.log_line_time", { time: fmtTime(r.times[k][1] * 1000) });
+      pos += enc.encode(raw[i]).length + 1;
+    }
+  }
+
+  function makeChunk(start, end, raw, line = null, fetched = true) {
     const chunk = document.createElement("div");
     chunk.className = "chunk";
     chunk.dataset.start = start;
     chunk.dataset.end = end;
     if (line) chunk.dataset.line = line;
+    if (fetched) stampTimes(chunk, raw);
     const tb = new Map();
     let newPrefix = false;
     for (const line of raw) {
@@ -281,7 +300,7 @@ export function startLog(base, taskId, { onEnd }) {
       const from = liveEnd;
       liveEnd = Number(ev.lastEventId) || liveEnd;
       if (atEnd && winEnd === from && !replacing) {
-        logEl.append(makeChunk(from, liveEnd, ev.data.split("\n")));
+        logEl.append(makeChunk(from, liveEnd, ev.data.split("\n"), null, false)); // lines as last drawn: no byte offsets
         winEnd = liveEnd;
         trim(following ? "top" : "bottom"); // a reader above keeps their lines; the new ones are fetched again
         afterChange();
