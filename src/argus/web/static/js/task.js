@@ -67,7 +67,8 @@ function renderWaiting(tk) {
   const box = document.getElementById("log-waiting");
   box.hidden = !waiting;
   if (waiting) {
-    box.textContent = tk.pending_reason ? t("task.queued_log", { reason: tk.pending_reason }) : t("task.queued_log_plain");
+    const reason = pendingReason(tk);
+    box.textContent = reason ? t("task.queued_log", { reason }) : t("task.queued_log_plain");
   }
   // a retried task keeps its earlier attempts' log in view; a first wait has none to show
   document.getElementById("log").hidden = waiting && tk.attempts.length === 0;
