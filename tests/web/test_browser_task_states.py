@@ -113,7 +113,11 @@ def test_a_queued_task_says_why_its_log_is_empty_and_a_plain_member_gets_no_canc
         mate = _login(pages, up, "mate37", "mate37-pw-123456789", lang="zh")
         mate.goto(f"{up.url}/tasks/{tid}")
         mate.locator("#log-waiting").wait_for()
-        assert mate.locator("#log-waiting").inner_text().startswith("排队中")
+        said = mate.locator("#log-waiting").inner_text()
+        with up.api("mate37") as c:
+            english = c.get(f"/api/v2/tasks/{tid}").json()["pending_reason"]
+        # the reason in Chinese too (static/js/messages.js renders its code), not the server's English
+        assert said.startswith("排队中：") and said.endswith("任务开始运行后才有日志。") and english not in said, said
         assert mate.locator("#t-status .badge").is_visible()  # the summary is drawn: can_cancel was read
         assert mate.locator("#cancel").is_hidden()  # a plain member sees the task, is not offered Cancel
         with up.api("mate37") as c:  # and the server would refuse it anyway
