@@ -212,12 +212,12 @@ def test_checkpoints_tab(up: Up, pages: Pages) -> None:
     tid = submit_api(up, "alice", STEPS)
     page = pages.new(user="alice")
     page.goto(f"{up.url}/tasks/{tid}")
-    page.on("dialog", lambda d: d.accept(""))  # confirms, and the export prompt's default destination
     page.click('.tab[data-tab="checkpoints"]')
     wait_status(up, "alice", tid, {"RUNNING"})
     page.locator("#ckpt-body tr[data-step]").first.wait_for(timeout=120_000)  # the first save, while it runs
     if status_of(up, "alice", tid) == "RUNNING":
         page.locator("#ckpt-body tr[data-step] [data-act=delete]").last.click()
+        answer(page)  # the in-page confirmation
         page.locator('#ckpt-result[data-ok="0"]').wait_for()
         assert "once it has ended" in page.locator("#ckpt-result").inner_text()
     wait_status(up, "alice", tid, {"SUCCEEDED"})
@@ -232,11 +232,13 @@ def test_checkpoints_tab(up: Up, pages: Pages) -> None:
 
     # delete one step; the latest is refused with the API's reason
     page.locator('#ckpt-body tr[data-step="4"] [data-act=delete]').click()
+    answer(page)
     page.locator('#ckpt-result[data-ok="1"]').wait_for()
     assert page.locator("#ckpt-result").inner_text() == f"Deleted $HOME/jobs/{tid}/checkpoints/global_step_4."
     page.locator('#ckpt-body tr[data-step="4"]').wait_for(state="detached")
     assert not (up.root / "users" / "alice" / "jobs" / tid / "checkpoints" / "global_step_4").exists()
     page.locator('#ckpt-body tr[data-step="30"] [data-act=delete]').click()
+    answer(page)
     page.locator('#ckpt-result[data-ok="0"]').wait_for()
     assert "latest checkpoint" in page.locator("#ckpt-result").inner_text()
 
@@ -253,6 +255,7 @@ def test_checkpoints_tab(up: Up, pages: Pages) -> None:
 
     # export step 10 to a Hugging Face folder: a task of its own, linked
     page.locator('#ckpt-body tr[data-step="10"] [data-act=export]').click()
+    answer(page, text="")  # the export prompt's default destination
     page.locator('#ckpt-result[data-ok="1"]', has_text="Export submitted").wait_for()
     exported = page.locator("#ckpt-result a[data-new-task]").get_attribute("data-new-task")
     assert exported != resumed
@@ -267,6 +270,7 @@ def test_checkpoints_tab(up: Up, pages: Pages) -> None:
     page.click('.tab[data-tab="checkpoints"]')
     page.locator("#ckpt-body tr[data-step]").first.wait_for()
     page.click("#ckpt-delete-all")
+    answer(page)
     page.locator("#ckpt-empty").wait_for()
     assert page.locator("#ckpt-result").inner_text() == f"Deleted $HOME/jobs/{tid}/checkpoints."
 
