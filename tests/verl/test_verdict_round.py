@@ -117,3 +117,23 @@ def test_a_spare_copy_composes_what_hydra_composes_and_is_used_once() -> None:
     assert any(out["left"]), out  # the spare was taken: the next one is made after the answer
     assert out["waiting"] == 0  # a request waiting: no copy is made first
     assert 1 <= out["n"] <= 2
+
+
+def test_prompt_lengths_are_read_once_per_file_version(tmp_path) -> None:
+    """Every edit of a spec asked the worker for the same sampled prompt lengths; now a file's version answers
+    once (a rewritten file is read again)."""
+    from argus.verl import worker
+    from tests.verl.conftest import make_tiny_model, write_rl_parquet
+
+    make_tiny_model(tmp_path / "tiny")
+    data = tmp_path / "train.parquet"
+    write_rl_parquet(data, 12)
+    worker._prompt_lengths.cache_clear()
+    first = worker.prompt_lengths(str(tmp_path / "tiny"), str(data), "prompt", 8)
+    again = worker.prompt_lengths(str(tmp_path / "tiny"), str(data), "prompt", 8)
+    assert first == again and len(first["lengths"]) == 8 and all(n > 0 for n in first["lengths"])
+    info = worker._prompt_lengths.cache_info()
+    assert (info.hits, info.misses) == (1, 1)
+    write_rl_parquet(data, 3)  # rewritten: another size, another answer
+    assert len(worker.prompt_lengths(str(tmp_path / "tiny"), str(data), "prompt", 8)["lengths"]) == 3
+    assert worker._prompt_lengths.cache_info().misses == 2

@@ -893,11 +893,22 @@ def _tokenizer(model: str, _mtime: float) -> Any:
 def prompt_lengths(model: str, path: str, prompt_key: str, rows: int) -> dict[str, Any]:
     """Token lengths of the first ``rows`` prompts with the model's chat template, as RLHFDataset builds them.
 
-    Only a local tokenizer is used (``local_files_only``): validation never downloads.
+    Only a local tokenizer is used (``local_files_only``): validation never downloads. The answer is kept per
+    model, file (its size and time: a rewritten file is read again), prompt key and rows: every edit of a spec
+    asked again for the same lengths (issue 37: the verdict within 0.5 s; a real chat template costs more than
+    the rest of the check).
     """
+    st = os.stat(path)
+    return {"lengths": list(_prompt_lengths(model, os.path.getmtime(model), path, st.st_mtime_ns, st.st_size,
+                                            prompt_key, rows))}
+
+
+@functools.lru_cache(maxsize=16)
+def _prompt_lengths(model: str, _model_mtime: float, path: str, _mtime_ns: int, _size: int, prompt_key: str,
+                    rows: int) -> tuple[int, ...]:
     import pyarrow.parquet as pq
 
-    tok = _tokenizer(model, os.path.getmtime(model))
+    tok = _tokenizer(model, _model_mtime)
     batch = next(pq.ParquetFile(path).iter_batches(batch_size=rows, columns=[prompt_key]), None)
     lengths = []
     for prompt in (batch.to_pylist() if batch is not None else [])[:rows]:
@@ -907,7 +918,7 @@ def prompt_lengths(model: str, path: str, prompt_key: str, rows: int) -> dict[st
         else:
             text = tok.apply_chat_template(chat, add_generation_prompt=True, tokenize=False)
             lengths.append(len(tok(text, add_special_tokens=False)["input_ids"]))
-    return {"lengths": lengths}
+    return tuple(lengths)
 
 
 
