@@ -46,7 +46,7 @@ MAX_TEXT = 300
 HEAD_BYTES = 256
 DETAIL_BYTES = 512 * 1024  # how far after a traceback's first line its exception is looked for
 MAX_INDEXES = 256  # logs indexed at once in one server (least recently used dropped)
-SYNC_BYTES = 16 * 1024 * 1024  # a line number further than this from the index is left to a background build
+SYNC_BYTES = 64 * 1024 * 1024  # a line number further than this from the index is left to a background build
 
 # the words an error line holds, in every case a log writes them; a block without any is skipped in C
 _NEEDLES = (b"rror", b"RROR", b"Traceback", b"xception", b"ritical", b"RITICAL", b"atal", b"ATAL")
@@ -169,6 +169,12 @@ def _search(idx: _Index, f: BinaryIO, size: int) -> None:
                 break  # the last, unfinished line: looked at once it ends
             cut = len(block)  # one line longer than a block: looked at in pieces
         block = block[:cut]
+        if idx.counted == pos:  # the same pass counts the lines (the block is in memory already)
+            if pos - idx.starts[-1] >= MARK_BYTES:
+                idx.starts.append(pos)
+                idx.marks.append(idx.lines)
+            idx.lines += block.count(b"\n")
+            idx.counted = pos + len(block)
         found = _first_in_block(block, pos)
         if found:
             offset, end, text, kind = found
