@@ -53,7 +53,9 @@ SHARED: dict[str, tuple[str, ...]] = {
     "web-up": tuple(f"tests/web/{m}.py" for m in (
         "test_browser", "test_browser_admin", "test_browser_logs", "test_browser_new_task_help",
         "test_browser_phone", "test_envs_page", "test_browser_data", "test_browser_charts",
-        "test_browser_data_bulk", "test_browser_drafts", "test_browser_tasks_list", "test_browser_teams")),
+        "test_browser_data_bulk", "test_browser_drafts", "test_browser_tasks_list", "test_browser_teams",
+        "test_browser_logs_server", "test_browser_task_states", "test_browser_polish", "test_browser_new_task_round4",
+        "test_browser_messages")),
 }
 
 # The units that start a Ray cluster, an ``argus up`` or Chromium (path prefixes under tests/): on two cores one
