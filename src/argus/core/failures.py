@@ -360,6 +360,10 @@ def diagnose(tail: str, exit_code: int | None = None) -> Diagnosis | None:
     lines = _lines(tail)
     runtime = next((ln.text for ln in reversed(lines) if _RUNTIME_DIED.match(ln.text)), None)
     if runtime is not None:  # the launcher saw it die and ended the command: all after is a consequence
+        if "SIGKILL" in runtime:  # the kernel's OOM killer may have taken the raylet: a host OOM says more
+            rest = diagnose("\n".join(ln for ln in tail.splitlines() if not _RUNTIME_DIED.search(ln)), None)
+            if rest is not None and rest.kind == FailureKind.HOST_OOM:
+                return rest
         cause = _clip(runtime.removeprefix("[argus] error: "))
         return Diagnosis(FailureKind.TASK_RUNTIME, cause, None, hint_for(FailureKind.TASK_RUNTIME))
     found: list[_Found] = []
