@@ -32,15 +32,20 @@ HISTORY_S = 30 * 60  # the Nodes page's sparkline: half an hour ...
 BUCKET_S = 60  # ... a point a minute (a task samples every 15 s: its last sample in each minute counts)
 
 
-def _node_files(session: Session, root: Path) -> list[tuple[str, str, Path, Path]]:
-    """(task id, owner, home, telemetry file) for each node of each RUNNING task, with the node id first."""
-    layout = DataLayout.at(str(root))
-    rows = session.execute(
+def _running_attempts(session: Session) -> list[Any]:
+    """(id, attempts, owner name, gpus, node_id) of each RUNNING task's current attempt."""
+    return list(session.execute(
         select(TaskModel.id, TaskModel.attempts, UserModel.name, TaskAttemptModel.gpus, TaskAttemptModel.node_id)
         .join(UserModel, UserModel.id == TaskModel.user_id)
         .outerjoin(TaskAttemptModel, (TaskAttemptModel.task_id == TaskModel.id)
                    & (TaskAttemptModel.attempt == TaskModel.attempts))
-        .where(TaskModel.status == TaskStatus.RUNNING.value)).all()
+        .where(TaskModel.status == TaskStatus.RUNNING.value)).all())
+
+
+def _node_files(session: Session, root: Path) -> list[tuple[str, str, Path, Path]]:
+    """(task id, owner, home, telemetry file) for each node of each RUNNING task, with the node id first."""
+    layout = DataLayout.at(str(root))
+    rows = _running_attempts(session)
     out = []
     for r in rows:
         planned = (r.gpus or {}).get("nodes") if isinstance(r.gpus, dict) else None
@@ -87,12 +92,7 @@ def gpu_use_by_node(session: Session, root: Path, now: float | None = None) -> d
     sample of a running task; nodes absent here have none."""
     now = time.time() if now is None else now
     layout = DataLayout.at(str(root))
-    rows = session.execute(
-        select(TaskModel.id, TaskModel.attempts, UserModel.name, TaskAttemptModel.gpus, TaskAttemptModel.node_id)
-        .join(UserModel, UserModel.id == TaskModel.user_id)
-        .outerjoin(TaskAttemptModel, (TaskAttemptModel.task_id == TaskModel.id)
-                   & (TaskAttemptModel.attempt == TaskModel.attempts))
-        .where(TaskModel.status == TaskStatus.RUNNING.value)).all()
+    rows = _running_attempts(session)
     per_node: dict[str, list[dict[str, Any]]] = {}
     for r in rows:
         planned = (r.gpus or {}).get("nodes") if isinstance(r.gpus, dict) else None
