@@ -55,6 +55,8 @@ class FakeRay:
         monkeypatch.setattr(cluster, "_answers", lambda url: any(n.get("is_head_node") for n in self.nodes))
         monkeypatch.setattr(cluster, "_nodes", lambda: list(self.nodes))
         monkeypatch.setattr(cluster, "_save_record", lambda: None)
+        # nothing here binds a port: a port another test took since the fixture picked it is no conflict
+        monkeypatch.setattr(cluster, "_check_ports", lambda: None)
 
     def spawn(self, node: RayNode) -> None:
         step = self.script.pop(0)

@@ -114,7 +114,7 @@ def test_a_real_trainer_keeps_training_through_a_killed_platform_in_one_attempt(
         second = up(state, port, "out2.log")
         wait_healthy(second, port, state / "out2.log")
         outage_s = time.monotonic() - outage_start
-        assert "adopted" not in (state / "out2.log").read_text()  # a fresh Ray: the old one is gone
+        assert "embedded Ray: adopted" not in (state / "out2.log").read_text()  # a fresh Ray: the old one is gone
         task = wait_status(client, tid, "SUCCEEDED", timeout=900)
         assert len(task["attempts"]) == 1, task["attempts"]
         status = json.loads((home / "jobs" / tid / "status.json").read_text())

@@ -34,7 +34,8 @@ class RecoverOnStart:
         adopted = confirm_unconfirmed(self.ctx)
         canceled = self.cancel.run_once()  # type: ignore[attr-defined]
         changed = self.monitor.run_once()  # type: ignore[attr-defined]
-        if adopted or canceled or changed:
-            log.info("recovery: Ray has %d job(s); adopted %d, %d cancel(s) settled, %d task(s) updated",
-                     known, adopted, canceled, changed)
+        done = [f"{n} {what}" for n, what in ((adopted, "Ray job(s) adopted"), (canceled, "cancel(s) settled"),
+                                              (changed, "task(s) updated")) if n]
+        if done:  # only what happened: "adopted 0" in a log reads as if something had been
+            log.info("recovery: Ray has %d job(s); %s", known, ", ".join(done))
         return {"adopted": adopted, "canceled": canceled, "updated": changed}
