@@ -130,7 +130,7 @@ def test_a_task_that_outgrows_its_memory_is_a_host_oom_with_its_cause(stack: Sta
     assert "the kernel's OOM killer killed 1 process of the task: it outgrew its memory limit of 256 MiB " \
            "(memory_per_node)" in t["status_message"], t
     assert "memory_per_node" in t["failure_hint"]
-    assert "[argus] the kernel's OOM killer killed 1 process of this task" in log
+    assert "[argus] the kernel's OOM killer killed 1 process of the task" in log
 
 
 @pytest.mark.parametrize(("args", "kind", "text"), [

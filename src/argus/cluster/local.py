@@ -54,7 +54,7 @@ import psutil
 
 from argus.cluster import leftover
 from argus.core.envvars import NODE_ENV_KEEP, env_kept
-from argus.nodes import agent_client
+from argus.nodes import agent_client, cgroups
 from argus.nodes.paths import AgentPaths
 from argus.runtime import jail
 from argus.runtime.private_ray import MAX_ATTEMPTS, MIN_ATTEMPT_S, StartBudget, backoff_s, transient_reason
@@ -330,11 +330,33 @@ class LocalCluster:
         return node
 
     def kill_worker(self, name: str) -> None:
-        """SIGKILL a worker's raylet and agents, as if the machine died (its drivers die with it)."""
+        """SIGKILL a worker's raylet and agents, as if the machine died: the attempts the node agent runs for that
+        node die with it (one agent serves every embedded worker, so it is asked which are that node's)."""
         node = self.workers[name]
         _kill_group(node, signal.SIGKILL)
         if node.proc is not None:
             node.proc.wait(10)
+        if node.node_id:
+            self._kill_attempts_placed_on(node.node_id)
+
+    def _kill_attempts_placed_on(self, node_id: str) -> None:
+        try:
+            listed = agent_client.request(AgentPaths(self.settings.state_dir).socket, "list", timeout_s=10)
+        except agent_client.AgentError:
+            return  # no agent: the attempts were the raylet's children and died with it
+        layout = cgroups.detect()
+        for att in listed.get("attempts", []):
+            if not att.get("running") or att.get("node_id") != node_id:
+                continue
+            if layout is not None and att.get("cgroup"):
+                cgroups.Group(layout, att["cgroup"]).kill()
+                continue
+            try:
+                root = psutil.Process(int(att["pid"]))
+                for proc in [*root.children(recursive=True), root]:
+                    proc.kill()
+            except psutil.Error:
+                pass
 
     def restart_worker(self, name: str) -> RayNode:
         """Start a killed worker again with the same arguments; Ray gives it a new node id."""

@@ -146,6 +146,14 @@ def failure_message(exit_code: int, cause: str | None) -> str:
     return f"exit code {exit_code}: {cause}" if cause else f"exit code {exit_code}"
 
 
+def memory_limit_cause(kills: int, limit_bytes: int | None) -> str:
+    """The one wording of a task killed inside its memory cgroup, said by the attempt's launcher (its bounds)
+    and by the monitor (the driver's counters) alike; the limit in MiB, as memory_per_node is usually written."""
+    size = f" of {limit_bytes / 2**20:g} MiB" if isinstance(limit_bytes, int) and limit_bytes > 0 else ""
+    return (f"the kernel's OOM killer killed {kills} process{'es' if kills > 1 else ''} of the task: it outgrew "
+            f"its memory limit{size} (memory_per_node)")
+
+
 # ---------------------------------------------------------------------------------------------
 # The typed diagnosis: what kind of failure, in one line, where, and what to change.
 

@@ -57,6 +57,9 @@ ECHO_LIMIT = 1 << 20  # the launcher's stdout file is kept this small (runtime/d
 # What the launcher finds in its environment when the agent started it
 KEY_ENV, TASK_CGROUP_ENV, EXIT_FILE_ENV, ECHO_LIMIT_ENV = (
     "ARGUS_AGENT_KEY", "ARGUS_TASK_CGROUP", "ARGUS_AGENT_EXIT_FILE", "ARGUS_ECHO_LIMIT")
+# the raylet the Ray job's entry point descends from (the launcher under the agent cannot find it): nodes/attach.py
+# passes it on, and the agent keeps it with the attempt, since one agent may serve several raylets (embedded workers)
+NODE_ID_ENV = "ARGUS_RAY_NODE_ID"
 
 
 def _now() -> str:
@@ -72,6 +75,7 @@ class Attempt:
     pid: int = 0
     create_time: float = 0.0  # the launcher's process start time: a reused pid is not ours
     cgroup: str = ""  # relative path of the attempt's group ('' when the node has no cgroups)
+    node_id: str = ""  # the Ray node that placed it (NODE_ID_ENV)
     started_at: str = ""
     exit_code: int | None = None
     finished_at: str | None = None
@@ -130,7 +134,7 @@ class Agent:
             att = self.attempts.get(key)
             if att is not None:  # a second start of one attempt (a retried Ray entry point): the same one
                 return {"pid": att.pid, "new": False, **att.public()}
-            att = Attempt(key=key, argv=argv, started_at=_now())
+            att = Attempt(key=key, argv=argv, started_at=_now(), node_id=env.get(NODE_ID_ENV, ""))
             group = self._group(key)
             task = group.child("task") if group is not None else None
             launcher = group.child("launcher") if group is not None else None

@@ -23,11 +23,10 @@ import threading
 import time
 from pathlib import Path
 
-from argus.nodes.agent import KEY_ENV
+from argus.nodes.agent import KEY_ENV, NODE_ID_ENV
 from argus.nodes.agent_client import AgentError, request
 from argus.nodes.paths import AgentPaths
 
-NODE_ID_ENV = "ARGUS_RAY_NODE_ID"  # the raylet this entry point descends from: the launcher cannot find it
 WAIT_S = 10.0
 TAIL_BYTES = 64 * 1024
 AGENT_GONE_S = 2.0  # between tries while the agent restarts

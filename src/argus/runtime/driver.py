@@ -67,9 +67,8 @@ import psutil
 
 from argus.core import log_write
 from argus.nodes import attach
-from argus.nodes.agent import ECHO_LIMIT_ENV, EXIT_FILE_ENV, KEY_ENV
+from argus.nodes.agent import ECHO_LIMIT_ENV, EXIT_FILE_ENV, KEY_ENV, NODE_ID_ENV
 from argus.nodes.agent_client import AGENT_ENV
-from argus.nodes.attach import NODE_ID_ENV
 from argus.runtime import attempt_record, kernels
 from argus.runtime.stacks import StackRequests
 from argus.runtime.task_bounds import Breach, TaskBounds, limits_for

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import psutil
 
+from argus.core.failures import memory_limit_cause
 from argus.core.launch import Limits, default_memory, describe_bytes
 from argus.nodes import cgroups
 from argus.nodes.agent import TASK_CGROUP_ENV
@@ -95,9 +96,7 @@ class TaskBounds:
             return Breach("pids", lim.pids_max, f"the task reached its limit of {lim.pids_max} processes and threads "
                           f"(pids.max): the kernel refused {seen.pids_refused} fork(s)")
         if seen.oom_kills and lim.memory_bytes:
-            return Breach("memory", lim.memory_bytes, f"the kernel's OOM killer killed {seen.oom_kills} process"
-                          f"{'es' if seen.oom_kills > 1 else ''} of this task: it outgrew its memory limit of "
-                          f"{describe_bytes(lim.memory_bytes)}")
+            return Breach("memory", lim.memory_bytes, memory_limit_cause(seen.oom_kills, lim.memory_bytes))
         if lim.tmp_bytes and tmp_full(child_pid):
             return Breach("disk", lim.tmp_bytes, f"the task filled its private /tmp ({describe_bytes(lim.tmp_bytes)})")
         return None

@@ -44,6 +44,7 @@ from argus.core.failures import (
     diagnose,
     failure_message,
     hint_for,
+    memory_limit_cause,
     node_lost_message,
 )
 from argus.core.states import TaskStatus, TerminationReason
@@ -228,12 +229,11 @@ def limit_hit(out: Outcome, driver: dict) -> Outcome:
 def oom_killed(out: Outcome, driver: dict) -> Outcome:
     """A task the kernel's OOM killer hit inside its memory cgroup (runtime/task_bounds.py): a host OOM, for
     certain."""
-    killed, limit = driver["oom_kills"], driver.get("memory_limit")
-    size = f" of {limit / 2**20:g} MiB" if isinstance(limit, int) else ""
+    limit = driver.get("memory_limit")
     assert out.exit_code is not None
     return replace(out, message=failure_message(
-        out.exit_code, f"the kernel's OOM killer killed {killed} process{'es' if killed > 1 else ''} of the task: it "
-        f"outgrew its memory limit{size} (memory_per_node)"), failure_kind=FailureKind.HOST_OOM.value,
+        out.exit_code, memory_limit_cause(driver["oom_kills"], limit if isinstance(limit, int) else None)),
+        failure_kind=FailureKind.HOST_OOM.value,
         failure_hint=f"on {_str(driver.get('hostname')) or 'its node'}: {hint_for(FailureKind.HOST_OOM)}")
 
 
