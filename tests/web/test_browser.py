@@ -16,6 +16,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from argus.web.templates_catalog import spec_templates
+from tests.waiting import wait_until
 from tests.web.conftest import Pages, Up, answer, shot, sign_in, sign_in_with_token
 
 pytestmark = [pytest.mark.browser, pytest.mark.e2e]
@@ -223,6 +224,8 @@ def test_hostile_names_and_log_lines_are_shown_as_text(up: Up, pages: Pages) -> 
     log.parent.mkdir(parents=True, exist_ok=True)
     metric_lines = [f"step:{s} - critic/score/mean:{s / 10} - actor/entropy:{1 - s / 20}" for s in range(1, 8)]
     log.write_text(f"{HOSTILE}\n" + "\n".join(metric_lines) + "\n")
+    with up.api("alice") as c:  # ended: the page shows its log (a task still in its first wait shows why it waits)
+        assert c.post(f"/api/v2/tasks/{tid}/cancel").status_code == 200
     page = pages.new(user="alice")
     page.locator(f'tr[data-task="{tid}"] td.name').wait_for()
     assert page.locator(f'tr[data-task="{tid}"] td.name').inner_text() == name
@@ -238,8 +241,6 @@ def test_hostile_names_and_log_lines_are_shown_as_text(up: Up, pages: Pages) -> 
     assert chart.get_attribute("data-points") == "7"
     assert page.locator("figure.chart canvas").count() >= 1
     shot(page, "task-metrics-en")
-    with up.api("alice") as c:
-        assert c.post(f"/api/v2/tasks/{tid}/cancel").status_code == 200
 
 
 def test_search_finds_a_task_by_name_and_by_id(up: Up, pages: Pages) -> None:
@@ -279,25 +280,30 @@ def test_a_cross_site_post_is_refused(up: Up, pages: Pages) -> None:
 
 
 def test_a_big_log_opens_at_its_end_and_keeps_a_bounded_window(up: Up, pages: Pages) -> None:
-    tid = submit_api(up, "alice", "kind: advanced\nworkload: job\nnnodes: 1\nn_gpus_per_node: 1\n"
-                                  "command: python3 -m argus.jobs.sleep 1\n")  # waits for a GPU
+    tid = submit_api(up, "alice", "kind: advanced\nworkload: job\nnnodes: 1\nn_gpus_per_node: 0\n"
+                                  "command: python3 -m argus.jobs.sleep 600\n")
     log = up.root / "users" / "alice" / "jobs" / tid / "logs" / "attempt-1.log"
-    log.parent.mkdir(parents=True, exist_ok=True)
-    pad = "x" * 90
-    log.write_text("".join(f"first {i} {pad}\n" for i in range(6000)))  # ~600 KB: more than the page loads
-    page = pages.new(user="alice")
-    page.goto(f"{up.url}/tasks/{tid}")
-    page.locator("#log .ln", has_text="first 5999 ").wait_for()
-    assert page.locator("#log-trimmed").is_visible()
-    assert page.locator("#log .ln", has_text="first 0 ").count() == 0
-    with log.open("a") as f:  # the task writes on: followed live, older lines leave the page
-        f.write("".join(f"more {i} {pad}\n" for i in range(8000)))
-    page.locator("#log .ln", has_text="more 7999 ").wait_for()
-    # at most 5000 lines stay (whole received ranges leave: static/js/logpane.js); scrolling up brings them back
-    assert 4000 <= page.locator("#log .ln").count() <= 5000
-    assert page.locator("#log .ln").first.inner_text().startswith("more ")
-    with up.api("alice") as c:
-        assert c.post(f"/api/v2/tasks/{tid}/cancel").status_code == 200
+    with up.api("alice") as c:  # running: its log is followed live (lines are added below as the task would)
+        wait_until(lambda: c.get(f"/api/v2/tasks/{tid}").json()["status"] == "RUNNING" and log.exists(), 180,
+                   every=0.5, what=f"{tid} running with a log")
+    try:
+        pad = "x" * 90
+        with log.open("a") as f:
+            f.write("".join(f"first {i} {pad}\n" for i in range(6000)))  # ~600 KB: more than the page loads
+        page = pages.new(user="alice")
+        page.goto(f"{up.url}/tasks/{tid}")
+        page.locator("#log .ln", has_text="first 5999 ").wait_for()
+        assert page.locator("#log-trimmed").is_visible()
+        assert page.locator("#log .ln", has_text="first 0 ").count() == 0
+        with log.open("a") as f:  # the task writes on: followed live, older lines leave the page
+            f.write("".join(f"more {i} {pad}\n" for i in range(8000)))
+        page.locator("#log .ln", has_text="more 7999 ").wait_for()
+        # at most 5000 lines stay (whole received ranges leave: static/js/logpane.js); scrolling up brings them back
+        assert 4000 <= page.locator("#log .ln").count() <= 5000
+        assert page.locator("#log .ln").first.inner_text().startswith("more ")
+    finally:
+        with up.api("alice") as c:
+            assert c.post(f"/api/v2/tasks/{tid}/cancel").status_code == 200
 
 
 def test_admin_sees_every_users_tasks_and_filters_by_user(up: Up, pages: Pages) -> None:
