@@ -96,14 +96,17 @@ def test_teams_page_create_members_roles_visibility_and_usage(up: Up, pages: Pag
     bob_row.wait_for()
     with up.api() as a:  # the other browser modules share alice and bob: no team of this test's left behind
         assert a.delete("/api/v2/teams/nlp-ops").status_code == 204
+    def roles_are(want: dict[str, str]) -> None:
+        """The server's roles (a select shows its new value at once, before the page's request is answered)."""
+        with up.api("alice") as c:
+            wait_until(lambda: {m["name"]: m["role"] for m in c.get("/api/v2/teams/nlp").json()["members"]} == want,
+                       30, every=0.2, what=f"nlp's roles {want}")
+
     bob_row.locator("select.member-role").select_option("admin")
-    alice.wait_for_function("() => document.querySelector('tr[data-member=\"bob\"] select.member-role')?.value === 'admin'")
-    with up.api("alice") as c:
-        roles = {m["name"]: m["role"] for m in c.get("/api/v2/teams/nlp").json()["members"]}
-    assert roles == {"alice": "admin", "bob": "admin"}
+    roles_are({"alice": "admin", "bob": "admin"})
     bob_row = alice.locator('section.team[data-team="nlp"] tr[data-member="bob"]')
     bob_row.locator("select.member-role").select_option("member")  # back to member: bob sees no controls
-    alice.wait_for_function("() => document.querySelector('tr[data-member=\"bob\"] select.member-role')?.value === 'member'")
+    roles_are({"alice": "admin", "bob": "member"})
     # alice, now the last team admin, cannot make herself a member: the API's 409 naming the field, and her
     # role shown as it still is
     alice.locator('tr[data-member="alice"] select.member-role').select_option("member")
