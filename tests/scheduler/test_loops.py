@@ -355,6 +355,7 @@ def test_node_lost_retries_as_a_new_attempt_then_gives_up(ctx, ray):
 
 def test_start_timeout_stops_the_job(ctx, ray, clock):
     tid, sid = submitted(ctx, ray)
+    clock.t = task(ctx, tid).submitted_at  # stamped on the real clock, which ran on (a loaded machine: seconds)
     mon = MonitorActiveTasks(ctx)
     clock.advance(30)
     mon.run_once()
