@@ -90,20 +90,30 @@ def test_the_agent_outlives_its_keeper_while_an_attempt_runs_then_exits(tmp_path
     assert record["exit_code"] == 0 and record["finished_at"]
 
 
+def _gone(pid: int) -> bool:
+    """Exited or a zombie (checked in one step: a pid can vanish between two looks)."""
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
 def test_a_new_agent_takes_up_the_attempts_of_one_that_died(tmp_path: Path) -> None:
     keeper = _keeper()
     sock = agent_client.ensure_running(tmp_path, keeper=keeper.pid)
     try:
         first = agent_client.request(sock, "list")["pid"]
         exit_file = AgentPaths(tmp_path).exit_file("t4.1")
-        started = _start(sock, "t4.1", f"import time, os; time.sleep(3); open({str(exit_file)!r}, 'w').write('7')")
+        go = tmp_path / "go"  # the attempt ends when told: a loaded machine may start the next agent slowly
+        started = _start(sock, "t4.1", f"import time, os\nwhile not os.path.exists({str(go)!r}): time.sleep(0.05)\n"
+                                       f"open({str(exit_file)!r}, 'w').write('7')")
         os.kill(first, signal.SIGKILL)
-        wait_until(lambda: not psutil.pid_exists(first) or psutil.Process(first).status() == psutil.STATUS_ZOMBIE,
-                   10, what="the first agent gone")
+        wait_until(lambda: _gone(first), 10, what="the first agent gone")
         assert psutil.pid_exists(started["pid"]), "the attempt outlives its agent"
         sock = agent_client.ensure_running(tmp_path, keeper=keeper.pid)
         attempts = {a["key"]: a for a in agent_client.request(sock, "list")["attempts"]}
         assert attempts["t4.1"]["pid"] == started["pid"] and attempts["t4.1"]["running"]
+        go.touch()
         done = agent_client.request(sock, "wait", key="t4.1", wait_s=30, timeout_s=60)
         assert done["exit_code"] == 7 and not done["running"], done
     finally:
