@@ -54,7 +54,7 @@ import psutil
 
 from argus.cluster import leftover
 from argus.core.envvars import NODE_ENV_KEEP, env_kept
-from argus.nodes import agent_client, cgroups
+from argus.nodes import agent, agent_client, cgroups
 from argus.nodes.paths import AgentPaths
 from argus.runtime import jail
 from argus.runtime.private_ray import MAX_ATTEMPTS, MIN_ATTEMPT_S, StartBudget, backoff_s, transient_reason
@@ -351,6 +351,8 @@ class LocalCluster:
             if layout is not None and att.get("cgroup"):
                 cgroups.Group(layout, att["cgroup"]).kill()
                 continue
+            if not agent.same_process(int(att["pid"]), float(att.get("create_time") or 0)):
+                continue  # ended meanwhile, its pid perhaps reused: never signal anything else
             try:
                 root = psutil.Process(int(att["pid"]))
                 for proc in [*root.children(recursive=True), root]:

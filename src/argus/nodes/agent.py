@@ -119,7 +119,7 @@ class Agent:
             if att.finished_at is not None:
                 continue
             self.attempts[att.key] = att
-            if _same_process(att.pid, att.create_time):
+            if same_process(att.pid, att.create_time):
                 log.info("took up attempt %s (pid %d) still running", att.key, att.pid)
                 threading.Thread(target=self._follow, args=(att,), daemon=True).start()
             else:
@@ -233,7 +233,7 @@ class Agent:
             code: int | None = att.proc.wait()
             code = 128 - code if code is not None and code < 0 else code
         else:  # taken up after a restart: not our child, so poll it
-            while _same_process(att.pid, att.create_time):
+            while same_process(att.pid, att.create_time):
                 time.sleep(1.0)
             code = self._exit_file_code(att)
         self._finish(att, code)
@@ -276,7 +276,8 @@ class Agent:
                 pass
 
 
-def _same_process(pid: int, create_time: float) -> bool:
+def same_process(pid: int, create_time: float) -> bool:
+    """Whether ``pid`` is still the live process that started at ``create_time`` (a reused pid is not)."""
     if pid <= 0:
         return False
     try:
@@ -287,7 +288,7 @@ def _same_process(pid: int, create_time: float) -> bool:
 
 
 def _signal(pid: int, create_time: float, sig: int) -> None:
-    if _same_process(pid, create_time):
+    if same_process(pid, create_time):
         try:
             os.kill(pid, sig)
         except (ProcessLookupError, PermissionError):
