@@ -114,3 +114,17 @@ def test_mkdir_parents(live):
     assert r.status_code in (400, 403)
     _put(alice, "/datasets/f", b"1")
     assert alice.post("/api/v2/files/mkdir", json={"path": "/datasets/f/sub", "parents": True}).status_code in (400, 409)
+
+
+def test_mkdir_parents_racing_its_twin_never_fails(live):
+    """A folder upload asks ``mkdir -p`` of ``run1`` and ``run1/ckpt/step_1`` at once (CI saw the loser of
+    that race get 409 "already exists", and the file under it never arrived)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    alice = live.new_user("alice")
+    for round_ in range(20):
+        paths = [f"/models/r{round_}", f"/models/r{round_}/ckpt/step_1"] * 4
+        with ThreadPoolExecutor(len(paths)) as pool:
+            codes = list(pool.map(lambda p: alice.post("/api/v2/files/mkdir", json={"path": p, "parents": True})
+                                  .status_code, paths))
+        assert codes == [201] * len(paths), codes

@@ -417,8 +417,14 @@ class UserFiles(ConfinedPaths):
                     return info
         if parts in (("common",), ("teams",)):
             raise Conflict(f"/{parts[0]}: already exists", code="exists")
-        with self._parent(path, follow_last=False, write=True) as (fd, name, _area, vpath), os_errors(vpath):
-            os.mkdir(name, (mode & 0o777) | 0o700, dir_fd=fd)
+        try:
+            with self._parent(path, follow_last=False, write=True) as (fd, name, _area, vpath), os_errors(vpath):
+                os.mkdir(name, (mode & 0o777) | 0o700, dir_fd=fd)
+        except Conflict as exc:
+            # ``-p`` is idempotent even against a racing twin: a folder upload makes ``run1`` and
+            # ``run1/ckpt`` in parallel requests, and the one that loses the race must not fail
+            if not parents or exc.code != "exists" or self.stat(path).type != "dir":
+                raise
         return self.stat(path)
 
     def remove(self, path: object, *, recursive: bool = False, expect: str | None = None) -> None:
