@@ -13,6 +13,7 @@ import textwrap
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import psutil
 import pytest
 
 from argus.runtime import attempt_record, stacks
@@ -37,12 +38,20 @@ def sleeper():
         p = subprocess.Popen([*prefix, sys.executable, "-c", SLEEPER], stdout=subprocess.PIPE, text=True)
         procs.append(p)
         assert p.stdout is not None and p.stdout.readline() == "ready\n"
+        # "ready" is printed just before the sleep: a loaded machine may not have run the sleep yet (CI saw
+        # wchan "0", no "waiting in"); the tests are about a process that waits, so wait for it to
+        wait_until(lambda: _sleeping_in_the_kernel(p.pid), timeout=slack(30))
         return p
 
     yield make
     for p in procs:
         p.kill()
         p.wait()
+
+
+def _sleeping_in_the_kernel(pid: int) -> bool:
+    wchan = Path(f"/proc/{pid}/wchan").read_text().strip()
+    return bool(wchan) and wchan != "0" and psutil.Process(pid).status() == psutil.STATUS_SLEEPING
 
 
 def _live_record(root: Path, task: str, now: datetime) -> None:
