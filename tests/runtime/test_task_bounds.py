@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from argus.core.launch import Limits, default_memory
+from argus.core.launch import AttemptStatus, Limits, default_memory
 from argus.nodes import cgroups
 from argus.scheduler.monitor import Outcome, limit_hit
 
@@ -75,7 +75,9 @@ def test_without_memory_per_node_a_task_gets_its_share_of_the_node() -> None:
 
 @pytest.mark.parametrize(("kind", "failure"), [("pids", "pids_limit"), ("disk", "disk_full"), ("memory", "host_oom")])
 def test_a_limit_hit_is_the_failures_kind_with_its_hint(kind: str, failure: str) -> None:
-    out = limit_hit(Outcome(None, None, exit_code=143),
-                    {"hostname": "gpu-3", "limit_hit": {"kind": kind, "limit": 1, "message": f"hit {kind}"}})
+    status = AttemptStatus.parse({"attempt": 1, "hostname": "gpu-3",
+                                  "limit_hit": {"kind": kind, "limit": 1, "message": f"hit {kind}"}}, 1)
+    assert status is not None and status.limit_hit is not None
+    out = limit_hit(Outcome(None, None, exit_code=143), status, status.limit_hit)
     assert out.failure_kind == failure and out.message == f"exit code 143: hit {kind}"
     assert out.failure_hint is not None and out.failure_hint.startswith("on gpu-3: ")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import errno
 import io
+import json
 import os
 import threading
 from pathlib import Path
@@ -17,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from argus.core import log_write
+from argus.core.launch import AttemptStatus
 from argus.runtime.driver import pump_output
 from argus.runtime.tasklog import StatusFile, TaskLog
 
@@ -92,12 +94,15 @@ def test_the_echo_may_fail_too(tmp_path: Path) -> None:
 
 def test_status_file_returns_the_error_instead_of_raising(tmp_path: Path) -> None:
     (tmp_path / "job").write_text("not a folder")
-    status = StatusFile(tmp_path / "job" / "status.json", {"attempt": 1})
+    status = StatusFile(tmp_path / "job" / "status.json", AttemptStatus(1))
     err = status.save(exit_code=3)
     assert isinstance(err, OSError) and err.errno == errno.ENOTDIR
-    assert status.data == {"attempt": 1, "exit_code": 3}
-    ok = StatusFile(tmp_path / "status.json", {"attempt": 1})
+    assert status.status == AttemptStatus(1, exit_code=3)
+    ok = StatusFile(tmp_path / "status.json", AttemptStatus(1))
     assert ok.save(alive_at="now") is None
+    assert AttemptStatus.parse(json.loads((tmp_path / "status.json").read_text()), 1) == AttemptStatus(1, alive_at="now")
+    with pytest.raises(AttributeError):  # a field the type does not have is a launcher bug, caught here
+        ok.save(exitcode=0)
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
 
 

@@ -10,6 +10,7 @@ import pytest
 from sqlalchemy import select
 
 from argus.cluster.types import RayJobStatus
+from argus.core.launch import AttemptStatus
 from argus.db.models import TaskAttemptModel, TaskEventModel, TaskModel
 from argus.scheduler.monitor import MonitorActiveTasks
 from argus.scheduler.runner import SchedulerRunner
@@ -319,6 +320,27 @@ def test_exit_code_from_status_json_when_ray_has_none(ctx, ray):
     assert (t.termination_reason, t.status_message) == ("EXIT_NONZERO", "exit code 7")
     a = attempts(ctx, tid)[0]
     assert (a.hostname, a.node_id) == ("h7", "n7")
+
+
+def test_a_forged_status_json_is_read_field_by_field_and_stores_nothing_of_the_wrong_type(ctx, ray):
+    """The task can rewrite its status.json: a field of the wrong type or size is dropped (core/launch.
+    AttemptStatus.parse), never written into the attempt's row (PostgreSQL would refuse a list for node_id,
+    and the monitor's pass would fail for every task) nor trusted for the exit code."""
+    tid, sid = submitted(ctx, ray)
+    jd = ctx.settings.root / "users" / "alice" / "jobs" / tid
+    jd.mkdir(parents=True)
+    (jd / "status.json").write_text(json.dumps({
+        "attempt": 1, "exit_code": "0", "node_id": ["n7"], "hostname": {"h": 7}, "cuda_visible_devices": 5,
+        "started_at": 123, "finished_at": "9" * 5000, "limit_hit": "memory", "oom_kills": "many",
+        "memory_limit": True, "usage": [1], "error": 42, "log_error": ["x"], "heartbeat_s": "15"}))
+    ray.set(sid, RayJobStatus.FAILED, message="Job entrypoint command failed", driver_exit_code=3)
+    MonitorActiveTasks(ctx).run_once()
+    t = task(ctx, tid)
+    assert (t.status, t.termination_reason) == ("FAILED", "EXIT_NONZERO") and t.status_message.startswith("exit code 3")
+    a = attempts(ctx, tid)[0]
+    assert (a.hostname, a.node_id, a.exit_code) == (None, None, 3) and "visible" not in (a.gpus or {})
+    assert AttemptStatus.parse({"attempt": True}, 1) is None and AttemptStatus.parse([1], 1) is None
+    assert AttemptStatus.parse({"attempt": 1, "hostname": "h" * 10_000}, 1).hostname == "h" * 255
 
 
 def test_node_lost_retries_as_a_new_attempt_then_gives_up(ctx, ray):

@@ -17,7 +17,8 @@ after a restart the server may learn of an end hours later (:func:`end_time`).
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+
+from argus.core.launch import AttemptStatus
 
 GPU = "gpu"
 CPU = "cpu"
@@ -55,7 +56,7 @@ def parse_time(value: object) -> datetime | None:
     return t.replace(tzinfo=UTC) if t.tzinfo is None else t.astimezone(UTC)
 
 
-def end_time(ray_end_ms: int | None, driver: dict[str, Any] | None, *, started: datetime | None,
+def end_time(ray_end_ms: int | None, driver: AttemptStatus | None, *, started: datetime | None,
              now: datetime) -> datetime:
     """When an attempt really ended: Ray's ``end_time``, else the driver's ``finished_at``, else now.
 
@@ -66,7 +67,7 @@ def end_time(ray_end_ms: int | None, driver: dict[str, Any] | None, *, started: 
     if isinstance(ray_end_ms, int | float) and ray_end_ms > 0:
         reported = datetime.fromtimestamp(ray_end_ms / 1000, UTC)
     if reported is None and driver:
-        reported = parse_time(driver.get("finished_at"))
+        reported = parse_time(driver.finished_at)
     if reported is None or reported > now:
         reported = now
     if started is not None and reported < started:
@@ -74,12 +75,12 @@ def end_time(ray_end_ms: int | None, driver: dict[str, Any] | None, *, started: 
     return reported
 
 
-def start_time(driver: dict[str, Any] | None, *, created: datetime | None, now: datetime) -> datetime:
+def start_time(driver: AttemptStatus | None, *, created: datetime | None, now: datetime) -> datetime:
     """When an attempt started RUNNING: the driver's ``started_at``, bounded to ``[created, now]``; else now.
 
     Used when the server first sees an attempt running (or already ended) after it was down.
     """
-    reported = parse_time((driver or {}).get("started_at"))
+    reported = parse_time(driver.started_at if driver else None)
     if reported is None or reported > now:
         return now
     if created is not None and reported < created:

@@ -1,16 +1,22 @@
-"""What a node needs to start one task attempt, typed, for both sides of the node agent (issue 36).
+"""What a node needs to start one task attempt, and what it says back, typed, for both sides (issue 36).
 
 The scheduler decides a task's limits from its spec and the cluster's settings; the launcher on the
 node applies them to the task's cgroup (:mod:`argus.nodes.cgroups`) and its private ``/tmp``. One
 dataclass travels between them (as launcher flags, and in the agent's records), so a limit is named
 once, with its unit, instead of being a loose number in seven places.
 
+Back the other way, the launcher writes :class:`AttemptStatus` as the attempt's ``status.json``, and the
+server reads it with :meth:`AttemptStatus.parse`. That file is in the owner's home and the task can
+rewrite it, so the server never reads it by string key: ``parse`` keeps each field only if it has its type
+and a sane size (a forged ``node_id`` list or a megabyte ``hostname`` is dropped, never stored), once, here.
+
 Pure: the standard library only.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 MIB = 1 << 20
@@ -50,3 +56,111 @@ def describe_bytes(limit: int) -> str:
         if limit >= size:
             return f"{limit / size:g} {unit}"
     return f"{limit} bytes"
+
+
+# the longest text kept from each status.json field (the task can write that file: bounded, like every input)
+MAX_NAME = 255  # hostname, node id, signal name, CUDA_VISIBLE_DEVICES
+MAX_TIME = 64  # an ISO 8601 time
+MAX_TEXT = 4000  # a launcher's refusal, a log failure, a limit's message
+
+
+@dataclass(frozen=True)
+class LimitHit:
+    """The bound that ended an attempt (runtime/task_bounds.py): ``memory``, ``pids`` or ``disk``."""
+
+    kind: str
+    limit: int | None
+    message: str
+
+
+@dataclass(slots=True)
+class AttemptStatus:
+    """``status.json``: the launcher's account of one attempt (node, GPUs, times, end, limits, newest usage).
+
+    Mutable on the launcher's side (its signal handlers set ``signal`` without a lock; ``StatusFile.save``
+    rewrites the file); on the server's side only ever the result of :meth:`parse`. It describes, it never
+    decides: what the server decides on is the attempt's record out of the owner's reach
+    (runtime/attempt_record.py)."""
+
+    attempt: int
+    hostname: str | None = None
+    node_id: str | None = None
+    cuda_visible_devices: str | None = None
+    driver_pid: int | None = None
+    argv: list[str] = field(default_factory=list)
+    python: str | None = None
+    env: str | None = None  # the training environment's name (envs/)
+    started_at: str | None = None
+    finished_at: str | None = None
+    alive_at: str | None = None
+    heartbeat_s: float | None = None  # None: a launcher from before the heartbeat (never judged silent)
+    exit_code: int | None = None
+    signal: str | None = None
+    notes: list[str] = field(default_factory=list)
+    error: str | None = None  # the launcher refused to start the task: why
+    log_error: str | None = None
+    log_dropped_bytes: int = 0
+    log_dropped_lines: int = 0
+    oom_kills: int = 0
+    memory_limit: int | None = None
+    limit_hit: LimitHit | None = None
+    usage: dict[str, Any] | None = None  # the newest resource sample (runtime/telemetry.py)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def parse(cls, data: object, attempt: int) -> AttemptStatus | None:
+        """The status of ``attempt`` from a decoded ``status.json``; None if it is not one (another attempt's,
+        torn, or not an object). Each field of the wrong type or size is left at its default."""
+        if not isinstance(data, Mapping) or _int(data.get("attempt")) != attempt:
+            return None
+        hit = data.get("limit_hit")
+        limit_hit = None
+        if isinstance(hit, Mapping) and _text(hit.get("kind"), MAX_NAME):
+            limit_hit = LimitHit(str(hit["kind"]), _int(hit.get("limit")), _text(hit.get("message"), MAX_TEXT) or "")
+        return cls(
+            attempt=attempt,
+            hostname=_text(data.get("hostname"), MAX_NAME),
+            node_id=_text(data.get("node_id"), MAX_NAME),
+            cuda_visible_devices=_text(data.get("cuda_visible_devices"), MAX_NAME, empty=True),
+            driver_pid=_int(data.get("driver_pid")),
+            argv=_texts(data.get("argv")),
+            python=_text(data.get("python"), MAX_TEXT),
+            env=_text(data.get("env"), MAX_NAME),
+            started_at=_text(data.get("started_at"), MAX_TIME),
+            finished_at=_text(data.get("finished_at"), MAX_TIME),
+            alive_at=_text(data.get("alive_at"), MAX_TIME),
+            heartbeat_s=_number(data.get("heartbeat_s")),
+            exit_code=_int(data.get("exit_code")),
+            signal=_text(data.get("signal"), MAX_NAME),
+            notes=_texts(data.get("notes")),
+            error=_text(data.get("error"), MAX_TEXT),
+            log_error=_text(data.get("log_error"), MAX_TEXT),
+            log_dropped_bytes=max(_int(data.get("log_dropped_bytes")) or 0, 0),
+            log_dropped_lines=max(_int(data.get("log_dropped_lines")) or 0, 0),
+            oom_kills=max(_int(data.get("oom_kills")) or 0, 0),
+            memory_limit=_int(data.get("memory_limit")),
+            limit_hit=limit_hit,
+            usage=dict(data["usage"]) if isinstance(data.get("usage"), Mapping) else None,
+        )
+
+
+def _int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _number(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _text(value: object, limit: int, *, empty: bool = False) -> str | None:
+    """A string field: kept cut to ``limit`` characters; an empty one only where it means something
+    (``CUDA_VISIBLE_DEVICES=""``: no GPU)."""
+    if not isinstance(value, str) or (not value and not empty):
+        return None
+    return value[:limit]
+
+
+def _texts(value: object) -> list[str]:
+    return [v[:MAX_TEXT] for v in value[:1000] if isinstance(v, str)] if isinstance(value, list) else []

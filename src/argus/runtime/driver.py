@@ -66,6 +66,7 @@ from typing import Any
 import psutil
 
 from argus.core import log_write
+from argus.core.launch import AttemptStatus, LimitHit
 from argus.nodes import attach
 from argus.nodes.agent import ECHO_LIMIT_ENV, EXIT_FILE_ENV, KEY_ENV, NODE_ID_ENV
 from argus.nodes.agent_client import AGENT_ENV
@@ -303,27 +304,21 @@ def run(ns: argparse.Namespace) -> int:
     record = _record_path(root, job_dir, ns.attempt)
     stop_asked = functools.partial(attempt_record.stop_requested, root, job_dir.name, ns.attempt) if record else None
     stacks = StackRequests(root, job_dir, ns.attempt) if record else None  # the server's stall forensics
-    status = StatusFile(job_dir / "status.json", {
-        "attempt": ns.attempt,
-        "hostname": socket.gethostname(),
-        "node_id": ray_node_id(),
-        "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
-        "driver_pid": os.getpid(),
-        "argv": ns.argv,
-        "python": ns.python,
-        "env": ns.env or None,
-        "started_at": _now(),
-        "finished_at": None,
-        "exit_code": None,
-        "signal": None,
-        "notes": notes,
-        "error": refusal,
-        "heartbeat_s": HEARTBEAT_S,  # the monitor warns when alive_at stops changing (a hung driver)
-        "alive_at": _now(),
-        "log_error": None,
-        "log_dropped_bytes": 0,
-        "log_dropped_lines": 0,
-    }, record=record)
+    status = StatusFile(job_dir / "status.json", AttemptStatus(
+        attempt=ns.attempt,
+        hostname=socket.gethostname(),
+        node_id=ray_node_id(),
+        cuda_visible_devices=os.environ.get("CUDA_VISIBLE_DEVICES"),
+        driver_pid=os.getpid(),
+        argv=list(ns.argv),
+        python=ns.python,
+        env=ns.env or None,
+        started_at=_now(),
+        notes=notes,
+        error=refusal,
+        heartbeat_s=HEARTBEAT_S,  # the monitor warns when alive_at stops changing (a hung driver)
+        alive_at=_now(),
+    ), record=record)
     if not log.open():
         return _log_failed(log, status, None)
     failed = status.save()
@@ -361,8 +356,8 @@ def run(ns: argparse.Namespace) -> int:
         notes.append(sandbox.note)
     bounds = TaskBounds.create(f"argus-{job_dir.name}-a{ns.attempt}", limits_for(ns))
     notes.extend(bounds.notes())
-    first = (f"[argus] attempt {ns.attempt} on {status.data['hostname']} (ray node {status.data['node_id'] or '?'}), "
-             f"CUDA_VISIBLE_DEVICES={_gpus_shown(status.data['cuda_visible_devices'])}, "
+    first = (f"[argus] attempt {ns.attempt} on {status.status.hostname} (ray node {status.status.node_id or '?'}), "
+             f"CUDA_VISIBLE_DEVICES={_gpus_shown(status.status.cuda_visible_devices)}, "
              f"python3={ns.python or 'from PATH'}{f' (environment {ns.env})' if ns.env else ''}, cwd={job_dir}\n").encode()
     first += "".join(f"[argus] {n}\n" for n in notes).encode()
     log.write(first)
@@ -419,7 +414,7 @@ def _start(ns: argparse.Namespace, argv: list[str], env: dict[str, str], job_dir
     if early.signals:
         bounds.remove()
         name = signal.Signals(early.signals[0]).name
-        status.data["signal"] = name
+        status.status.signal = name
         log.write(f"[argus] {name} before the task started: not started\n".encode())
         return 128 + early.signals[0]
     def preexec() -> None:
@@ -438,13 +433,13 @@ def _start(ns: argparse.Namespace, argv: list[str], env: dict[str, str], job_dir
                       os.environ.get("CUDA_VISIBLE_DEVICES"), Nvml.open())
     code = _supervise(child, log, status, sandboxed=sandboxed, sampler=sampler, early=early, stop_asked=stop_asked,
                       bounds=bounds, stacks=stacks)
-    hit = bounds.breach(child.pid) if "limit_hit" not in status.data else None
+    hit = bounds.breach(child.pid) if status.status.limit_hit is None else None
     if hit is not None:  # the limit ended the task before a poll saw it (the OOM killer took its only process)
         _limit_hit(hit, log, status, stopping=False)
     killed = bounds.counters().oom_kills
     if killed:
         status.save(oom_kills=killed, memory_limit=bounds.limits.memory_bytes)
-    elif sandboxed and child.returncode < 0 and not status.data.get("signal") and "limit_hit" not in status.data \
+    elif sandboxed and child.returncode < 0 and not status.status.signal and status.status.limit_hit is None \
             and not log.error:
         # bwrap itself killed, by no stop of ours: a task's own processes cannot reach it (its PID namespace's
         # init is below it), so something on the node did; everything in the sandbox ended with it
@@ -529,7 +524,7 @@ def _supervise(child: subprocess.Popen[bytes], log: TaskLog, status: StatusFile,
         timer.start()
 
     def forward(signum: int, _frame: object) -> None:
-        status.data["signal"] = signal.Signals(signum).name  # no lock: this may interrupt a save
+        status.status.signal = signal.Signals(signum).name  # no lock: this may interrupt a save
         stop(signum)
 
     def log_failed(why: str) -> None:  # in the pump thread, once: no file system calls here
@@ -555,11 +550,11 @@ def _supervise(child: subprocess.Popen[bytes], log: TaskLog, status: StatusFile,
             # reaches the attempt whether or not its Ray still knows the job: as a cancel's SIGTERM
             asked = True
             log.write(b"[argus] the server asked this attempt to stop: stopping\n")
-            status.data["signal"] = "SIGTERM"
+            status.status.signal = "SIGTERM"
             stop(signal.SIGTERM)
         if stacks is not None:  # the server asks for every process's stack (a stall): runtime/stacks.py
             stacks.poll(child.pid)
-        hit = bounds.breach(child.pid) if bounds is not None and "limit_hit" not in status.data else None
+        hit = bounds.breach(child.pid) if bounds is not None and status.status.limit_hit is None else None
         if hit is not None:
             _limit_hit(hit, log, status)
             stop(signal.SIGTERM)
@@ -580,7 +575,7 @@ def _supervise(child: subprocess.Popen[bytes], log: TaskLog, status: StatusFile,
 def _limit_hit(hit: Breach, log: TaskLog, status: StatusFile, *, stopping: bool = True) -> None:
     """A limit the task hit: said in its log and its status (the monitor's failure kind), before it is stopped."""
     log.write(f"[argus] {hit.message}{': stopping the task' if stopping else ''}\n".encode())
-    status.save(limit_hit={"kind": hit.kind, "limit": hit.limit, "message": hit.message})
+    status.save(limit_hit=LimitHit(hit.kind, hit.limit, hit.message))
 
 
 class CappedEcho:

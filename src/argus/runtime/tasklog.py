@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from argus.core import log_write
+from argus.core.launch import AttemptStatus
 from argus.core.metrics import CLOCK_MARK, CLOCK_SUFFIX, clock_line
 from argus.runtime import attempt_record
 
@@ -142,24 +143,28 @@ class TaskLog:
 
 
 class StatusFile:
-    """``status.json``: what the monitor reads to learn the attempt's node, GPUs, times and end."""
+    """``status.json``: what the monitor reads to learn the attempt's node, GPUs, times and end
+    (:class:`argus.core.launch.AttemptStatus`, the one type both sides use)."""
 
-    def __init__(self, path: Path, data: dict[str, Any], record: Path | None = None) -> None:
+    def __init__(self, path: Path, status: AttemptStatus, record: Path | None = None) -> None:
         self.path = path
-        self.data = data
+        self.status = status
         self.record = record  # runtime/attempt_record: the copy out of the owner's reach that the server decides on
         self._lock = threading.Lock()
 
     def save(self, **changes: Any) -> OSError | None:
-        """Apply ``changes`` and replace the file atomically (and the attempt's record); the error instead of
-        raising it (status.json's: the owner's folder is the one a full disk or a quota refuses)."""
+        """Apply ``changes`` (AttemptStatus's fields: another name raises at once) and replace the file
+        atomically (and the attempt's record); the error instead of raising it (status.json's: the owner's
+        folder is the one a full disk or a quota refuses)."""
         with self._lock:
-            self.data.update(changes)
+            for name, value in changes.items():
+                setattr(self.status, name, value)
+            data = self.status.as_dict()
             if self.record is not None:
-                attempt_record.write(self.record, self.data)
+                attempt_record.write(self.record, data)
             tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
             try:
-                tmp.write_text(json.dumps(self.data, indent=2) + "\n")
+                tmp.write_text(json.dumps(data, indent=2) + "\n")
                 os.replace(tmp, self.path)
             except OSError as exc:
                 try:

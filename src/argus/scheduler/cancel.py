@@ -41,6 +41,7 @@ from sqlalchemy import select
 
 from argus.cluster.types import ClusterUnavailable, JobInfo, RayJobStatus
 from argus.core import accounting
+from argus.core.launch import AttemptStatus
 from argus.core.states import TaskStatus, TerminationReason
 from argus.db.models import TaskModel
 from argus.errors import Conflict
@@ -297,9 +298,10 @@ class CancelTasks:
                 att.message = note
                 # when it ran: the record has the driver's times; else its status.json, when Ray started it
                 ran = info is not None and info.status != RayJobStatus.PENDING
-                driver = record if record and record.get("started_at") else (
-                    read_driver_status(ctx, user_of(s, task), task_id, att.attempt) if ran else {})
-                if att.started_at is None and driver.get("started_at"):  # it ran before the monitor saw it
+                kept = AttemptStatus.parse(record, att.attempt) if record else None
+                driver = kept if kept and kept.started_at else (
+                    read_driver_status(ctx, user_of(s, task), task_id, att.attempt) if ran else None)
+                if att.started_at is None and driver and driver.started_at:  # it ran before the monitor saw it
                     att.started_at = accounting.start_time(driver, created=att.created_at, now=ctx.now())
                 close_attempt(s, att, accounting.end_time(info.end_time_ms if info is not None else None, driver,
                                                           started=att.started_at, now=ctx.now()))

@@ -25,6 +25,7 @@ from sqlalchemy.orm import Session
 from argus.cluster.types import JobsBackend, NodeInventory
 from argus.core import accounting
 from argus.core.gpu_binding import uses_ray
+from argus.core.launch import AttemptStatus
 from argus.core.paths import DataLayout
 from argus.core.resources import RESOURCES_KEY, NodeNeed, default_cpus, training_device
 from argus.core.states import LIVE_ATTEMPT, TERMINAL, TaskStatus
@@ -119,8 +120,8 @@ def log_path(ctx: LoopContext, user: str, task_id: str, attempt: int) -> Path:
     return Path(str(ctx.layout.attempt_log(user, task_id, attempt)))
 
 
-def read_driver_status(ctx: LoopContext, user: str, task_id: str, attempt: int) -> dict[str, Any]:
-    """The launcher's ``status.json`` for this attempt, or ``{}`` (services.home_files.read_attempt_status)."""
+def read_driver_status(ctx: LoopContext, user: str, task_id: str, attempt: int) -> AttemptStatus | None:
+    """The launcher's ``status.json`` for this attempt, typed, or None (services.home_files.read_attempt_status)."""
     return read_attempt_status(ctx.layout_home(user), job_dir(ctx, user, task_id), attempt)
 
 

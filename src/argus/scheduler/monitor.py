@@ -47,6 +47,7 @@ from argus.core.failures import (
     memory_limit_cause,
     node_lost_message,
 )
+from argus.core.launch import AttemptStatus, LimitHit
 from argus.core.states import TaskStatus, TerminationReason
 from argus.db.models import TaskAttemptModel, TaskEventModel, TaskModel
 from argus.errors import Conflict
@@ -109,7 +110,7 @@ def classify(
     now: datetime,
     start_timeout_s: float,
     dead_nodes: frozenset[str] = frozenset(),
-    driver: dict | None = None,
+    driver: AttemptStatus | None = None,
     record: dict | None = None,
 ) -> Outcome:
     """Map Ray's view of one job to what should happen to its task (pure).
@@ -117,7 +118,7 @@ def classify(
     ``record`` is the attempt's record out of its owner's reach (runtime/attempt_record), read when Ray does
     not know the job: a driver that still runs it is followed, one that finished decides the end, and only a
     silent one is lost."""
-    driver = driver or {}
+    hostname = driver.hostname if driver else None
     waited = (now - submitted_at).total_seconds() if submitted_at else 0.0
     if info is None and record and attempt_record.finished(record):
         code = record["exit_code"]
@@ -147,11 +148,11 @@ def classify(
         if node_dead:
             return Outcome(TaskStatus.FAILED, TerminationReason.NODE_LOST,
                            node_lost_message(now, "Ray reports the node dead", node_id=info.driver_node_id,
-                                             hostname=_str(driver.get("hostname"))), stop=True)
+                                             hostname=hostname), stop=True)
         return Outcome(TaskStatus.RUNNING) if status == TaskStatus.SUBMITTED else NOTHING
     exit_code = info.driver_exit_code
-    if exit_code is None and isinstance(driver.get("exit_code"), int):
-        exit_code = driver["exit_code"]
+    if exit_code is None and driver:
+        exit_code = driver.exit_code
     if info.status == RayJobStatus.SUCCEEDED:
         return Outcome(TaskStatus.SUCCEEDED, TerminationReason.SUCCEEDED, "exit code 0", exit_code=0)
     if info.status == RayJobStatus.STOPPED:
@@ -163,9 +164,9 @@ def classify(
         when = datetime.fromtimestamp(info.end_time_ms / 1000, UTC) if info.end_time_ms else now
         return Outcome(TaskStatus.FAILED, TerminationReason.NODE_LOST,
                        node_lost_message(when, info.message, node_id=info.driver_node_id,
-                                         hostname=_str(driver.get("hostname"))),
+                                         hostname=hostname),
                        detail=info.message.strip() if info.message and info.message.strip() else None)
-    log_failure = log_write.failure_reason(info.driver_exit_code, driver.get("log_error"), info.message)
+    log_failure = log_write.failure_reason(info.driver_exit_code, driver.log_error if driver else None, info.message)
     if log_failure:
         return Outcome(TaskStatus.FAILED, TerminationReason.LOG_WRITE_FAILED, log_write.task_message(log_failure),
                        exit_code=exit_code)
@@ -178,11 +179,6 @@ def classify(
         return Outcome(TaskStatus.FAILED, TerminationReason.SUBMIT_ERROR, f"Ray could not start the job{detail}")
     return Outcome(TaskStatus.FAILED, TerminationReason.SERVER_ERROR, f"the Ray job failed{detail}",
                    exit_code=exit_code)
-
-
-def _str(value: object) -> str | None:
-    """A ``status.json`` field (the task can write that file) used only if it is a non-empty string."""
-    return value if isinstance(value, str) and value else None
 
 
 def with_log_cause(out: Outcome, home: Path, path: Path, fallback: str | None = None) -> Outcome:
@@ -215,26 +211,24 @@ def with_log_cause(out: Outcome, home: Path, path: Path, fallback: str | None = 
 LIMIT_KINDS = {"memory": FailureKind.HOST_OOM, "pids": FailureKind.PIDS_LIMIT, "disk": FailureKind.DISK_FULL}
 
 
-def limit_hit(out: Outcome, driver: dict) -> Outcome:
+def limit_hit(out: Outcome, driver: AttemptStatus, hit: LimitHit) -> Outcome:
     """A task its launcher stopped because it hit one of its bounds (runtime/task_bounds.py): that bound, for
     certain, with its kind and hint."""
-    hit = driver["limit_hit"]
-    kind = LIMIT_KINDS.get(str(hit.get("kind")), FailureKind.HOST_OOM)
+    kind = LIMIT_KINDS.get(hit.kind, FailureKind.HOST_OOM)
     assert out.exit_code is not None
-    return replace(out, message=failure_message(out.exit_code, str(hit.get("message") or kind.value)[:500]),
+    return replace(out, message=failure_message(out.exit_code, (hit.message or kind.value)[:500]),
                    failure_kind=kind.value,
-                   failure_hint=f"on {_str(driver.get('hostname')) or 'its node'}: {hint_for(kind)}")
+                   failure_hint=f"on {driver.hostname or 'its node'}: {hint_for(kind)}")
 
 
-def oom_killed(out: Outcome, driver: dict) -> Outcome:
+def oom_killed(out: Outcome, driver: AttemptStatus) -> Outcome:
     """A task the kernel's OOM killer hit inside its memory cgroup (runtime/task_bounds.py): a host OOM, for
     certain."""
-    limit = driver.get("memory_limit")
     assert out.exit_code is not None
-    return replace(out, message=failure_message(
-        out.exit_code, memory_limit_cause(driver["oom_kills"], limit if isinstance(limit, int) else None)),
-        failure_kind=FailureKind.HOST_OOM.value,
-        failure_hint=f"on {_str(driver.get('hostname')) or 'its node'}: {hint_for(FailureKind.HOST_OOM)}")
+    return replace(out, message=failure_message(out.exit_code, memory_limit_cause(driver.oom_kills,
+                                                                                  driver.memory_limit)),
+                   failure_kind=FailureKind.HOST_OOM.value,
+                   failure_hint=f"on {driver.hostname or 'its node'}: {hint_for(FailureKind.HOST_OOM)}")
 
 
 def died_before_logging(info: JobInfo | None, dead: frozenset[str]) -> bool:
@@ -317,13 +311,13 @@ class MonitorActiveTasks:
                            start_timeout_s=ctx.settings.start_timeout_s, dead_nodes=dead, driver=driver,
                            record=record)
             if out.reason == TerminationReason.EXIT_NONZERO and out.exit_code is not None:
-                if isinstance(driver.get("limit_hit"), dict):
-                    out = limit_hit(out, driver)
-                elif isinstance(driver.get("oom_kills"), int) and driver["oom_kills"] > 0:
+                if driver and driver.limit_hit:
+                    out = limit_hit(out, driver, driver.limit_hit)
+                elif driver and driver.oom_kills > 0:
                     out = oom_killed(out, driver)
-                elif isinstance(driver.get("error"), str) and driver["error"]:
+                elif driver and driver.error:
                     # the driver refused to start the task (no jail, missing rollout engine): its words
-                    out = replace(out, message=failure_message(out.exit_code, driver["error"][:500]))
+                    out = replace(out, message=failure_message(out.exit_code, driver.error[:500]))
                 else:
                     out = with_log_cause(out, ctx.layout_home(user),
                                          log_path(ctx, user, task_id, task.attempts), ray_log)
@@ -355,7 +349,7 @@ class MonitorActiveTasks:
         if self._note(s, task, text, text):
             log.warning("task %s: %s", task.id, text)
 
-    def _watch_heartbeat(self, s, task: TaskModel, driver: dict) -> None:
+    def _watch_heartbeat(self, s, task: TaskModel, driver: AttemptStatus | None) -> None:
         """Say so (message + timeline event, once) when a RUNNING task's driver stops refreshing ``status.json``.
 
         The driver rewrites ``alive_at`` every 15 s; when it stays the same for ``DRIVER_SILENCE_S``
@@ -366,9 +360,9 @@ class MonitorActiveTasks:
         ``heartbeat_s`` in their status.json) are not judged.
         """
         limit = self.ctx.settings.driver_silence_s
-        if limit <= 0 or (driver and "heartbeat_s" not in driver):
+        if limit <= 0 or (driver and driver.heartbeat_s is None):
             return
-        mark, now = driver.get("alive_at"), self.ctx.now()
+        mark, now = (driver.alive_at if driver else None), self.ctx.now()
         seen = self.heard.get(task.id)
         if seen is None or seen[0] != mark:
             self.heard[task.id] = (mark, now)
@@ -383,9 +377,10 @@ class MonitorActiveTasks:
         if self._note(s, task, text, text):
             log.warning("task %s: %s", task.id, text)
 
-    def _watch_progress(self, s, task: TaskModel, user: str, sid: str, info: JobInfo, driver: dict) -> int:
+    def _watch_progress(self, s, task: TaskModel, user: str, sid: str, info: JobInfo,
+                        driver: AttemptStatus | None) -> int:
         """Stalls and resume checks (scheduler/progress.py): notes, notifications, and on_stall's action."""
-        for found in self.progress.observe(task, user, driver.get("usage")):
+        for found in self.progress.observe(task, user, driver.usage if driver else None):
             if found.notify:
                 notify(s, task, found.notify, found.message)
             if found.action:
@@ -424,7 +419,8 @@ class MonitorActiveTasks:
             if task is None or task.submission_id != sid or not task.attempts:
                 return None
             user, attempt = user_of(s, task), task.attempts
-        if read_driver_status(ctx, user, task_id, attempt).get("error"):
+        status = read_driver_status(ctx, user, task_id, attempt)
+        if status and status.error:
             return None  # the driver started and said why it refused: its log has it
         path, home = log_path(ctx, user, task_id, attempt), ctx.layout_home(user)
         if not log_is_empty(home, path):
@@ -486,17 +482,17 @@ class MonitorActiveTasks:
         log.info("task %s: %s (%s)", task.id, target, message)
         return 1
 
-    def _update_attempt(self, s, sid: str, info: JobInfo | None, driver: dict, out: Outcome | None,
+    def _update_attempt(self, s, sid: str, info: JobInfo | None, driver: AttemptStatus | None, out: Outcome | None,
                         message: str | None = None) -> None:
         att = attempt_by_sid(s, sid)
         if att is None:
             return
         now = self.ctx.now()
         if driver:
-            att.node_id = driver.get("node_id") or att.node_id
-            att.hostname = driver.get("hostname") or att.hostname
-            if driver.get("cuda_visible_devices") is not None:
-                att.gpus = {**(att.gpus or {}), "visible": driver.get("cuda_visible_devices")}
+            att.node_id = driver.node_id or att.node_id
+            att.hostname = driver.hostname or att.hostname
+            if driver.cuda_visible_devices is not None:
+                att.gpus = {**(att.gpus or {}), "visible": driver.cuda_visible_devices}
         if info is not None and info.driver_node_id and not att.node_id:
             att.node_id = info.driver_node_id
         # when it started: the driver's own start when the server saw it late (it was down), else now
@@ -510,7 +506,7 @@ class MonitorActiveTasks:
             if out.status == TaskStatus.RUNNING:
                 att.started_at = started
             if ended:
-                if att.started_at is None and driver.get("started_at"):
+                if att.started_at is None and driver and driver.started_at:
                     att.started_at = started  # it ran and ended while the server was not looking
                 close_attempt(s, att, accounting.end_time(info.end_time_ms if info is not None else None, driver,
                                                           started=att.started_at, now=now))

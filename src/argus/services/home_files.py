@@ -14,7 +14,9 @@ import json
 import os
 import stat
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import BinaryIO
+
+from argus.core.launch import AttemptStatus
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
@@ -68,18 +70,19 @@ def read_plain(home: Path, path: Path, limit: int) -> bytes | None:
 STATUS_MAX_BYTES = 1 << 20  # the launcher's status.json is a few hundred bytes
 
 
-def read_attempt_status(home: Path, job_dir: Path, attempt: int) -> dict[str, Any]:
-    """The launcher's ``status.json`` in ``job_dir`` for ``attempt``, or ``{}`` (absent, torn, or another attempt's).
+def read_attempt_status(home: Path, job_dir: Path, attempt: int) -> AttemptStatus | None:
+    """The launcher's ``status.json`` in ``job_dir`` for ``attempt``, or None (absent, torn, or another attempt's).
 
     It lives on the shared filesystem, so it is there even when Ray lost the node that wrote it.
-    The task can change it, so it is read without following links, bounded, and as data only.
+    The task can change it, so it is read without following links, bounded, and as data only, each field
+    checked for its type and size (core/launch.AttemptStatus.parse).
     """
     raw = read_plain(home, job_dir / "status.json", STATUS_MAX_BYTES)
     try:
         data = json.loads(raw or b"")
     except ValueError:
-        return {}
-    return data if isinstance(data, dict) and data.get("attempt") == attempt else {}
+        return None
+    return AttemptStatus.parse(data, attempt)
 
 
 def append_in_home(home: Path, rel: tuple[str, ...], data: bytes) -> None:
