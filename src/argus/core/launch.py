@@ -5,6 +5,10 @@ node applies them to the task's cgroup (:mod:`argus.nodes.cgroups`) and its priv
 dataclass travels between them (as launcher flags, and in the agent's records), so a limit is named
 once, with its unit, instead of being a loose number in seven places.
 
+:class:`LaunchSpec` is the whole request: the scheduler builds one per attempt and turns it into the launcher's
+command line (:meth:`LaunchSpec.flags`: a Ray job's entry point carries nothing else); the launcher turns the
+command line back into the same value (:meth:`LaunchSpec.parse`), so each flag is spelled in one place.
+
 Back the other way, the launcher writes :class:`AttemptStatus` as the attempt's ``status.json``, and the
 server reads it with :meth:`AttemptStatus.parse`. That file is in the owner's home and the task can
 rewrite it, so the server never reads it by string key: ``parse`` keeps each field only if it has its type
@@ -15,8 +19,10 @@ Pure: the standard library only.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import argparse
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
 from typing import Any
 
 MIB = 1 << 20
@@ -40,6 +46,90 @@ class Limits:
     def from_dict(cls, data: dict[str, Any]) -> Limits:
         known = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in known})
+
+
+LAUNCHER_MODULE = "argus.runtime.driver"
+
+
+@dataclass(frozen=True)
+class LaunchSpec:
+    """One attempt as its launcher is asked to run it (``python -I -m argus.runtime.driver <flags> -- argv``)."""
+
+    job_dir: Path  # <root>/users/<user>/jobs/<task_id> (the launcher makes it)
+    attempt: int  # logs/attempt-<n>.log
+    argv: tuple[str, ...]  # the task's command
+    python: str | None = None  # the training interpreter that `python3` means inside the task
+    env: str = ""  # that training environment's name (for messages)
+    attention: str | None = None  # "auto": choose verl's attention kernel from what the worker has
+    user: str | None = None  # the owner: the sandbox shows this home
+    teams: tuple[str, ...] = ()  # the owner's teams: their folders are shown too
+    sandbox: bool = False  # run the command in the owner's sandbox (refuse without one)
+    private_ray: bool = False  # start the task's own Ray in the sandbox
+    ray_dashboard: bool = False  # with private_ray: with its dashboard (for its owner)
+    cpus: float = 1  # the task's CPUs on this node (its private Ray's)
+    gpus: int = 0  # the task's GPUs on this node (device cpu: logical ones)
+    device: str = "gpu"  # cpu: CPU training, gpus counts its workers (Ray's logical GPUs, no device file)
+    nnodes: int = 1  # the task's nodes (a Ray program spans them all)
+    memory: int = 0  # bytes on this node (0: not set: the node's default share, default_memory)
+    pids_max: int = 0  # processes and threads at most (0: not set)
+    tmp_size: int = 0  # the private /tmp: a tmpfs of this many bytes (0: a folder on the node's disk)
+    cpu_quota: bool = False  # cap the task at ``cpus``, not only weigh it
+    setenv: tuple[str, ...] = ()  # NAME=VALUE of the task's environment; the rest is the node's allowlist
+
+    def flags(self) -> list[str]:
+        """The launcher's command line after ``-m argus.runtime.driver``: what :meth:`parse` reads back."""
+        return [
+            "--job-dir", str(self.job_dir), "--attempt", str(self.attempt),
+            *(["--python", self.python] if self.python else []), *(["--env", self.env] if self.env else []),
+            *(["--attention", self.attention] if self.attention else []),
+            *(["--user", self.user] if self.user else []),
+            *(arg for team in self.teams for arg in ("--team", team)),
+            *(["--sandbox"] if self.sandbox else []),
+            *(["--private-ray"] if self.private_ray else []),
+            *(["--ray-dashboard"] if self.ray_dashboard else []),
+            *(["--device", self.device] if self.device != "gpu" else []),
+            "--cpus", f"{self.cpus:g}", "--gpus", str(self.gpus), "--nnodes", str(self.nnodes),
+            *(["--memory", str(self.memory)] if self.memory else []),
+            *(["--pids-max", str(self.pids_max)] if self.pids_max else []),
+            *(["--tmp-size", str(self.tmp_size)] if self.tmp_size else []),
+            *(["--cpu-quota"] if self.cpu_quota else []),
+            *(f"--setenv={pair}" for pair in self.setenv),
+            "--", *self.argv,
+        ]
+
+    @classmethod
+    def parse(cls, args: Sequence[str], *, doc: str = "") -> LaunchSpec:
+        """The spec :meth:`flags` wrote (argparse's usage error and exit 2 on anything else)."""
+        p = argparse.ArgumentParser(prog=f"python -m {LAUNCHER_MODULE}", description=doc)
+        p.add_argument("--job-dir", required=True, type=Path)
+        p.add_argument("--attempt", required=True, type=int)
+        p.add_argument("--python")
+        p.add_argument("--env", default="")
+        p.add_argument("--attention", choices=["auto"])
+        p.add_argument("--user")
+        p.add_argument("--team", action="append", default=[])
+        p.add_argument("--sandbox", action="store_true")
+        p.add_argument("--private-ray", action="store_true")
+        p.add_argument("--ray-dashboard", action="store_true")
+        p.add_argument("--cpus", type=float, default=1)
+        p.add_argument("--gpus", type=int, default=0)
+        p.add_argument("--device", choices=["gpu", "cpu"], default="gpu")
+        p.add_argument("--nnodes", type=int, default=1)
+        p.add_argument("--memory", type=int, default=0)
+        p.add_argument("--pids-max", type=int, default=0)
+        p.add_argument("--tmp-size", type=int, default=0)
+        p.add_argument("--cpu-quota", action="store_true")
+        p.add_argument("--setenv", action="append", default=[], metavar="NAME=VALUE")
+        p.add_argument("argv", nargs=argparse.REMAINDER, help="-- then the command to run")
+        ns = p.parse_args(list(args))
+        argv = ns.argv[1:] if ns.argv[:1] == ["--"] else ns.argv
+        if not argv:
+            p.error("no command given after --")
+        return cls(job_dir=ns.job_dir, attempt=ns.attempt, argv=tuple(argv), python=ns.python, env=ns.env,
+                   attention=ns.attention, user=ns.user, teams=tuple(ns.team), sandbox=ns.sandbox,
+                   private_ray=ns.private_ray, ray_dashboard=ns.ray_dashboard, cpus=ns.cpus, gpus=ns.gpus,
+                   device=ns.device, nnodes=ns.nnodes, memory=ns.memory, pids_max=ns.pids_max,
+                   tmp_size=ns.tmp_size, cpu_quota=ns.cpu_quota, setenv=tuple(ns.setenv))
 
 
 def default_memory(node_bytes: int, *, cpus: float, node_cpus: int, gpus: int, node_gpus: int) -> int:

@@ -15,7 +15,6 @@ the attempt's processes are the agent's (:mod:`argus.nodes.agent`). So:
 
 from __future__ import annotations
 
-import argparse
 import os
 import signal
 import sys
@@ -23,6 +22,7 @@ import threading
 import time
 from pathlib import Path
 
+from argus.core.launch import LaunchSpec
 from argus.nodes.agent import KEY_ENV, NODE_ID_ENV
 from argus.nodes.agent_client import AgentError, request
 from argus.nodes.paths import AgentPaths
@@ -32,14 +32,14 @@ TAIL_BYTES = 64 * 1024
 AGENT_GONE_S = 2.0  # between tries while the agent restarts
 
 
-def attempt_key(ns: argparse.Namespace) -> str:
-    return f"{Path(ns.job_dir).name}.{ns.attempt}"
+def attempt_key(spec: LaunchSpec) -> str:
+    return f"{Path(spec.job_dir).name}.{spec.attempt}"
 
 
-def follow(sock: str, args: list[str], ns: argparse.Namespace, node_id: str | None) -> int | None:
+def follow(sock: str, args: list[str], spec: LaunchSpec, node_id: str | None) -> int | None:
     """Run the attempt under the agent and return its exit status; None when no agent took it (the
     caller then runs it itself, as on a node without an agent)."""
-    key = attempt_key(ns)
+    key = attempt_key(spec)
     env = {**os.environ, **({NODE_ID_ENV: node_id} if node_id else {})}
     env.pop(KEY_ENV, None)
     argv = [sys.executable, "-I", "-m", "argus.runtime.driver", *args]

@@ -46,7 +46,6 @@ the task's — except 74 when the log could not be written (``status.json`` then
 
 from __future__ import annotations
 
-import argparse
 import ctypes
 import functools
 import json
@@ -66,7 +65,7 @@ from typing import Any
 import psutil
 
 from argus.core import log_write
-from argus.core.launch import AttemptStatus, LimitHit
+from argus.core.launch import AttemptStatus, LaunchSpec, LimitHit
 from argus.nodes import attach
 from argus.nodes.agent import ECHO_LIMIT_ENV, EXIT_FILE_ENV, KEY_ENV, NODE_ID_ENV
 from argus.nodes.agent_client import AGENT_ENV
@@ -89,37 +88,9 @@ ENV_PROBE = str(Path(__file__).resolve().parents[1] / "envs" / "probe.py")
 ENV_PROBE_TIMEOUT_S = 60
 
 
-def parse_args(args: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m argus.runtime.driver", description=__doc__.splitlines()[0])
-    p.add_argument("--job-dir", required=True, type=Path, help="<root>/users/<user>/jobs/<task_id> (created)")
-    p.add_argument("--attempt", required=True, type=int, help="attempt number: logs/attempt-<n>.log")
-    p.add_argument("--python", help="the training interpreter that `python3` means inside the task")
-    p.add_argument("--env", default="", help="the name of that training environment (for messages)")
-    p.add_argument("--attention", choices=["auto"], help="choose verl's attention kernel from what this worker has")
-    p.add_argument("--user", help="the task's owner: its sandbox shows this home")
-    p.add_argument("--team", action="append", default=[], help="a team of the owner's: its folder is shown too")
-    p.add_argument("--sandbox", action="store_true", help="run the command in the owner's sandbox (refuse without)")
-    p.add_argument("--private-ray", action="store_true", help="start the task's own Ray cluster in the sandbox")
-    p.add_argument("--ray-dashboard", action="store_true", help="with --private-ray: with its dashboard (for its owner)")
-    p.add_argument("--cpus", type=float, default=1, help="the task's CPUs on this node (its private Ray's)")
-    p.add_argument("--gpus", type=int, default=0, help="the task's GPUs on this node (device cpu: logical ones)")
-    p.add_argument("--device", choices=["gpu", "cpu"], default="gpu",
-                   help="cpu: CPU training, --gpus counts its workers (Ray's logical GPUs, no device file)")
-    p.add_argument("--nnodes", type=int, default=1, help="the task's nodes (a Ray program spans them all)")
-    p.add_argument("--memory", type=int, default=0, help="the task's memory on this node, bytes (0: not set)")
-    p.add_argument("--pids-max", type=int, default=0, help="the task's processes and threads at most (0: not set)")
-    p.add_argument("--tmp-size", type=int, default=0,
-                   help="its private /tmp: a tmpfs of this many bytes (0: a folder on the node's disk)")
-    p.add_argument("--cpu-quota", action="store_true", help="cap the task at --cpus CPUs, not only weigh it")
-    p.add_argument("--setenv", action="append", default=[], metavar="NAME=VALUE",
-                   help="a variable of the task's environment (repeatable); the rest is the node's allowlist")
-    p.add_argument("argv", nargs=argparse.REMAINDER, help="-- then the command to run")
-    ns = p.parse_args(args)
-    if ns.argv[:1] == ["--"]:
-        ns.argv = ns.argv[1:]
-    if not ns.argv:
-        p.error("no command given after --")
-    return ns
+def parse_args(args: list[str] | None = None) -> LaunchSpec:
+    """The attempt the scheduler asked for (core/launch.LaunchSpec.flags wrote this command line)."""
+    return LaunchSpec.parse(sys.argv[1:] if args is None else args, doc=__doc__.splitlines()[0])
 
 
 def ray_node_id() -> str | None:
@@ -222,7 +193,7 @@ def pump_output(src: Any, log: TaskLog) -> None:
         log.write(chunk)
 
 
-def reward_banner(ns: argparse.Namespace, sandbox: Sandbox, env: dict[str, str], job_dir: Path) -> bytes:
+def reward_banner(spec: LaunchSpec, sandbox: Sandbox, env: dict[str, str], job_dir: Path) -> bytes:
     """``using customized reward function '<name>' from '<path>'`` (seed 000 §5.2), or why it cannot load.
 
     verl 0.9 no longer prints that line. The reward is loaded the way verl loads it, by
@@ -230,9 +201,9 @@ def reward_banner(ns: argparse.Namespace, sandbox: Sandbox, env: dict[str, str],
     sandbox, so user code never runs inside the launcher and a slow import cannot hold the task
     back for long.
     """
-    if not any("custom_reward_function.path=" in a for a in ns.argv):
+    if not any("custom_reward_function.path=" in a for a in spec.argv):
         return b""
-    cmd, cmd_env = sandbox.wrap(module_argv(ns.python or sys.executable, "argus.verl.reward_banner", ns.argv), env)
+    cmd, cmd_env = sandbox.wrap(module_argv(spec.python or sys.executable, "argus.verl.reward_banner", spec.argv), env)
     try:
         done = subprocess.run(cmd, cwd=job_dir, env=cmd_env, stdin=subprocess.DEVNULL, capture_output=True,
                               timeout=REWARD_BANNER_TIMEOUT_S)
@@ -241,24 +212,24 @@ def reward_banner(ns: argparse.Namespace, sandbox: Sandbox, env: dict[str, str],
     return done.stdout + (done.stderr[-2000:] if done.returncode else b"")
 
 
-def environment_problem(ns: argparse.Namespace) -> str | None:
+def environment_problem(spec: LaunchSpec) -> str | None:
     """Why the task's training environment cannot run here (its interpreter is not on this node)."""
-    if ns.python is None:
+    if spec.python is None:
         return None
-    name = f"environment {ns.env!r}" if ns.env else "the training environment"
-    if not ns.python:
+    name = f"environment {spec.env!r}" if spec.env else "the training environment"
+    if not spec.python:
         return f"{name} no longer exists (removed after this task was accepted?): see `argus env list`"
-    if not os.access(ns.python, os.X_OK):
-        return (f"{name}'s interpreter {ns.python} is not on this node: is the shared filesystem mounted here, "
+    if not os.access(spec.python, os.X_OK):
+        return (f"{name}'s interpreter {spec.python} is not on this node: is the shared filesystem mounted here, "
                 f"or was the environment removed? (argus env list; argus doctor on this node)")
     return None
 
 
-def environment_report(ns: argparse.Namespace, sandbox: Sandbox, env: dict[str, str], job_dir: Path
+def environment_report(spec: LaunchSpec, sandbox: Sandbox, env: dict[str, str], job_dir: Path
                        ) -> tuple[dict[str, Any], str | None]:
     """What the environment has (rollout engines, flash-attn), asked of its own interpreter inside the sandbox:
     a user's environment is their code, never run outside it. (report, why it cannot run)."""
-    python = ns.python or sys.executable
+    python = spec.python or sys.executable
     finds = [f"--find={m}" for m in (*kernels.ROLLOUT_PACKAGES.values(), "flash_attn")]
     cmd, cmd_env = sandbox.wrap([python, "-I", ENV_PROBE, *finds], env)
     try:
@@ -270,14 +241,14 @@ def environment_report(ns: argparse.Namespace, sandbox: Sandbox, env: dict[str, 
     return report, None
 
 
-def preflight(ns: argparse.Namespace, report: dict[str, Any]) -> tuple[list[str], list[str], str | None]:
+def preflight(spec: LaunchSpec, report: dict[str, Any]) -> tuple[list[str], list[str], str | None]:
     """(argv to run, lines for the log, a reason not to start): what the environment has on this worker."""
     notes: list[str] = []
-    missing = kernels.missing_rollout_engine(ns.argv, report.get("found") or {})
+    missing = kernels.missing_rollout_engine(spec.argv, report.get("found") or {})
     if missing:
-        return ns.argv, notes, missing
-    argv = ns.argv
-    if ns.attention == "auto":
+        return spec.argv, notes, missing
+    argv = spec.argv
+    if spec.attention == "auto":
         flash = (report.get("versions") or {}).get("flash-attn") or \
             ("installed" if (report.get("found") or {}).get("flash_attn") else None)
         extra, note = kernels.attention_overrides(argv, flash)
@@ -287,32 +258,32 @@ def preflight(ns: argparse.Namespace, report: dict[str, Any]) -> tuple[list[str]
     return argv, notes, None
 
 
-def run(ns: argparse.Namespace) -> int:
+def run(spec: LaunchSpec) -> int:
     started = time.monotonic()
     early = EarlyStops()
     early.install()
-    job_dir = ns.job_dir.resolve()
+    job_dir = spec.job_dir.resolve()
     sys.stdout.flush()
     echo: Any = open(sys.stdout.fileno(), "wb", buffering=0, closefd=False)  # noqa: SIM115 - fd 1 stays open
     if os.environ.get(ECHO_LIMIT_ENV):
         echo = CappedEcho(sys.stdout.fileno(), int(os.environ[ECHO_LIMIT_ENV]))
-    log = TaskLog(job_dir / "logs" / f"attempt-{ns.attempt}.log", job_dir, echo)
-    argv, notes = ns.argv, []
-    sandbox = Sandbox(ns, job_dir)
-    refusal = sandbox.problem or environment_problem(ns)
+    log = TaskLog(job_dir / "logs" / f"attempt-{spec.attempt}.log", job_dir, echo)
+    argv, notes = spec.argv, []
+    sandbox = Sandbox(spec, job_dir)
+    refusal = sandbox.problem or environment_problem(spec)
     root = sandbox.data_root(job_dir)
-    record = _record_path(root, job_dir, ns.attempt)
-    stop_asked = functools.partial(attempt_record.stop_requested, root, job_dir.name, ns.attempt) if record else None
-    stacks = StackRequests(root, job_dir, ns.attempt) if record else None  # the server's stall forensics
+    record = _record_path(root, job_dir, spec.attempt)
+    stop_asked = functools.partial(attempt_record.stop_requested, root, job_dir.name, spec.attempt) if record else None
+    stacks = StackRequests(root, job_dir, spec.attempt) if record else None  # the server's stall forensics
     status = StatusFile(job_dir / "status.json", AttemptStatus(
-        attempt=ns.attempt,
+        attempt=spec.attempt,
         hostname=socket.gethostname(),
         node_id=ray_node_id(),
         cuda_visible_devices=os.environ.get("CUDA_VISIBLE_DEVICES"),
         driver_pid=os.getpid(),
-        argv=list(ns.argv),
-        python=ns.python,
-        env=ns.env or None,
+        argv=list(spec.argv),
+        python=spec.python,
+        env=spec.env or None,
         started_at=_now(),
         notes=notes,
         error=refusal,
@@ -326,39 +297,39 @@ def run(ns: argparse.Namespace) -> int:
         log.fail(failed, job_dir)
         return _log_failed(log, status, None)
     prefix = ""
-    if ns.python:
+    if spec.python:
         try:
-            bin_dir = python_bin_dir(job_dir, ns.python)
+            bin_dir = python_bin_dir(job_dir, spec.python)
         except OSError as exc:
             if exc.errno not in log_write.STORAGE_ERRNOS:
                 raise  # not the disk (a file where the folder goes): the traceback says what
             log.fail(exc, job_dir)
             return _log_failed(log, status, None)
-        prefix = os.pathsep.join([bin_dir, os.path.dirname(ns.python)])
+        prefix = os.pathsep.join([bin_dir, os.path.dirname(spec.python)])
     env = sandbox.env(dict(os.environ), prefix)
-    python = ns.python or sys.executable
+    python = spec.python or sys.executable
     if not refusal:
-        report, refusal = environment_report(ns, sandbox, env, job_dir)
+        report, refusal = environment_report(spec, sandbox, env, job_dir)
         if not refusal:
-            argv, notes, refusal = preflight(ns, report)
+            argv, notes, refusal = preflight(spec, report)
         status.save(notes=notes, error=refusal)
     if prefix:
         argv = keep_path_in_login_shell(argv, prefix)
     gang = None
-    if ns.nnodes > 1 and ns.private_ray and not refusal:
+    if spec.nnodes > 1 and spec.private_ray and not refusal:
         from argus.runtime.gang import Gang
 
-        gang = Gang(ns, job_dir)
+        gang = Gang(spec, job_dir)
         sandbox.node_ip = gang.head_ip()
     command, command_env = sandbox.wrap(sandbox.inner(python, argv), env)
-    sandbox.record_dashboard(job_dir, ns.attempt)  # for the server's proxy, out of the task's reach
+    sandbox.record_dashboard(job_dir, spec.attempt)  # for the server's proxy, out of the task's reach
     if sandbox.note:
         notes.append(sandbox.note)
-    bounds = TaskBounds.create(f"argus-{job_dir.name}-a{ns.attempt}", limits_for(ns))
+    bounds = TaskBounds.create(f"argus-{job_dir.name}-a{spec.attempt}", limits_for(spec))
     notes.extend(bounds.notes())
-    first = (f"[argus] attempt {ns.attempt} on {status.status.hostname} (ray node {status.status.node_id or '?'}), "
+    first = (f"[argus] attempt {spec.attempt} on {status.status.hostname} (ray node {status.status.node_id or '?'}), "
              f"CUDA_VISIBLE_DEVICES={_gpus_shown(status.status.cuda_visible_devices)}, "
-             f"python3={ns.python or 'from PATH'}{f' (environment {ns.env})' if ns.env else ''}, cwd={job_dir}\n").encode()
+             f"python3={spec.python or 'from PATH'}{f' (environment {spec.env})' if spec.env else ''}, cwd={job_dir}\n").encode()
     first += "".join(f"[argus] {n}\n" for n in notes).encode()
     log.write(first)
     code: int | None = None
@@ -366,15 +337,15 @@ def run(ns: argparse.Namespace) -> int:
         if gang is not None and not refusal:
             refusal = gang.start(f"{sandbox.node_ip}:{sandbox.gcs_port}", sandbox.ray_token)
             if not refusal:
-                log.write(f"[argus] nodes 2-{ns.nnodes} of this task: one sandbox each, joining its private Ray "
-                          f"(logs/attempt-{ns.attempt}.node-<k>.log)\n".encode())
+                log.write(f"[argus] nodes 2-{spec.nnodes} of this task: one sandbox each, joining its private Ray "
+                          f"(logs/attempt-{spec.attempt}.node-<k>.log)\n".encode())
         if refusal:
             log.write(f"[argus] error: {refusal}\n".encode())
             code = 126
         elif not log.error:
-            log.write(reward_banner(ns, sandbox, env, job_dir))
+            log.write(reward_banner(spec, sandbox, env, job_dir))
             if not log.error:  # a log that fails before the task starts: do not start it
-                code = _start(ns, command, command_env, job_dir, log, status, early, stop_asked, bounds,
+                code = _start(spec, command, command_env, job_dir, log, status, early, stop_asked, bounds,
                               sandboxed=sandbox.active, stacks=stacks)
     finally:
         if gang is not None:
@@ -405,7 +376,7 @@ def _log_failed(log: TaskLog, status: StatusFile, code: int | None) -> int:
     return log_write.EXIT_CODE
 
 
-def _start(ns: argparse.Namespace, argv: list[str], env: dict[str, str], job_dir: Path, log: TaskLog,
+def _start(spec: LaunchSpec, argv: list[str], env: dict[str, str], job_dir: Path, log: TaskLog,
            status: StatusFile, early: EarlyStops, stop_asked: Callable[[], bool] | None, bounds: TaskBounds, *,
            sandboxed: bool = False, stacks: StackRequests | None = None) -> int:
     """The task's command under supervision, in its bounded cgroup (runtime/task_bounds.py); its exit code.
@@ -426,10 +397,10 @@ def _start(ns: argparse.Namespace, argv: list[str], env: dict[str, str], job_dir
                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                  process_group=0, preexec_fn=preexec)
     except (OSError, subprocess.SubprocessError) as e:
-        log.write(f"[argus] cannot start {ns.argv[0]!r}: {e}\n".encode())
+        log.write(f"[argus] cannot start {spec.argv[0]!r}: {e}\n".encode())
         bounds.remove()
         return 127
-    sampler = Sampler(child.pid, job_dir / "telemetry" / f"attempt-{ns.attempt}.jsonl",
+    sampler = Sampler(child.pid, job_dir / "telemetry" / f"attempt-{spec.attempt}.jsonl",
                       os.environ.get("CUDA_VISIBLE_DEVICES"), Nvml.open())
     code = _supervise(child, log, status, sandboxed=sandboxed, sampler=sampler, early=early, stop_asked=stop_asked,
                       bounds=bounds, stacks=stacks)
@@ -602,13 +573,13 @@ def main(args: list[str] | None = None) -> int:
     """Under a node agent's socket (``ARGUS_AGENT_SOCKET``) and not yet started by it: the Ray job's entry
     point, which hands the attempt to the agent and follows it (nodes/attach.py). Otherwise run it here."""
     argv = sys.argv[1:] if args is None else args
-    ns = parse_args(argv)
+    spec = parse_args(argv)
     sock = os.environ.get(AGENT_ENV)
     if sock and not os.environ.get(KEY_ENV):
-        code = attach.follow(sock, argv, ns, ray_node_id())
+        code = attach.follow(sock, argv, spec, ray_node_id())
         if code is not None:
             return code
-    code = run(ns)
+    code = run(spec)
     exit_file = os.environ.get(EXIT_FILE_ENV)
     if exit_file:  # the agent's durable word on how this attempt ended, if it cannot wait for us
         try:

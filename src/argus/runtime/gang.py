@@ -18,12 +18,13 @@ task uses there to ``telemetry/attempt-<n>.node-<k>.jsonl`` (issue 24).
 
 from __future__ import annotations
 
-import argparse
 import os
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+
+from argus.core.launch import LaunchSpec
 
 READY_TIMEOUT_S = 300.0
 
@@ -34,34 +35,34 @@ def node_ip() -> str:
     return ray.util.get_node_ip_address()
 
 
-def join_argv(ns: argparse.Namespace, python: str, head: str, ip: str) -> list[str]:
+def join_argv(spec: LaunchSpec, python: str, head: str, ip: str) -> list[str]:
     from argus.runtime.task_sandbox import PRIVATE_RAY, private_ray_share
 
-    cpus, gpus = private_ray_share(ns)
+    cpus, gpus = private_ray_share(spec)
     return [python, "-I", PRIVATE_RAY, "--join", head, "--cpus", str(cpus), "--gpus", str(gpus),
-            *(["--memory", str(ns.memory)] if ns.memory else []), "--node-ip", ip]
+            *(["--memory", str(spec.memory)] if spec.memory else []), "--node-ip", ip]
 
 
 class NodeSandbox:
     """Runs one extra node's sandbox until it ends; a Ray actor on the platform's cluster."""
 
-    def run(self, ns: argparse.Namespace, job_dir: str, index: int, head: str, token: str) -> int:
+    def run(self, spec: LaunchSpec, job_dir: str, index: int, head: str, token: str) -> int:
         from argus.runtime.driver import _die_with_parent
         from argus.runtime.task_sandbox import Sandbox
 
-        sandbox = Sandbox(ns, Path(job_dir), scratch_suffix=f"node-{index}")
+        sandbox = Sandbox(spec, Path(job_dir), scratch_suffix=f"node-{index}")
         sandbox.ray_token = token
-        python = ns.python or sys.executable
+        python = spec.python or sys.executable
         env = sandbox.env(dict(os.environ), os.path.dirname(python))
-        argv, env = sandbox.wrap(join_argv(ns, python, head, node_ip()), env)
-        log = Path(job_dir) / "logs" / f"attempt-{ns.attempt}.node-{index}.log"
+        argv, env = sandbox.wrap(join_argv(spec, python, head, node_ip()), env)
+        log = Path(job_dir) / "logs" / f"attempt-{spec.attempt}.node-{index}.log"
         try:
             with open(log, "ab") as out:
                 out.write(f"[argus] node {index} of the task: {sandbox.note}\n".encode())
                 out.flush()
                 child = subprocess.Popen(argv, env=env, cwd=job_dir, stdin=subprocess.DEVNULL, stdout=out,
                                          stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)
-                return _wait_sampling(child, Path(job_dir), ns.attempt, index)
+                return _wait_sampling(child, Path(job_dir), spec.attempt, index)
         finally:
             sandbox.cleanup()
 
@@ -84,8 +85,8 @@ def _wait_sampling(child: subprocess.Popen[bytes], job_dir: Path, attempt: int, 
 class Gang:
     """The placement group and the node actors of one attempt (created by :meth:`start`)."""
 
-    def __init__(self, ns: argparse.Namespace, job_dir: Path) -> None:
-        self.ns = ns
+    def __init__(self, spec: LaunchSpec, job_dir: Path) -> None:
+        self.spec = spec
         self.job_dir = job_dir
         self.actors: list[Any] = []
         self.pg: Any = None
@@ -103,10 +104,10 @@ class Gang:
         from ray.util.placement_group import placement_group
         from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
-        ns, extra = self.ns, self.ns.nnodes - 1
+        spec, extra = self.spec, self.spec.nnodes - 1
         own = ray.get_runtime_context().get_node_id()
-        share: dict[str, float] = {"worker_node": 1, **({"CPU": ns.cpus} if ns.cpus else {}),
-                                   **({"GPU": ns.gpus} if ns.gpus and getattr(ns, "device", "gpu") != "cpu" else {}), **({"memory": ns.memory} if ns.memory else {})}
+        share: dict[str, float] = {"worker_node": 1, **({"CPU": spec.cpus} if spec.cpus else {}),
+                                   **({"GPU": spec.gpus} if spec.gpus and spec.device != "cpu" else {}), **({"memory": spec.memory} if spec.memory else {})}
         self.pg = placement_group([share] * extra, strategy="STRICT_SPREAD",
                                   bundle_label_selector=[{"ray.io/node-id": f"!{own}"}] * extra)
         try:
@@ -118,10 +119,10 @@ class Gang:
         for i in range(extra):
             # the actor takes the bundle's GPUs (so Ray names them in its CUDA_VISIBLE_DEVICES); the
             # bundle's CPUs and memory stay held by the placement group for the task's Ray on that node
-            a = actor.options(num_cpus=0, num_gpus=ns.gpus, scheduling_strategy=PlacementGroupSchedulingStrategy(
+            a = actor.options(num_cpus=0, num_gpus=spec.gpus, scheduling_strategy=PlacementGroupSchedulingStrategy(
                                   placement_group=self.pg, placement_group_bundle_index=i)).remote()
             self.actors.append(a)
-            a.run.remote(ns, str(self.job_dir), i + 2, head, token)  # runs until the actor is killed
+            a.run.remote(spec, str(self.job_dir), i + 2, head, token)  # runs until the actor is killed
         return None
 
     def stop(self) -> None:

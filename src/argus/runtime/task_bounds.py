@@ -15,7 +15,6 @@ failure's kind and hint.
 
 from __future__ import annotations
 
-import argparse
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +22,7 @@ from pathlib import Path
 import psutil
 
 from argus.core.failures import memory_limit_cause
-from argus.core.launch import Limits, default_memory, describe_bytes
+from argus.core.launch import LaunchSpec, Limits, default_memory, describe_bytes
 from argus.nodes import cgroups
 from argus.nodes.agent import TASK_CGROUP_ENV
 
@@ -37,12 +36,12 @@ class Breach:
     message: str  # one line for the task's log and the failure's cause
 
 
-def limits_for(ns: argparse.Namespace) -> Limits:
+def limits_for(spec: LaunchSpec) -> Limits:
     """The attempt's limits from the launcher's flags; memory defaults to the node's share for the task."""
-    memory = ns.memory or default_memory(psutil.virtual_memory().total, cpus=ns.cpus, node_cpus=os.cpu_count() or 1,
-                                         gpus=ns.gpus if ns.device == "gpu" else 0, node_gpus=_node_gpus())
-    return Limits(memory_bytes=memory, pids_max=ns.pids_max, cpus=ns.cpus, cpu_quota=ns.cpu_quota,
-                  tmp_bytes=ns.tmp_size)
+    memory = spec.memory or default_memory(psutil.virtual_memory().total, cpus=spec.cpus, node_cpus=os.cpu_count() or 1,
+                                         gpus=spec.gpus if spec.device == "gpu" else 0, node_gpus=_node_gpus())
+    return Limits(memory_bytes=memory, pids_max=spec.pids_max, cpus=spec.cpus, cpu_quota=spec.cpu_quota,
+                  tmp_bytes=spec.tmp_size)
 
 
 class TaskBounds:

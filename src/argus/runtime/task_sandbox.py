@@ -8,13 +8,13 @@ the task's command (or its node of the private Ray) through :meth:`Sandbox.wrap`
 
 from __future__ import annotations
 
-import argparse
 import os
 import secrets
 import shutil
 import socket
 from pathlib import Path
 
+from argus.core.launch import LaunchSpec
 from argus.core.resources import CPU_TRAINING_RAY_CPUS
 from argus.runtime import jail
 
@@ -63,21 +63,21 @@ def free_ports(count: int, avoid: tuple[int, int] = RAY_WORKER_PORTS) -> list[in
             sock.close()
 
 
-def private_ray_share(ns: argparse.Namespace) -> tuple[float, int]:
+def private_ray_share(spec: LaunchSpec) -> tuple[float, int]:
     """(CPUs, GPUs) the task's private Ray advertises on this node: the task's share, except for CPU training
     (``--device cpu``), whose GPUs are logical (one per CPU training worker) and whose CPUs are at least
     ``CPU_TRAINING_RAY_CPUS`` slots: verl places a ``{"CPU": 3, "GPU": 1}`` bundle per worker and one CPU per
     TransferQueue, agent-loop and reward actor, which share the cores the node gave the task."""
-    if getattr(ns, "device", "gpu") == "cpu":
-        return max(float(ns.cpus), float(CPU_TRAINING_RAY_CPUS)), ns.gpus
-    return ns.cpus, ns.gpus
+    if spec.device == "cpu":
+        return max(float(spec.cpus), float(CPU_TRAINING_RAY_CPUS)), spec.gpus
+    return spec.cpus, spec.gpus
 
 
 class Sandbox:
     """How this attempt's command is started: the sandbox argv and environment, and its scratch folder."""
 
-    def __init__(self, ns: argparse.Namespace, job_dir: Path, *, scratch_suffix: str = "") -> None:
-        self.ns = ns
+    def __init__(self, spec: LaunchSpec, job_dir: Path, *, scratch_suffix: str = "") -> None:
+        self.spec = spec
         self.node_ip = "127.0.0.1"  # where the task's private Ray head listens (routable for a gang)
         self.gcs_port = 0
         self.dashboard_port = 0
@@ -90,13 +90,13 @@ class Sandbox:
         if path:
             self.cfg = jail.JailConfig.load(path)
         self.problem = None
-        if ns.sandbox and self.cfg is None:
-            self.problem = (f"this task must run in {ns.user}'s sandbox, but the worker node has no Argus sandbox "
+        if spec.sandbox and self.cfg is None:
+            self.problem = (f"this task must run in {spec.user}'s sandbox, but the worker node has no Argus sandbox "
                             f"config ({jail.CONFIG_ENV} unset): start workers with `argus worker`/`argus up` and "
                             f"install bubblewrap there")
-        if self.cfg is not None and ns.user:
+        if self.cfg is not None and spec.user:
             self.scratch = Path(self.cfg.scratch_dir) / "-".join(
-                p for p in (job_dir.name, f"a{ns.attempt}", scratch_suffix) if p)
+                p for p in (job_dir.name, f"a{spec.attempt}", scratch_suffix) if p)
         visible = os.environ.get("CUDA_VISIBLE_DEVICES")
         ids = [g for g in (visible or "").split(",") if g]
         self.devices = jail.gpu_device_files(ids) if self.cfg is not None else []
@@ -105,59 +105,59 @@ class Sandbox:
         self.gpu_files = len(ids) if self.devices else 0
         self.cuda_visible = ",".join(str(i) for i in range(len(ids))) if self.devices else visible
         self.ray_token = secrets.token_hex(24)
-        self.env_paths = environment_paths(ns.python)
+        self.env_paths = environment_paths(spec.python)
 
     def shm_bytes(self) -> int:
-        return max(SHM_MIN, int(self.ns.memory * SHM_SHARE))
+        return max(SHM_MIN, int(self.spec.memory * SHM_SHARE))
 
     def env(self, base: dict[str, str], path_prefix: str) -> dict[str, str]:
         """The task's whole environment: the node's allowlisted variables, then the task's, then ours."""
         keep = self.cfg.env_keep if self.cfg is not None else list(jail.NODE_ENV_KEEP)
-        task = dict(kv.split("=", 1) for kv in self.ns.setenv if "=" in kv)
+        task = dict(kv.split("=", 1) for kv in self.spec.setenv if "=" in kv)
         env = jail.sandbox_env(base, keep, task)
         env["PATH"] = os.pathsep.join(p for p in (path_prefix, base.get("PATH") or BASE_PATH) if p)
         env.setdefault("PYTHONUNBUFFERED", "1")
-        if self.ns.user:
-            env.setdefault("USER", f"argus-{self.ns.user}")
+        if self.spec.user:
+            env.setdefault("USER", f"argus-{self.spec.user}")
             env.setdefault("LOGNAME", env["USER"])
-        if getattr(self.ns, "device", "gpu") == "cpu":
+        if self.spec.device == "cpu":
             # CPU training: the private Ray's GPUs are logical, and Ray refuses to advertise GPUs that an empty
             # CUDA_VISIBLE_DEVICES (a launcher holding none) says are not there
             env.pop("CUDA_VISIBLE_DEVICES", None)
         elif self.cuda_visible is not None:
             env["CUDA_VISIBLE_DEVICES"] = self.cuda_visible
-        if self.ns.private_ray:
+        if self.spec.private_ray:
             env.update(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=self.ray_token, RAY_USAGE_STATS_ENABLED="0")
         return env
 
     def inner(self, python: str, argv: list[str]) -> list[str]:
         """``private_ray.py`` in front of the command: the task's own Ray first when it uses Ray."""
-        ns = self.ns
-        if not ns.private_ray:
+        spec = self.spec
+        if not spec.private_ray:
             return argv
         self.gcs_port, client, dashboard = free_ports(3)
-        self.dashboard_port = dashboard if ns.ray_dashboard else 0
+        self.dashboard_port = dashboard if spec.ray_dashboard else 0
         store = int(self.shm_bytes() * OBJECT_STORE_SHARE)
-        cpus, gpus = private_ray_share(ns)
+        cpus, gpus = private_ray_share(spec)
         return [python, "-I", PRIVATE_RAY, "--head", str(self.gcs_port), "--client-port", str(client),
-                "--cpus", str(cpus), "--gpus", str(gpus), *(["--memory", str(ns.memory)] if ns.memory else []),
-                "--object-store", str(store), "--node-ip", self.node_ip, "--wait-nodes", str(max(ns.nnodes, 1)),
+                "--cpus", str(cpus), "--gpus", str(gpus), *(["--memory", str(spec.memory)] if spec.memory else []),
+                "--object-store", str(store), "--node-ip", self.node_ip, "--wait-nodes", str(max(spec.nnodes, 1)),
                 *(["--dashboard-port", str(self.dashboard_port)] if self.dashboard_port else []), "--", *argv]
 
     def wrap(self, argv: list[str], env: dict[str, str]) -> tuple[list[str], dict[str, str]]:
         """(argv, environment) that start ``argv`` with ``env`` inside the sandbox (as they are without one)."""
-        if self.cfg is None or not self.ns.user:
+        if self.cfg is None or not self.spec.user:
             return argv, env
         assert self.scratch is not None
         self.scratch.mkdir(parents=True, exist_ok=True)
         self.scratch.chmod(0o700)
         self.active = True
-        teams = getattr(self.ns, "team", None) or []  # a Namespace built by hand (tests) may have none
-        prefix = jail.sandbox_argv(self.cfg, user=self.ns.user, scratch=self.scratch, env=env, devices=self.devices,
+        teams = self.spec.teams
+        prefix = jail.sandbox_argv(self.cfg, user=self.spec.user, scratch=self.scratch, env=env, devices=self.devices,
                                    mask=self.mask, shm_bytes=self.shm_bytes(), bind_ro=self.env_paths, teams=teams,
-                                   tmp_bytes=getattr(self.ns, "tmp_size", 0))
+                                   tmp_bytes=self.spec.tmp_size)
         shown = f", team folder(s) {', '.join(teams)} read-write" if teams else ""
-        self.note = (f"sandbox: {self.ns.user}'s home read-write{shown}, shared datasets/hf read-only, no other home; own "
+        self.note = (f"sandbox: {self.spec.user}'s home read-write{shown}, shared datasets/hf read-only, no other home; own "
                      f"PID/IPC/UTS{'/user' if self.cfg.user_ns else ''} namespaces, no capabilities, "
                      f"{self.gpu_files} GPU device file(s), "
                      f"/dev/shm {self.shm_bytes() >> 20} MiB, cleared environment")

@@ -25,7 +25,7 @@ from sqlalchemy.orm import Session
 from argus.cluster.types import JobsBackend, NodeInventory
 from argus.core import accounting
 from argus.core.gpu_binding import uses_ray
-from argus.core.launch import AttemptStatus
+from argus.core.launch import LAUNCHER_MODULE, AttemptStatus, LaunchSpec
 from argus.core.paths import DataLayout
 from argus.core.resources import RESOURCES_KEY, NodeNeed, default_cpus, training_device
 from argus.core.states import LIVE_ATTEMPT, TERMINAL, TaskStatus
@@ -45,7 +45,6 @@ ACTOR = "scheduler"
 UNCONFIRMED = TaskStatus.QUEUED.value
 ATTEMPT_LIVE = LIVE_ATTEMPT
 TERMINAL_VALUES = tuple(s.value for s in TERMINAL)
-DRIVER_MODULE = "argus.runtime.driver"
 USER_PATH_DIR = str(Path(jail.__file__).with_name("userpath"))
 ARGUS_SRC = str(Path(jail.__file__).resolve().parents[2])  # the folder holding the argus package
 
@@ -175,30 +174,26 @@ def driver_argv(ctx: LoopContext, user: str, task: TaskModel, attempt: int, team
     The task's share of a node (``--cpus/--gpus/--memory``) sizes its private Ray cluster.
     ``teams``: the owner's teams (``owner_teams``), whose folders the sandbox shows read-write.
     """
+    return [ctx.settings.launcher_python, "-I", "-m", LAUNCHER_MODULE,
+            *launch_spec(ctx, user, task, attempt, teams).flags()]
+
+
+def launch_spec(ctx: LoopContext, user: str, task: TaskModel, attempt: int,
+                teams: list[str] | None = None) -> LaunchSpec:
+    """What the launcher is asked to do for this attempt (core/launch.LaunchSpec; ``driver_argv`` says why)."""
     need, ray = task_node_need(task), uses_ray(list(task.argv))
     env, python = task_python(ctx, user, task)
     device, gpus = task_device(task)
-    return [
-        ctx.settings.launcher_python, "-I", "-m", DRIVER_MODULE,
-        "--job-dir", str(job_dir(ctx, user, task.id)),
-        "--attempt", str(attempt),
-        "--python", python, "--env", env,
-        *(["--attention", "auto"] if task.kind == "basic" else []),
-        "--user", user,
-        *(arg for team in teams or () for arg in ("--team", team)),
-        *(["--sandbox"] if ctx.sandbox else []),
-        *(["--private-ray"] if ray else []),
-        *(["--ray-dashboard"] if ray and ctx.settings.task_ray_dashboard else []),
-        *(["--device", device] if device != "gpu" else []),
-        "--cpus", f"{need.cpus:g}", "--gpus", str(gpus), "--nnodes", str(task.nnodes),
-        *(["--memory", str(need.memory)] if need.memory else []),
-        *(["--pids-max", str(ctx.settings.task_pids_max)] if ctx.settings.task_pids_max else []),
-        *(["--tmp-size", str(ctx.settings.task_tmp_mb << 20)] if ctx.settings.task_tmp_mb and ctx.sandbox else []),
-        *(["--cpu-quota"] if ctx.settings.task_cpu_quota else []),
-        *(f"--setenv={name}={value}" for name, value in task_env(ctx, user).items()),
-        "--",
-        *task.argv,
-    ]
+    settings = ctx.settings
+    return LaunchSpec(
+        job_dir=job_dir(ctx, user, task.id), attempt=attempt, argv=tuple(task.argv), python=python, env=env,
+        attention="auto" if task.kind == "basic" else None, user=user, teams=tuple(teams or ()),
+        sandbox=ctx.sandbox, private_ray=ray, ray_dashboard=ray and settings.task_ray_dashboard,
+        device=device, cpus=need.cpus, gpus=gpus, nnodes=task.nnodes, memory=need.memory,
+        pids_max=settings.task_pids_max,
+        tmp_size=settings.task_tmp_mb << 20 if settings.task_tmp_mb and ctx.sandbox else 0,
+        cpu_quota=settings.task_cpu_quota,
+        setenv=tuple(f"{name}={value}" for name, value in task_env(ctx, user).items()))
 
 
 TASK_HF_SCRATCH = "/tmp/argus-hf"  # in the task's sandbox: its private /tmp
