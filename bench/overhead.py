@@ -101,7 +101,7 @@ def private_ray_memory(stack) -> dict[str, float]:  # noqa: ANN001 - tests.e2e.s
     time.sleep(3)  # let the daemons settle
     launcher = next(p for p in psutil.process_iter(["cmdline"])  # the launcher's python, not Ray's /bin/sh -c
                     if (p.info["cmdline"] or [""])[0].split("/")[-1].startswith("python")
-                    and "argus.runtime.driver" in p.info["cmdline"] and tid in " ".join(p.info["cmdline"]))
+                    and "argus.launcher.driver" in p.info["cmdline"] and tid in " ".join(p.info["cmdline"]))
     ray_kib = all_kib = 0
     for proc in launcher.children(recursive=True):
         try:

@@ -10,7 +10,7 @@ Ray program>`` (``ray.init()`` and the cluster's CPUs). Per start it prints the 
 said it was up and when the task ended, and the retries it logged with their reasons; then how many succeeded,
 the median and the slowest, and how many processes of the starts were still running after their task ended
 (found by a mark in their environment: must be 0). ``--private-ray`` runs another version of the script, e.g.
-the one before a change (``git show REV:src/argus/runtime/private_ray.py > /tmp/old.py``).
+the one before a change (``git show REV:src/argus/launcher/private_ray.py > /tmp/old.py``).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from argus.runtime.task_sandbox import PRIVATE_RAY, free_ports  # noqa: E402
+from argus.launcher.task_sandbox import PRIVATE_RAY, free_ports  # noqa: E402
 
 BURNER = "import sys, time\nend = time.monotonic() + float(sys.argv[1])\nwhile time.monotonic() < end: pass\n"
 PROGRAM = "import ray; ray.init(); print('cpus', ray.cluster_resources()['CPU'], flush=True)"

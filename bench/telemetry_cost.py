@@ -2,7 +2,7 @@
 
 Run: ``.venv/bin/python bench/telemetry_cost.py [--procs 64] [--samples 200]``. Starts ``--procs``
 sleeping child processes under one parent (a task's tree: sandbox, private Ray, workers), samples the
-tree with ``runtime.telemetry.Sampler`` as the driver does every 15 s, and prints the CPU time one
+tree with ``launcher.telemetry.Sampler`` as the driver does every 15 s, and prints the CPU time one
 sample takes, the driver's CPU share at 15 s, and the size of the JSON lines for 0 and 8 GPUs (the GPU
 figures are the line's shape; NVML itself is not timed here: no NVIDIA driver on this machine).
 """
@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from argus.runtime.telemetry import SAMPLE_S, Sampler  # noqa: E402
+from argus.launcher.telemetry import SAMPLE_S, Sampler  # noqa: E402
 
 
 def main() -> None:

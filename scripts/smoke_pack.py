@@ -50,7 +50,7 @@ LEFT_OUT = {
     "tensorboard": "trainer.logger=tensorboard only; 11 MB with its data server",
     "tensorboard-data-server": "tensorboard", "markdown": "tensorboard", "werkzeug": "tensorboard",
     "absl-py": "tensorboard",
-    "py-spy": "stall forensics only (runtime/stacks.py names the processes without it; the smoke task never stalls)",
+    "py-spy": "stall forensics only (launcher/stacks.py names the processes without it; the smoke task never stalls)",
     "nvtx": "NVTX ranges for Nsight (verl checks is_nvtx_available() and falls back); 2.9 MB",
     # the SFTP server and `argus keys`: the smoke test runs with ARGUS_SFTP_ENABLED=false
     "asyncssh": "SFTP (off in the smoke test)", "cryptography": "SFTP (asyncssh); 4.5 MB",

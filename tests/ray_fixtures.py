@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from argus.cluster.local import LocalCluster
+from argus.nodes.local import LocalCluster
 from argus.settings import Settings
 from tests.helpers import free_port
 

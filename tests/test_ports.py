@@ -7,7 +7,7 @@ import socket
 import pytest
 from pydantic import ValidationError
 
-from argus.cluster.local import LocalCluster, LocalClusterError, _last_error, pick_free_ports
+from argus.nodes.local import LocalCluster, LocalClusterError, _last_error, pick_free_ports
 from argus.settings import RAY_PORT_FIELDS, Settings
 
 

@@ -274,7 +274,7 @@ def run_server(
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one INFO line per Ray poll otherwise
     logging.getLogger("alembic").setLevel(logging.WARNING)  # "Context impl SQLiteImpl." is no news to a user
-    from argus.cluster.local import LocalClusterError
+    from argus.nodes.local import LocalClusterError
 
     try:
         _run_server(settings, components_factory, start_ray=start_ray)
@@ -314,7 +314,7 @@ def _run_locked(
     check_listen_ports(settings)
     embedded: Component | None = None
     if start_ray:
-        from argus.cluster.local import EmbeddedRay, LocalCluster
+        from argus.nodes.local import EmbeddedRay, LocalCluster
 
         cluster = LocalCluster(settings)  # picks free ports for the Ray ports nobody asked for
         cluster.take_over_leftover()  # the Ray a killed earlier run left: adopted (its ports) or stopped
@@ -322,8 +322,8 @@ def _run_locked(
         settings.ray_dashboard_url = settings.ray_dashboard_url or cluster.dashboard_url  # loopback-only
         embedded = EmbeddedRay(cluster)
         if settings.mode == "cluster":  # `argus head`: a head with no workers, published for `argus worker`
-            from argus.cluster.discovery import discovery_path
-            from argus.cluster.head import ClusterHead, HeadRay
+            from argus.nodes.discovery import discovery_path
+            from argus.nodes.head import ClusterHead, HeadRay
 
             api_url = settings.api_url
             if not settings.public_url and settings.api_host in ("0.0.0.0", "::"):

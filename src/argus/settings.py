@@ -75,7 +75,7 @@ class Settings(BaseSettings):
     ray_dashboard_url: str | None = None
     ray_auth_token: str | None = None  # for clusters with Ray token auth (RAY_AUTH_MODE=token)
     # The ports of the Ray head Argus starts itself. Left unset (not given by flag, env or YAML), the
-    # embedded cluster picks free ones (see cluster/local.py); the defaults are what `argus head` uses for
+    # embedded cluster picks free ones (see nodes/local.py); the defaults are what `argus head` uses for
     # its GCS and what `argus server --ray-address` assumes for an existing cluster's dashboard.
     ray_head_port: int = 6380
     ray_dashboard_port: int = 8265
@@ -129,13 +129,13 @@ class Settings(BaseSettings):
     sandbox: Literal["auto", "bwrap", "off"] = "auto"
     # Each of those processes' data-segment limit (RLIMIT_DATA, MiB; 0: none): a warm verl validator uses ~1.5 GiB
     sandbox_memory_mb: int = Field(default=6144, ge=0)
-    # Jail for every process of a task on the nodes (driver, trainer, Ray workers): see runtime/jail.py.
+    # Jail for every process of a task on the nodes (driver, trainer, Ray workers): see launcher/jail.py.
     # auto: on when bubblewrap is installed here; bwrap: required; off: tasks run unconfined.
     task_jail: Literal["auto", "bwrap", "off"] = "auto"
     # Each Ray task's private cluster runs its own Ray dashboard, proxied to its owner behind Argus's auth
     # (GET /api/v2/tasks/{id}/ray-dashboard/): ~200 MB more per running Ray task (issue 21), hence opt-in.
     task_ray_dashboard: bool = False
-    # A task's bounds on each node (issue 36, runtime/task_bounds.py), besides memory_per_node (without it: the
+    # A task's bounds on each node (issue 36, launcher/task_bounds.py), besides memory_per_node (without it: the
     # node's RAM share for the task's CPUs/GPUs): processes and threads together (pids.max; not yet measured against a
     # real GRPO run's peak: Ray's workers plus torch's and vLLM's threads — lower it only after measuring), its private /tmp as a tmpfs of this size (MiB; it counts in its memory; 0: a folder on the node's
     # disk, unbounded), and whether cpus_per_node is also a hard CPU cap (it is always the task's CPU weight).

@@ -11,8 +11,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from argus.cluster import leftover
-from argus.cluster.local import LocalCluster
+from argus.nodes import leftover
+from argus.nodes.local import LocalCluster
 from argus.settings import Settings
 from argus.state_lock import StateDirBusy, StateLock
 from tests.helpers import free_port

@@ -13,8 +13,8 @@ import pytest
 from argus.cluster.dashboard import Dashboard
 from argus.cluster.inventory import RayInventory
 from argus.cluster.jobs import RayJobsClient
-from argus.cluster.local import MAX_TEMP_DIR_LEN, LocalCluster
 from argus.cluster.types import JobAlreadyExists, JobInfo, RayJobStatus, WorkerNode
+from argus.nodes.local import MAX_TEMP_DIR_LEN, LocalCluster
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.e2e
@@ -52,7 +52,7 @@ def wait_status(jobs: RayJobsClient, sid: str, want: set[RayJobStatus], timeout:
 
 
 def driver_entrypoint(job_dir: Path, *argv: str) -> str:
-    return shlex.join([sys.executable, "-m", "argus.runtime.driver", "--job-dir", str(job_dir),
+    return shlex.join([sys.executable, "-m", "argus.launcher.driver", "--job-dir", str(job_dir),
                        "--attempt", "1", "--python", sys.executable, "--", *argv])
 
 

@@ -22,7 +22,9 @@ import psutil
 import pytest
 
 from argus.cluster.dashboard import Dashboard
-from argus.cluster.discovery import (
+from argus.cluster.inventory import RayInventory
+from argus.cluster.types import ClusterUnavailable, WorkerNode
+from argus.nodes.discovery import (
     STOPPED,
     detect_ip,
     discovery_path,
@@ -31,10 +33,8 @@ from argus.cluster.discovery import (
     read_discovery,
     write_discovery,
 )
-from argus.cluster.head import ClusterHead
-from argus.cluster.inventory import RayInventory
-from argus.cluster.local import LocalCluster
-from argus.cluster.types import ClusterUnavailable, WorkerNode
+from argus.nodes.head import ClusterHead
+from argus.nodes.local import LocalCluster
 from argus.settings import Settings
 from tests.helpers import free_port, terminate
 from tests.waiting import wait_until

@@ -10,8 +10,8 @@ import pytest
 from argus.cluster.dashboard import Dashboard, dashboard_url
 from argus.cluster.inventory import RayInventory
 from argus.cluster.jobs import RayJobsClient
-from argus.cluster.local import MAX_TEMP_DIR_LEN, ray_temp_dir
 from argus.cluster.types import ClusterUnavailable
+from argus.nodes.local import MAX_TEMP_DIR_LEN, ray_temp_dir
 from argus.settings import Settings
 from tests.helpers import free_port
 
@@ -55,7 +55,7 @@ def test_short_state_dir_is_used_as_is() -> None:
 
 def test_a_platform_node_starts_with_the_node_allowlist_only_and_no_drain(monkeypatch) -> None:
     """Issue 21: nothing of the server's environment reaches a node (and so a launcher or a task)."""
-    from argus.cluster.local import node_process_env
+    from argus.nodes.local import node_process_env
 
     monkeypatch.setenv("ARGUS_ADMIN_TOKEN", "secret-admin")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "secret-aws")

@@ -11,8 +11,8 @@ import pytest
 from ray.job_submission import JobSubmissionClient
 from sqlalchemy import update
 
-from argus.cluster.local import LocalCluster
 from argus.db.models import TaskAttemptModel, utcnow
+from argus.nodes.local import LocalCluster
 from argus.scheduler.wiring import build_scheduler
 from argus.services.users import ensure_home
 from argus.settings import Settings

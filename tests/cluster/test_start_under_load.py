@@ -1,6 +1,6 @@
 """Ray starts on a loaded machine: the platform's nodes (LocalCluster, with the process boundary faked) and a task's
 private Ray for real under CPU burners. The retry decisions of the private Ray's start are unit-tested in
-tests/runtime/test_private_ray_start.py; bench/start_under_load.py measures many starts."""
+tests/launcher/test_private_ray_start.py; bench/start_under_load.py measures many starts."""
 
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from argus.cluster import local
-from argus.cluster.local import LocalCluster, LocalClusterError, RayNode
-from argus.runtime import private_ray
-from argus.runtime.task_sandbox import PRIVATE_RAY, free_ports
+from argus.launcher import private_ray
+from argus.launcher.task_sandbox import PRIVATE_RAY, free_ports
+from argus.nodes import local
+from argus.nodes.local import LocalCluster, LocalClusterError, RayNode
 from argus.settings import Settings
 from tests.helpers import free_port
 
@@ -81,7 +81,7 @@ def cluster(tmp_path: Path) -> LocalCluster:
 def test_a_head_that_exited_on_a_transient_reason_is_stopped_and_started_again(cluster: LocalCluster, monkeypatch,  # noqa: ANN001
                                                                                 caplog) -> None:  # noqa: ANN001
     ray = FakeRay(cluster, monkeypatch, ("exit", 1, RAYLET_TIMEOUT), ("hang",), ("up", "h1"))
-    with caplog.at_level(logging.WARNING, logger="argus.cluster.local"):
+    with caplog.at_level(logging.WARNING, logger="argus.nodes.local"):
         head = cluster.start_head()
     assert head.node_id == "h1" and ray.spawned == ["head"] * 3 and ray.stopped == ["head"] * 2
     retries = [r.getMessage() for r in caplog.records]

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from argus.cluster.discovery import (
+from argus.nodes.discovery import (
     STOPPED,
     DiscoveryError,
     HeadInfo,
@@ -16,7 +16,7 @@ from argus.cluster.discovery import (
     read_discovery,
     write_discovery,
 )
-from argus.cluster.watchdog import Action, Backoff, Observation, decide
+from argus.nodes.watchdog import Action, Backoff, Observation, decide
 
 V = "2.60.0"
 HEAD = HeadInfo(gcs_address="10.0.0.1:6380", dashboard_url="http://127.0.0.1:8265", api_url="http://10.0.0.1:8080",

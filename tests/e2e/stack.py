@@ -69,7 +69,7 @@ def _retry_hop(a: str, b: str) -> bool:
 
 @dataclass
 class Stack:
-    cluster: Any  # argus.cluster.local.LocalCluster
+    cluster: Any  # argus.nodes.local.LocalCluster
     settings: Settings
     server: LiveServer | None = None
     scheduler: Scheduler | None = None

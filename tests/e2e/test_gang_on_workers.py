@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from argus.cluster.dashboard import Dashboard
-from argus.cluster.discovery import discovery_path
 from argus.cluster.inventory import RayInventory
+from argus.nodes.discovery import discovery_path
 from argus.settings import Settings
 from tests.cluster.test_multi_machine import Tracker, start_head, wait_for
 from tests.e2e.stack import argus_on, spec, submit, wait_status

@@ -27,7 +27,7 @@ import httpx
 import psutil
 import pytest
 
-from argus.cluster.leftover import load, record_path
+from argus.nodes.leftover import load, record_path
 from tests.accounts import NOBODY, SETPRIV, skip_unless_nobody_can_run_argus
 from tests.e2e.test_jail import assert_all_blocked, probe_knowledge, run_hostile_probe
 from tests.e2e.test_two_up import admin_token, processes_of

@@ -175,8 +175,8 @@ def test_a_hostile_task_reaches_neither_the_platform_nor_another_task(stack: Sta
 def test_a_code_argus_package_cannot_replace_the_driver(stack: Stack) -> None:
     mallory = stack.user("mallory")
     fake = b"print('PWNED: user code runs as the driver', flush=True)\n"
-    for path, body in [("/code/argus/__init__.py", fake), ("/code/argus/runtime/__init__.py", fake),
-                       ("/code/argus/runtime/driver.py", fake), ("/code/argus/jobs/__init__.py", fake),
+    for path, body in [("/code/argus/__init__.py", fake), ("/code/argus/launcher/__init__.py", fake),
+                       ("/code/argus/launcher/driver.py", fake), ("/code/argus/jobs/__init__.py", fake),
                        ("/code/argus/jobs/sleep.py", fake)]:
         _put(mallory, path, body)
     tid = submit(mallory, spec("python3 -m argus.jobs.sleep 0 --lines 1"))

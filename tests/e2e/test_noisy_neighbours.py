@@ -2,7 +2,7 @@
 stopped in its own cgroup with its class and a hint; a CPU hog gets its weight, not the node.
 
 Each runs through the API, the queue and the real Ray into the node agent's cgroup for the attempt
-(nodes/agent.py, runtime/task_bounds.py). The processes limit and the /tmp size are the cluster's settings
+(nodes/agent.py, launcher/task_bounds.py). The processes limit and the /tmp size are the cluster's settings
 (``task_pids_max``, ``task_tmp_mb``), set low here for the test's tasks only.
 """
 

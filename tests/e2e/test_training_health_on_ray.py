@@ -42,7 +42,7 @@ def test_a_hung_run_is_stalled_and_kept(stack: Stack) -> None:
     t = alice.get(f"/api/v2/tasks/{tid}").json()
     assert t["status"] == "RUNNING" and t["status_message"].startswith("STALLED: no progress for")
     assert sum(m.startswith("STALLED") for m in events(alice, tid)) == 1, "once per silence"
-    # its driver captured every process's stack (runtime/stacks.py): a follow-up event names the file in her home
+    # its driver captured every process's stack (launcher/stacks.py): a follow-up event names the file in her home
     said = wait_event(alice, tid, "stacks of the stalled attempt", timeout=90)
     note = next(m for m in said if m.startswith("stacks of the stalled attempt"))
     assert note.endswith(" in your home") and f"jobs/{tid}/stacks/attempt-1-" in note, note

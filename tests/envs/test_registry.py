@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from argus.envs.registry import BUILTIN, EnvError, Registry, run_probe
-from argus.runtime.jail import safe_binds
+from argus.launcher.jail import safe_binds
 from tests.envs_fixtures import built, install_env
 
 

@@ -12,7 +12,7 @@ from sqlalchemy import select
 import argus.scheduler.cancel as cancel_mod
 from argus.cluster.types import ClusterUnavailable, RayJobStatus
 from argus.db.models import TaskAttemptModel
-from argus.runtime import attempt_record
+from argus.launcher import attempt_record
 from argus.scheduler.cancel import CancelTasks
 from argus.scheduler.submit import SubmitQueuedTasks
 from argus.services.principal import Principal

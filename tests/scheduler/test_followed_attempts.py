@@ -1,12 +1,12 @@
 """An attempt whose job Ray lost while its driver runs on (issue 36): followed through the attempt's record out
-of its owner's reach (runtime/attempt_record), never run twice. Fake Ray, real SQLite, real record files."""
+of its owner's reach (launcher/attempt_record), never run twice. Fake Ray, real SQLite, real record files."""
 
 from __future__ import annotations
 
 from datetime import timedelta
 
 from argus.core.states import TaskStatus, TerminationReason
-from argus.runtime import attempt_record
+from argus.launcher import attempt_record
 from argus.scheduler.cancel import CancelTasks
 from argus.scheduler.monitor import FOLLOWED, classify
 from argus.services.principal import Principal

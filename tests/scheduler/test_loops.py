@@ -56,7 +56,7 @@ def test_submit_stores_the_id_first_then_calls_ray_with_a_safe_entrypoint(ctx, r
     assert sub.entrypoint_resources == {"worker_node": 1}
     argv = shlex.split(sub.entrypoint)
     # -I: PYTHONPATH (the user's code/) can never shadow the driver
-    assert argv[:4] == [ctx.settings.train_python, "-I", "-m", "argus.runtime.driver"]
+    assert argv[:4] == [ctx.settings.train_python, "-I", "-m", "argus.launcher.driver"]
     assert argv[argv.index("--") + 1:] == ["bash", "-lc", "python3 -m argus.jobs.exit 3; echo 'x y'"]
     assert sub.entrypoint_num_gpus == 0  # a CPU job's launcher holds no GPU
     # the launcher's own runtime_env carries nothing of the task's; the task's environment is in its argv

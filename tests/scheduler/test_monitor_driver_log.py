@@ -23,7 +23,7 @@ from tests.scheduler.fakes import add_task, add_user, task
 RAY_LOG = (
     "Traceback (most recent call last):\n"
     '  File "<frozen runpy>", line 198, in _run_module_as_main\n'
-    '  File "/opt/argus/runtime/driver.py", line 212, in run\n'
+    '  File "/opt/argus/launcher/driver.py", line 212, in run\n'
     "    bin_dir = python_bin_dir(job_dir, ns.python)\n"
     "FileExistsError: [Errno 17] File exists: '/private/users/alice/jobs/t/.argus-bin'\n"
 )

@@ -1,7 +1,7 @@
 """Issue 11 in the monitor: a log the driver could not write, a driver that stopped reporting, a lost node in one line.
 
 Unit tests against the fake Ray (tests/scheduler/fakes.py) on real SQLite; the driver's side is
-tests/runtime/test_driver.py, the whole path on a real Ray is tests/e2e/test_log_disk_full.py.
+tests/launcher/test_driver.py, the whole path on a real Ray is tests/e2e/test_log_disk_full.py.
 """
 
 from __future__ import annotations

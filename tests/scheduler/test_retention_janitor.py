@@ -68,7 +68,7 @@ def test_attempt_records_older_than_a_month_are_pruned_and_a_live_one_is_kept(tm
     import os
     import time
 
-    from argus.runtime import attempt_record
+    from argus.launcher import attempt_record
 
     folder = attempt_record.folder(tmp_path)
     folder.mkdir(parents=True)

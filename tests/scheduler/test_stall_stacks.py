@@ -1,14 +1,14 @@
 """Stall forensics on the server (scheduler/progress.py): a stall asks the attempt's driver for every process's
-stack once, through the record folder (runtime/attempt_record), and a follow-up event names the file it wrote;
+stack once, through the record folder (launcher/attempt_record), and a follow-up event names the file it wrote;
 on_stall's cancel/requeue waits for it. Fake Ray, real SQLite, real record files; the driver's side is played
-here (tests/runtime/test_stacks.py runs the real one)."""
+here (tests/launcher/test_stacks.py runs the real one)."""
 
 from __future__ import annotations
 
 from sqlalchemy import select
 
 from argus.db.models import TaskEventModel, TaskModel
-from argus.runtime import attempt_record
+from argus.launcher import attempt_record
 from argus.scheduler.progress import STACKS_WAIT_S
 from tests.scheduler.fakes import task
 from tests.scheduler.test_autoresume import running
@@ -40,7 +40,7 @@ def _events(ctx, tid: str) -> list[str]:
 
 
 def _answer(ctx, tid: str, token: str) -> None:
-    """What the driver does (runtime/stacks.StackRequests): takes the request, writes the file, answers."""
+    """What the driver does (launcher/stacks.StackRequests): takes the request, writes the file, answers."""
     assert attempt_record.answer_stacks(ctx.settings.root, tid, 1, token, file=f"jobs/{tid}/stacks/attempt-1-x.txt",
                                         processes=7, python=3, dumped=3) is None
 

@@ -1,4 +1,4 @@
-"""Wall time per step: the driver's clock beside the log (runtime/tasklog.py) read back by the metrics service.
+"""Wall time per step: the driver's clock beside the log (launcher/tasklog.py) read back by the metrics service.
 
 The time must be the time the line was written, the same on every request and after a server
 restart (a fresh parser), and absent rather than invented when the log has no clock.
@@ -10,7 +10,7 @@ import io
 import time
 
 from argus.core.metrics import MetricsParser, clock_line, parse_clock, step_times
-from argus.runtime.tasklog import TaskLog
+from argus.launcher.tasklog import TaskLog
 from argus.services import metrics as svc
 
 

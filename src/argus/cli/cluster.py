@@ -31,7 +31,7 @@ def head(
     filesystem every worker mounts at the same path.
     """
     from argus.cli.startup import settings_or_exit
-    from argus.cluster.discovery import detect_ip
+    from argus.nodes.discovery import detect_ip
     from argus.server import run_server
 
     settings = settings_or_exit(mode="cluster", state_dir=state_dir, api_host=host, sftp_host=host, api_port=port,
@@ -54,8 +54,8 @@ def worker(
     Runs until Ctrl-C/SIGTERM, which stops this machine's raylet (and the tasks on it).
     """
     from argus.cli.startup import settings_or_exit
-    from argus.cluster.discovery import discovery_path
-    from argus.cluster.worker import WorkerConfig, WorkerWatchdog
+    from argus.nodes.discovery import discovery_path
+    from argus.nodes.worker import WorkerConfig, WorkerWatchdog
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     settings = settings_or_exit(mode="cluster", data_root=data_root, state_dir=state_dir)

@@ -319,7 +319,7 @@ _WORKER_KILLED = re.compile(r"killed by SIGKILL by OOM killer|killed by the OOM 
                             r"|may have exceeded K8s pod memory limits")
 _SHELL_KILLED = re.compile(r"(?:\S.*: line \d+: +\d+ +)?Killed(?: {2,}\S.*)?$")  # bash: "…: line 3: 42 Killed  cmd"
 _SIGKILL_EXITS = (137, -9)
-# the launcher's own words when the task's private Ray (runtime/private_ray.py) or its sandbox (runtime/driver.py) died
+# the launcher's own words when the task's private Ray (launcher/private_ray.py) or its sandbox (launcher/driver.py) died
 _RUNTIME_DIED = re.compile(r"\[argus\] error: the task's (?:private Ray|sandbox) (?:died|\(.*\) was killed)")
 _MISSING = re.compile(r"FileNotFoundError|No such file or directory|\[Errno 2\]|Unable to find '"
                       r"|Incorrect path_or_model_id|is not the path to a directory containing")

@@ -48,12 +48,12 @@ class Limits:
         return cls(**{k: v for k, v in data.items() if k in known})
 
 
-LAUNCHER_MODULE = "argus.runtime.driver"
+LAUNCHER_MODULE = "argus.launcher.driver"
 
 
 @dataclass(frozen=True)
 class LaunchSpec:
-    """One attempt as its launcher is asked to run it (``python -I -m argus.runtime.driver <flags> -- argv``)."""
+    """One attempt as its launcher is asked to run it (``python -I -m argus.launcher.driver <flags> -- argv``)."""
 
     job_dir: Path  # <root>/users/<user>/jobs/<task_id> (the launcher makes it)
     attempt: int  # logs/attempt-<n>.log
@@ -77,7 +77,7 @@ class LaunchSpec:
     setenv: tuple[str, ...] = ()  # NAME=VALUE of the task's environment; the rest is the node's allowlist
 
     def flags(self) -> list[str]:
-        """The launcher's command line after ``-m argus.runtime.driver``: what :meth:`parse` reads back."""
+        """The launcher's command line after ``-m argus.launcher.driver``: what :meth:`parse` reads back."""
         return [
             "--job-dir", str(self.job_dir), "--attempt", str(self.attempt),
             *(["--python", self.python] if self.python else []), *(["--env", self.env] if self.env else []),
@@ -156,7 +156,7 @@ MAX_TEXT = 4000  # a launcher's refusal, a log failure, a limit's message
 
 @dataclass(frozen=True)
 class LimitHit:
-    """The bound that ended an attempt (runtime/task_bounds.py): ``memory``, ``pids`` or ``disk``."""
+    """The bound that ended an attempt (launcher/task_bounds.py): ``memory``, ``pids`` or ``disk``."""
 
     kind: str
     limit: int | None
@@ -170,7 +170,7 @@ class AttemptStatus:
     Mutable on the launcher's side (its signal handlers set ``signal`` without a lock; ``StatusFile.save``
     rewrites the file); on the server's side only ever the result of :meth:`parse`. It describes, it never
     decides: what the server decides on is the attempt's record out of the owner's reach
-    (runtime/attempt_record.py)."""
+    (launcher/attempt_record.py)."""
 
     attempt: int
     hostname: str | None = None
@@ -194,7 +194,7 @@ class AttemptStatus:
     oom_kills: int = 0
     memory_limit: int | None = None
     limit_hit: LimitHit | None = None
-    usage: dict[str, Any] | None = None  # the newest resource sample (runtime/telemetry.py)
+    usage: dict[str, Any] | None = None  # the newest resource sample (launcher/telemetry.py)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -1,6 +1,6 @@
 """GPU use per node from the tasks' telemetry samples (pure): what the Nodes page draws as bars.
 
-Nodes report no GPU use of their own to Argus; the tasks' drivers do (runtime/telemetry.py samples
+Nodes report no GPU use of their own to Argus; the tasks' drivers do (launcher/telemetry.py samples
 NVML every 15 s into ``<job>/telemetry/attempt-N[.node-K].jsonl``, ``[util %, MiB used, W]`` per GPU
 the task sees). A node's GPU use is therefore the newest sample of every running task placed on it,
 its GPUs side by side. A sample older than ``STALE_S`` is not shown: a driver that stopped sampling

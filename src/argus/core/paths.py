@@ -92,7 +92,7 @@ class DataLayout:
         return self.home(user) / "jobs" / task_id
 
     def attempt_log(self, user: str, task_id: str, attempt: int) -> PurePosixPath:
-        """Where the driver (``runtime/driver.py``, given the job dir) writes an attempt's output."""
+        """Where the driver (``launcher/driver.py``, given the job dir) writes an attempt's output."""
         return self.job_dir(user, task_id) / "logs" / f"attempt-{attempt}.log"
 
     def expand(self, text: str, user: str) -> str:

@@ -1,4 +1,4 @@
-"""A task's resource samples (runtime/telemetry.py) summarised: averages, peaks, idle GPUs (pure).
+"""A task's resource samples (launcher/telemetry.py) summarised: averages, peaks, idle GPUs (pure).
 
 A sample is ``{"t": epoch_s, "cpu": CPUs busy, "rss": bytes, "gpu": [[util %, MiB used, W], …]}``.
 A task **holds idle GPUs** when every one of its GPUs has been below ``IDLE_PCT`` % for the last

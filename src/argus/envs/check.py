@@ -20,7 +20,7 @@ from argus.core.command import PPO_ENTRY
 from argus.core.taskspec import BasicTaskSpec
 from argus.envs.registry import EnvError, Environment, Registry
 from argus.errors import FieldError
-from argus.runtime.kernels import rollout_engine
+from argus.launcher.kernels import rollout_engine
 
 
 def rollout_name(admitted: Admitted) -> str | None:
@@ -33,7 +33,7 @@ def rollout_name(admitted: Admitted) -> str | None:
         return (named[-1] if named else spec.rollout_name).strip("'\"")
     if admitted.entry_module != PPO_ENTRY or admitted.command_expanded is None:
         return None
-    # the launcher's reading of the same command (runtime.kernels), verl's default rollout when unnamed
+    # the launcher's reading of the same command (launcher.kernels), verl's default rollout when unnamed
     return rollout_engine(["bash", "-lc", admitted.command_expanded]) or "vllm"
 
 

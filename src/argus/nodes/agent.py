@@ -5,10 +5,10 @@
 Why it exists: a task's launcher used to be a child of the platform Ray's job supervisor, so when the
 platform's head or raylet restarted, the raylet took every running training with it. Now the Ray job's
 entry point only *asks* this agent to start the attempt (:mod:`argus.nodes.attach`) and follows it; the
-launcher (:mod:`argus.runtime.driver`), its sandbox and the task's private Ray are the agent's, in the
+launcher (:mod:`argus.launcher.driver`), its sandbox and the task's private Ray are the agent's, in the
 attempt's own cgroup (:mod:`argus.nodes.cgroups`). The platform's Ray still places the task and holds its
 resources; if that Ray, the server or ``argus up`` dies, the training goes on, its record on the shared
-filesystem keeps reporting (runtime/attempt_record.py), and the server follows it when it is back.
+filesystem keeps reporting (launcher/attempt_record.py), and the server follows it when it is back.
 
 * **Started** by ``argus up`` / ``argus worker`` when none answers on the node's socket (its own session,
   so a kill of either does not reach it), or by systemd in cluster mode (docs/operator-guide.md).
@@ -53,7 +53,7 @@ log = logging.getLogger("argus.agent")
 KEY_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 STOP_GRACE_S = 15.0  # a launcher asked to stop stops its task within its own grace; then the group is killed
 LINGER_S = 5.0  # with no keeper and no attempt, this long before exiting
-ECHO_LIMIT = 1 << 20  # the launcher's stdout file is kept this small (runtime/driver.py: CappedEcho)
+ECHO_LIMIT = 1 << 20  # the launcher's stdout file is kept this small (launcher/driver.py: CappedEcho)
 # What the launcher finds in its environment when the agent started it
 KEY_ENV, TASK_CGROUP_ENV, EXIT_FILE_ENV, ECHO_LIMIT_ENV = (
     "ARGUS_AGENT_KEY", "ARGUS_TASK_CGROUP", "ARGUS_AGENT_EXIT_FILE", "ARGUS_ECHO_LIMIT")

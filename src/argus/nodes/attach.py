@@ -5,7 +5,7 @@ the attempt's processes are the agent's (:mod:`argus.nodes.agent`). So:
 
 * this process dying (the raylet restarted, the head lost, Ray's SIGKILL of its job's group) does
   **not** end the training: the server, back or reconnected, follows the attempt through its record
-  (runtime/attempt_record.py) and takes its outcome from there;
+  (launcher/attempt_record.py) and takes its outcome from there;
 * Ray's stop (SIGTERM, the cancel's one request) is passed on as the agent's ``stop``: the launcher stops
   the task and the agent kills and empties its cgroup;
 * the exit status is the launcher's, so Ray's ``driver_exit_code`` stays the task's; the last part of the
@@ -42,7 +42,7 @@ def follow(sock: str, args: list[str], spec: LaunchSpec, node_id: str | None) ->
     key = attempt_key(spec)
     env = {**os.environ, **({NODE_ID_ENV: node_id} if node_id else {})}
     env.pop(KEY_ENV, None)
-    argv = [sys.executable, "-I", "-m", "argus.runtime.driver", *args]
+    argv = [sys.executable, "-I", "-m", "argus.launcher.driver", *args]
     try:
         started = request(sock, "start", key=key, argv=argv, env=env, cwd="/")
     except AgentError as exc:

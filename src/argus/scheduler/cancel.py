@@ -3,7 +3,7 @@
 The API only records intent (QUEUED → CANCELED at once; SUBMITTED/RUNNING → CANCELING) and wakes
 this loop. The first time the loop sees an attempt being canceled it asks it to stop twice, once each:
 
-* its **stop file** (runtime/attempt_record: ``<data root>/.argus/attempts/<task>.<attempt>.stop``),
+* its **stop file** (launcher/attempt_record: ``<data root>/.argus/attempts/<task>.<attempt>.stop``),
   written in the pass: durable, a local write, and it works whether Ray is fast, slow, unreachable or
   has lost the job — the driver looks for it every second and SIGTERMs the task;
 * **one Ray stop request**, for what the file cannot reach: a job Ray has not started yet (Ray hands
@@ -45,7 +45,7 @@ from argus.core.launch import AttemptStatus
 from argus.core.states import TaskStatus, TerminationReason
 from argus.db.models import TaskModel
 from argus.errors import Conflict
-from argus.runtime import attempt_record
+from argus.launcher import attempt_record
 from argus.scheduler.common import (
     ACTOR,
     LoopContext,

@@ -33,7 +33,7 @@ from argus.db.models import TaskAttemptModel, TaskModel, utcnow
 from argus.db.session import Database
 from argus.envs.catalog import uv_bin
 from argus.envs.registry import BUILTIN, Registry
-from argus.runtime import jail
+from argus.launcher import jail
 from argus.services.home_files import read_attempt_status
 from argus.services.tasks import user_name_of
 from argus.services.teams import teams_of
@@ -163,7 +163,7 @@ def owner_teams(session: Session, task: TaskModel) -> list[str]:
 
 
 def driver_argv(ctx: LoopContext, user: str, task: TaskModel, attempt: int, teams: list[str] | None = None) -> list[str]:
-    """``<launcher_python> -I -m argus.runtime.driver …`` with the task's argv after ``--``.
+    """``<launcher_python> -I -m argus.launcher.driver …`` with the task's argv after ``--``.
 
     The launcher is platform code and runs in Argus's own interpreter; the task's processes run in
     its training environment (``--python``, ``--env``), whose prefix the sandbox shows read-only.
@@ -209,7 +209,7 @@ def task_env(ctx: LoopContext, user: str) -> dict[str, str]:
     """What the task's processes find in their environment, on top of the node's allowlist (core.envvars).
 
     * the user's ``code/`` on the path of every task process, *after* the installed packages
-      (runtime/userpath/sitecustomize.py, first on PYTHONPATH), so it can never shadow Argus or
+      (launcher/userpath/sitecustomize.py, first on PYTHONPATH), so it can never shadow Argus or
       Ray; the launcher runs with ``-I``;
     * the user's home and the shared Hugging Face cache (``$HOME/common/hf``, read-only; the caches HF
       libraries write go to the sandbox's ``/tmp``);

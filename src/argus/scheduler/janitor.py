@@ -19,7 +19,7 @@ import time
 from datetime import UTC, datetime, timedelta
 
 from argus.cluster.types import JobInfo, RayJobStatus
-from argus.runtime import attempt_record
+from argus.launcher import attempt_record
 from argus.scheduler.common import ATTEMPT_LIVE, LoopContext, attempt_by_sid, log
 from argus.services import telemetry
 
@@ -36,7 +36,7 @@ class DeleteFinishedRayJobs:
 
     def run_once(self, *, force: bool = False) -> int:
         """Delete the records past retention; returns how many were deleted. Attempt records
-        (runtime/attempt_record.py) of attempts that ended a month ago go in the same pass."""
+        (launcher/attempt_record.py) of attempts that ended a month ago go in the same pass."""
         if not force and time.monotonic() - self._last < self.interval_s:
             return 0
         self._last = time.monotonic()

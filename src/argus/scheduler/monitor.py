@@ -51,7 +51,7 @@ from argus.core.launch import AttemptStatus, LimitHit
 from argus.core.states import TaskStatus, TerminationReason
 from argus.db.models import TaskAttemptModel, TaskEventModel, TaskModel
 from argus.errors import Conflict
-from argus.runtime import attempt_record
+from argus.launcher import attempt_record
 from argus.scheduler.common import (
     ACTOR,
     ATTEMPT_LIVE,
@@ -115,7 +115,7 @@ def classify(
 ) -> Outcome:
     """Map Ray's view of one job to what should happen to its task (pure).
 
-    ``record`` is the attempt's record out of its owner's reach (runtime/attempt_record), read when Ray does
+    ``record`` is the attempt's record out of its owner's reach (launcher/attempt_record), read when Ray does
     not know the job: a driver that still runs it is followed, one that finished decides the end, and only a
     silent one is lost."""
     hostname = driver.hostname if driver else None
@@ -212,7 +212,7 @@ LIMIT_KINDS = {"memory": FailureKind.HOST_OOM, "pids": FailureKind.PIDS_LIMIT, "
 
 
 def limit_hit(out: Outcome, driver: AttemptStatus, hit: LimitHit) -> Outcome:
-    """A task its launcher stopped because it hit one of its bounds (runtime/task_bounds.py): that bound, for
+    """A task its launcher stopped because it hit one of its bounds (launcher/task_bounds.py): that bound, for
     certain, with its kind and hint."""
     kind = LIMIT_KINDS.get(hit.kind, FailureKind.HOST_OOM)
     assert out.exit_code is not None
@@ -222,7 +222,7 @@ def limit_hit(out: Outcome, driver: AttemptStatus, hit: LimitHit) -> Outcome:
 
 
 def oom_killed(out: Outcome, driver: AttemptStatus) -> Outcome:
-    """A task the kernel's OOM killer hit inside its memory cgroup (runtime/task_bounds.py): a host OOM, for
+    """A task the kernel's OOM killer hit inside its memory cgroup (launcher/task_bounds.py): a host OOM, for
     certain."""
     assert out.exit_code is not None
     return replace(out, message=failure_message(out.exit_code, memory_limit_cause(driver.oom_kills,

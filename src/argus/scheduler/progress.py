@@ -12,15 +12,15 @@ node's clock cannot fake progress. ``core.stall`` decides; this module acts:
   attempt within ``max_retries``, resuming from its latest complete checkpoint: scheduler/autoresume.py).
   Output after a stall clears it ("progressing again").
 * each stall's forensics: the server cannot reach the node's processes, so it asks the attempt's driver, once
-  per stall, for every process's stack (runtime/attempt_record.ask_for_stacks; the driver answers with
-  runtime/stacks.py, within ``STACKS_WAIT_S``); a follow-up event names the file it wrote in the owner's home
+  per stall, for every process's stack (launcher/attempt_record.ask_for_stacks; the driver answers with
+  launcher/stacks.py, within ``STACKS_WAIT_S``); a follow-up event names the file it wrote in the owner's home
   (``jobs/<task>/stacks/attempt-<n>-<time>.txt``), or why there is none. ``cancel`` and ``requeue`` wait for that
   answer before they stop the task: its stacks cannot be taken once it is stopped, and they are what a stall
   leaves to look at. A driver that does not run the attempt any more (no live record) is not asked.
 * a resumed attempt (its command sets ``trainer.resume_from_path=…/global_step_N``): the first step it
   logs must be N + 1; otherwise a warning event and message say which steps were skipped or repeated.
   Either way a RESUMED notification says what the run did.
-* idle GPUs: every GPU of the task below 5 % (``status.json``'s newest ``usage`` sample, runtime/telemetry.py)
+* idle GPUs: every GPU of the task below 5 % (``status.json``'s newest ``usage`` sample, launcher/telemetry.py)
   for 10 minutes: an "idle GPUs" note and an IDLE_GPU notification, once per idle spell; the task runs on.
 
 State lives in memory: after a server restart every RUNNING attempt's silence is measured again from
@@ -40,8 +40,8 @@ from argus.core.metrics import is_training_step, parse_metric_line
 from argus.core.resource_use import IDLE_PCT, IDLE_S
 from argus.core.stall import Progress, Stall, format_duration, resume_verdict, stalled
 from argus.db.models import TaskModel
-from argus.runtime import attempt_record
-from argus.runtime.stacks import TOTAL_S
+from argus.launcher import attempt_record
+from argus.launcher.stacks import TOTAL_S
 from argus.scheduler.common import LoopContext, log_path
 from argus.services.home_files import open_plain
 
@@ -58,7 +58,7 @@ class _Cursor:
     carry: bytes = b""  # an incomplete last line, kept for the next read
     idle_since: datetime | None = None  # every GPU of the task below IDLE_PCT since (the driver's samples)
     idle_told: bool = False
-    stacks_token: str | None = None  # the stacks request its driver has not answered yet (runtime/attempt_record)
+    stacks_token: str | None = None  # the stacks request its driver has not answered yet (launcher/attempt_record)
     stacks_by: datetime | None = None  # when to stop waiting for that answer
     held: Finding | None = None  # on_stall's cancel/requeue, held until the stacks are in
 

@@ -25,7 +25,7 @@ from argus.core.resources import RESOURCES_KEY, NodeNeed
 from argus.core.states import ACTIVE, TaskStatus, TerminationReason
 from argus.db.models import TaskAttemptModel, TaskModel, TeamModel, UserModel, utcnow
 from argus.errors import Conflict
-from argus.runtime import attempt_record
+from argus.launcher import attempt_record
 from argus.scheduler import policy
 from argus.scheduler.autoresume import resume_on_retry
 from argus.scheduler.common import (
@@ -321,7 +321,7 @@ class SubmitQueuedTasks:
 
     def _previous_attempt_runs(self, task_id: str, previous: int) -> Message | None:
         """Never two live attempts of one task (issue 36): why a retry waits while the previous attempt's driver
-        still reports through its record (runtime/attempt_record) — a node Ray called lost but that still runs
+        still reports through its record (launcher/attempt_record) — a node Ray called lost but that still runs
         (a network partition), a job Ray forgot — after asking it to stop there; None: nothing runs."""
         record = attempt_record.ask_to_stop(self.ctx.settings.root, task_id, previous, self.ctx.now())
         if not record:
@@ -347,7 +347,7 @@ def ray_submit(ctx: LoopContext, sid: str, task_id: str, user: str, attempt: int
                task_argv: list[str], n_gpus_per_node: int, need: NodeNeed | None = None) -> None:
     """The one place a Ray job is created: the task's launcher on a worker node, holding the task's share.
 
-    The launcher (``argus.runtime.driver``) reserves the task's whole per-node need in the
+    The launcher (``argus.launcher.driver``) reserves the task's whole per-node need in the
     platform's Ray — its GPUs, CPUs and memory (issue 15's ``core.resources``) — so Ray starts
     it only on a node with them free, the node the policy found room on or another with as much,
     and counts them as used for everyone after. Inside its sandbox the task then has exactly

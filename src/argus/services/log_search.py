@@ -32,7 +32,7 @@ MAX_TEXT = 300  # characters of a matching line sent back (the page loads the li
 
 def node_log(ref: LogRef, node: int) -> LogRef:
     """Node ``node``'s log of the attempt: node 1 is the launcher's (``attempt-<n>.log``), node K ≥ 2 of a
-    multi-node task writes ``attempt-<n>.node-<K>.log`` beside it (runtime/gang.py)."""
+    multi-node task writes ``attempt-<n>.node-<K>.log`` beside it (launcher/gang.py)."""
     if node == 1:
         return ref
     return replace(ref, path=Path(ref.path).with_name(f"attempt-{ref.attempt}.node-{node}.log"))

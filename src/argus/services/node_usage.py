@@ -4,7 +4,7 @@ and the last half hour of CPU and memory per node (:func:`cpu_mem_by_node`).
 
 Which node wrote which file: a task's attempt records its planned nodes in order (``gpus.nodes``, the
 scheduler's placement); the first runs the driver (``attempt-N.jsonl``), the K-th the gang's extra node
-(``attempt-N.node-K.jsonl``, runtime/gang.py). A single-node task without a plan uses its driver's node.
+(``attempt-N.node-K.jsonl``, launcher/gang.py). A single-node task without a plan uses its driver's node.
 Reads at most ``TAIL_BYTES`` per file and parses it from the end until the first sample with GPUs: 50
 running tasks cost ~24 ms a poll on a loaded 2-core box (the idle scan beside it, which parses whole tails,
 ~126 ms).
@@ -59,7 +59,7 @@ def _node_files(session: Session, root: Path) -> list[tuple[str, str, Path, Path
 
 def cpu_mem_by_node(session: Session, root: Path, now: float | None = None) -> dict[str, dict[str, Any]]:
     """``{node_id: {"cpu": cores busy, "rss": bytes, "history": [[t, cores, bytes], …]}}``: what Argus's running
-    tasks use on each node (their drivers sample their own process trees, runtime/telemetry.py), summed over the
+    tasks use on each node (their drivers sample their own process trees, launcher/telemetry.py), summed over the
     tasks: now (samples at most ``STALE_S`` old; null when none is) and a point per minute for ``HISTORY_S``.
     It is the tasks' use, not the whole machine's: a node's other processes are not sampled by Argus."""
     now = time.time() if now is None else now

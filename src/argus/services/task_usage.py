@@ -1,4 +1,4 @@
-"""A task's resource use as its drivers sampled it (runtime/telemetry.py): series for charts and a summary.
+"""A task's resource use as its drivers sampled it (launcher/telemetry.py): series for charts and a summary.
 
 Read from ``<job>/telemetry/attempt-N.jsonl`` in the owner's home, never through a link
 (services/home_files.open_plain), at most ``READ_CAP`` bytes from the end (a month of samples is
@@ -60,7 +60,7 @@ def read_samples(home: Path, path: Path, cap: int = READ_CAP) -> list[dict[str, 
 
 def attempt_samples(layout: DataLayout, user: str, task_id: str, attempt: int, nnodes: int,
                     cap: int = READ_CAP) -> list[dict[str, Any]]:
-    """One attempt's samples: the first node's, plus nodes 2..N of a multi-node task (runtime/gang.py) merged in."""
+    """One attempt's samples: the first node's, plus nodes 2..N of a multi-node task (launcher/gang.py) merged in."""
     home = Path(str(layout.home(user)))
     first = usage_path(layout, user, task_id, attempt)
     nodes = [read_samples(home, first, cap)]

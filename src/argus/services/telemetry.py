@@ -209,7 +209,7 @@ class PlatformCollector(Collector):
         yield from self._task_resources()
 
     def _task_resources(self) -> Iterable[Metric]:
-        """Each RUNNING task's newest resource sample (runtime/telemetry.py) and whether it holds idle GPUs.
+        """Each RUNNING task's newest resource sample (launcher/telemetry.py) and whether it holds idle GPUs.
 
         Labelled by task, user and team ("" for none): the label set is the running tasks, bounded by the
         cluster's GPUs."""

@@ -7,7 +7,7 @@ interpreter. None may see what the server sees — the database and host key in 
 platform Ray's token, other users' homes, the server account's secrets and environment, the network
 (the Ray dashboard and the Argus API listen on loopback) — nor undo what hides it. With
 ``settings.sandbox`` = ``auto`` (default) and ``bwrap`` on the PATH, each such process runs under
-bubblewrap with the task sandbox's guarantees (runtime/jail.py):
+bubblewrap with the task sandbox's guarantees (launcher/jail.py):
 
 * **never privileged**: every capability dropped (``--cap-drop ALL``) and, where the kernel allows a user
   namespace, an unprivileged uid in one (``SANDBOX_UID`` when the server runs as root, else the server's
@@ -33,7 +33,7 @@ from functools import cache
 from pathlib import Path
 
 from argus.core.envvars import NODE_ENV_KEEP, env_kept
-from argus.runtime.jail import HOST_SECRETS, SANDBOX_UID, safe_binds, user_ns_works
+from argus.launcher.jail import HOST_SECRETS, SANDBOX_UID, safe_binds, user_ns_works
 from argus.settings import Settings
 
 _SERVER_SECRETS = (".config", ".ray", ".ssh", ".argus", ".netrc", ".cache/huggingface/token")

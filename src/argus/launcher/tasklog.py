@@ -29,7 +29,7 @@ from typing import Any, BinaryIO
 from argus.core import log_write
 from argus.core.launch import AttemptStatus
 from argus.core.metrics import CLOCK_MARK, CLOCK_SUFFIX, clock_line
-from argus.runtime import attempt_record
+from argus.launcher import attempt_record
 
 
 class TaskLog:
@@ -149,7 +149,7 @@ class StatusFile:
     def __init__(self, path: Path, status: AttemptStatus, record: Path | None = None) -> None:
         self.path = path
         self.status = status
-        self.record = record  # runtime/attempt_record: the copy out of the owner's reach that the server decides on
+        self.record = record  # launcher/attempt_record: the copy out of the owner's reach that the server decides on
         self._lock = threading.Lock()
 
     def save(self, **changes: Any) -> OSError | None:

@@ -19,8 +19,8 @@ import pytest
 
 from argus.core import log_write
 from argus.core.launch import AttemptStatus
-from argus.runtime.driver import pump_output
-from argus.runtime.tasklog import StatusFile, TaskLog
+from argus.launcher.driver import pump_output
+from argus.launcher.tasklog import StatusFile, TaskLog
 
 
 def full_log(tmp_path: Path) -> tuple[TaskLog, io.BytesIO, Path]:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from argus.core.envvars import NODE_ENV_KEEP
-from argus.runtime import jail
+from argus.launcher import jail
 
 pytestmark = pytest.mark.hostile  # the hostile-input suite: grows with every hole found
 

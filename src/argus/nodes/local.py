@@ -5,9 +5,9 @@ Why it is built this way:
 * The head advertises no GPUs, no CPUs and no ``worker_node`` resource, and drivers ask for
   ``worker_node: 1``, so no driver — and no actor a trainer starts — runs on the head.
 * The cluster is the platform's fabric only (issue 21): it runs launchers, never a task's own
-  processes (those run in per-task sandboxes with a private Ray, ``argus.runtime.jail``). It
+  processes (those run in per-task sandboxes with a private Ray, ``argus.launcher.jail``). It
   uses Ray's token auth (``RAY_AUTH_MODE=token``, the token in ``<root>/.argus``, which no
-  sandbox shows), its head runs no Ray Client server (``argus.runtime.ray_node``), and every
+  sandbox shows), its head runs no Ray Client server (``argus.nodes.ray_node``), and every
   node starts with a cleared environment (``core.envvars.NODE_ENV_KEEP``): the server's own
   variables — the admin token, a database password — never reach a launcher or a task.
 * Every node is one ``ray start --block`` process started in its own session. That process is the
@@ -27,7 +27,7 @@ Why it is built this way:
   line naming the flag, before anything starts.
 * A ``kill -9`` of ``argus up`` leaves every node running (own sessions). The cluster is therefore
   recorded in ``<state_dir>/embedded-ray.json`` while it runs, and the next start adopts it or
-  stops it (``take_over_leftover``, rules in ``cluster/leftover.py``).
+  stops it (``take_over_leftover``, rules in ``nodes/leftover.py``).
 * Ray puts unix sockets under ``<temp>/session_<date>_<pid>/sockets/``; a socket path must fit in
   107 bytes, so a long state directory is reached through a short symlink (see ``ray_temp_dir``).
 """
@@ -52,13 +52,12 @@ from pathlib import Path
 import httpx
 import psutil
 
-from argus.cluster import leftover
 from argus.core.envvars import NODE_ENV_KEEP, env_kept
-from argus.nodes import agent, agent_client, cgroups
+from argus.launcher import jail
+from argus.launcher.private_ray import MAX_ATTEMPTS, MIN_ATTEMPT_S, StartBudget, backoff_s, transient_reason
+from argus.launcher.task_sandbox import free_ports
+from argus.nodes import agent, agent_client, cgroups, leftover
 from argus.nodes.paths import AgentPaths
-from argus.runtime import jail
-from argus.runtime.private_ray import MAX_ATTEMPTS, MIN_ATTEMPT_S, StartBudget, backoff_s, transient_reason
-from argus.runtime.task_sandbox import free_ports
 from argus.settings import RAY_PORT_FIELDS, RAY_WORKER_PORTS, Settings
 
 log = logging.getLogger(__name__)
@@ -127,8 +126,8 @@ def ray_bin() -> str:
 
 
 def ray_start() -> list[str]:
-    """``ray start`` without a Ray Client server (``argus.runtime.ray_node``)."""
-    return [sys.executable, "-m", "argus.runtime.ray_node", "start"]
+    """``ray start`` without a Ray Client server (``argus.nodes.ray_node``)."""
+    return [sys.executable, "-m", "argus.nodes.ray_node", "start"]
 
 
 def node_process_env(extra: dict[str, str]) -> dict[str, str]:

@@ -1,4 +1,4 @@
-"""Stall forensics on the node (runtime/stacks.py, runtime/attempt_record): the server's request for every
+"""Stall forensics on the node (launcher/stacks.py, launcher/attempt_record): the server's request for every
 process's stack, the launcher's answer, and the capture itself. Real processes, real py-spy (ptrace: root here),
 real files; a bubblewrap sandbox where bwrap is installed."""
 
@@ -16,8 +16,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from argus.runtime import attempt_record, stacks
-from tests.runtime.test_driver import start
+from argus.launcher import attempt_record, stacks
+from tests.launcher.test_driver import start
 from tests.waiting import slack, wait_until
 
 # a Python process that sleeps in a function with a name nobody else has: its stack must name it

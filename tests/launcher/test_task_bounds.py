@@ -19,7 +19,7 @@ from argus.core.launch import AttemptStatus, Limits, default_memory
 from argus.nodes import cgroups
 from argus.scheduler.monitor import Outcome, limit_hit
 
-DRIVER = [sys.executable, "-m", "argus.runtime.driver"]
+DRIVER = [sys.executable, "-m", "argus.launcher.driver"]
 needs_cgroups = pytest.mark.skipif(os.geteuid() != 0 or cgroups.detect() is None, reason="needs root and cgroups")
 
 

@@ -7,7 +7,7 @@ import pytest
 from argus.core.builders import PathView, build_basic_argv
 from argus.core.gpu_binding import entry_module, uses_ray
 from argus.core.taskspec import BasicTaskSpec
-from argus.runtime import kernels
+from argus.launcher import kernels
 
 
 def _basic(workload: str, **kw) -> list[str]:

@@ -10,10 +10,10 @@ import sys
 import time
 from pathlib import Path
 
-from argus.runtime.driver import ray_node_id
+from argus.launcher.driver import ray_node_id
 from tests.waiting import slack, wait_until
 
-DRIVER = [sys.executable, "-m", "argus.runtime.driver"]
+DRIVER = [sys.executable, "-m", "argus.launcher.driver"]
 
 
 def start(job_dir: Path, *argv: str, attempt: int = 1, python: str | None = None) -> subprocess.Popen[str]:
@@ -46,7 +46,7 @@ def test_exit_code_log_and_status(tmp_path: Path) -> None:
     log = (job / "logs" / "attempt-2.log").read_text()
     lines = log.splitlines()
     assert lines[0].startswith("[argus] attempt 2 on ") and "CUDA_VISIBLE_DEVICES=" in lines[0]
-    assert lines[1].startswith("[argus] bounds: memory ")  # the task's cgroup (runtime/task_bounds.py)
+    assert lines[1].startswith("[argus] bounds: memory ")  # the task's cgroup (launcher/task_bounds.py)
     assert lines[2:4] == ["to-stdout", "to-stderr"]  # merged, in order
     assert lines[-1].startswith("[argus] exit code 3")
     assert out == log  # echoed to Ray's log as well
@@ -285,9 +285,9 @@ def test_cpu_training_gets_logical_gpus_and_slots_in_its_private_ray(tmp_path: P
     """Issue 34: --device cpu: the private Ray advertises the task's workers as GPUs (no device file, no
     CUDA_VISIBLE_DEVICES: Ray refuses GPUs that an empty one says are absent) and CPU slots for verl's actors;
     every node of it is a worker node (the templates pin TransferQueue there)."""
-    from argus.runtime import private_ray
-    from argus.runtime.driver import parse_args
-    from argus.runtime.task_sandbox import Sandbox, private_ray_share
+    from argus.launcher import private_ray
+    from argus.launcher.driver import parse_args
+    from argus.launcher.task_sandbox import Sandbox, private_ray_share
 
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
     ns = parse_args(["--job-dir", str(tmp_path / "j"), "--attempt", "1", "--private-ray", "--device", "cpu",
@@ -304,9 +304,9 @@ def test_cpu_training_gets_logical_gpus_and_slots_in_its_private_ray(tmp_path: P
 
 
 def test_the_attempt_record_mirrors_the_heartbeat_and_a_stop_request_ends_the_task(tmp_path: Path) -> None:
-    """Out of the owner's reach (runtime/attempt_record): the record the server decides on when Ray lost the job,
+    """Out of the owner's reach (launcher/attempt_record): the record the server decides on when Ray lost the job,
     and the stop request it answers like a cancel's SIGTERM."""
-    from argus.runtime import attempt_record
+    from argus.launcher import attempt_record
 
     root = tmp_path / "root"
     job = root / "users" / "alice" / "jobs" / "job-1"

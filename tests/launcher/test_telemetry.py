@@ -1,4 +1,4 @@
-"""runtime.telemetry: a task's own process tree sampled (CPU, memory), GPUs only where NVML is (no fakes)."""
+"""launcher.telemetry: a task's own process tree sampled (CPU, memory), GPUs only where NVML is (no fakes)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import psutil
 
 from argus.core.resource_use import downsample, idle_since, summarize
-from argus.runtime.telemetry import Nvml, Sampler
+from argus.launcher.telemetry import Nvml, Sampler
 from tests.waiting import wait_until
 
 BURN = "import time\nx = bytearray(64 * 2**20)\nfor i in range(0, len(x), 4096): x[i] = 1\nt = time.time()\n" \

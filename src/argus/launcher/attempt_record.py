@@ -19,7 +19,7 @@ no sandbox shows and no file access of a user reaches), and the server follows t
 The same folder carries the server's other request, for stall forensics (scheduler/progress.py): when an attempt
 stalls, the server cannot reach its node's processes, so it writes ``<task>.<attempt>.stacks`` (when it asked:
 the request's token); the driver takes it (removes it, so each request is answered once), writes every process's
-stack into the task's folder (runtime/stacks.py) and answers in ``<task>.<attempt>.stacks.json`` with that token
+stack into the task's folder (launcher/stacks.py) and answers in ``<task>.<attempt>.stacks.json`` with that token
 and the file's path below the owner's home, which the server names in the task's timeline.
 """
 
@@ -53,7 +53,7 @@ def stop_path(data_root: Path, task_id: str, attempt: int) -> Path:
 
 
 def stacks_path(data_root: Path, task_id: str, attempt: int) -> Path:
-    """The server's request for every process's stack (runtime/stacks.py), until the driver takes it."""
+    """The server's request for every process's stack (launcher/stacks.py), until the driver takes it."""
     return folder(data_root) / f"{task_id}.{attempt}.stacks"
 
 

@@ -1,7 +1,7 @@
 """How a task attempt's processes are started on a node: the sandbox argv, the environment, the private Ray.
 
-The launcher (:mod:`argus.runtime.driver`) on the task's first node and each node actor of a
-multi-node task (:mod:`argus.runtime.gang`) build one :class:`Sandbox` from the launcher's
+The launcher (:mod:`argus.launcher.driver`) on the task's first node and each node actor of a
+multi-node task (:mod:`argus.launcher.gang`) build one :class:`Sandbox` from the launcher's
 arguments and what Ray gave the process on that node (``CUDA_VISIBLE_DEVICES``), then start
 the task's command (or its node of the private Ray) through :meth:`Sandbox.wrap`.
 """
@@ -16,7 +16,7 @@ from pathlib import Path
 
 from argus.core.launch import LaunchSpec
 from argus.core.resources import CPU_TRAINING_RAY_CPUS
-from argus.runtime import jail
+from argus.launcher import jail
 
 PRIVATE_RAY = str(Path(__file__).with_name("private_ray.py"))
 SHM_MIN = 1 << 30  # a sandbox's /dev/shm: at least 1 GiB (NCCL, torch DataLoader workers) …

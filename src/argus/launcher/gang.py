@@ -1,6 +1,6 @@
 """A multi-node task's other nodes: one sandbox each, joined to the task's private Ray (issue 21).
 
-The launcher (:mod:`argus.runtime.driver`) runs on the task's first node and holds that
+The launcher (:mod:`argus.launcher.driver`) runs on the task's first node and holds that
 node's share; its sandbox runs the private Ray head and the command. For nodes 2..N it
 asks the platform's Ray for a placement group of N-1 bundles, each the task's per-node
 share (GPUs, CPUs, memory, one ``worker_node``), ``STRICT_SPREAD`` and never on the first
@@ -36,7 +36,7 @@ def node_ip() -> str:
 
 
 def join_argv(spec: LaunchSpec, python: str, head: str, ip: str) -> list[str]:
-    from argus.runtime.task_sandbox import PRIVATE_RAY, private_ray_share
+    from argus.launcher.task_sandbox import PRIVATE_RAY, private_ray_share
 
     cpus, gpus = private_ray_share(spec)
     return [python, "-I", PRIVATE_RAY, "--join", head, "--cpus", str(cpus), "--gpus", str(gpus),
@@ -47,8 +47,8 @@ class NodeSandbox:
     """Runs one extra node's sandbox until it ends; a Ray actor on the platform's cluster."""
 
     def run(self, spec: LaunchSpec, job_dir: str, index: int, head: str, token: str) -> int:
-        from argus.runtime.driver import _die_with_parent
-        from argus.runtime.task_sandbox import Sandbox
+        from argus.launcher.driver import _die_with_parent
+        from argus.launcher.task_sandbox import Sandbox
 
         sandbox = Sandbox(spec, Path(job_dir), scratch_suffix=f"node-{index}")
         sandbox.ray_token = token
@@ -68,9 +68,9 @@ class NodeSandbox:
 
 
 def _wait_sampling(child: subprocess.Popen[bytes], job_dir: Path, attempt: int, index: int) -> int:
-    """Wait for this node's sandbox, sampling what the task uses here (runtime/telemetry.py) into
+    """Wait for this node's sandbox, sampling what the task uses here (launcher/telemetry.py) into
     ``telemetry/attempt-<n>.node-<k>.jsonl``, which the server adds to the first node's samples."""
-    from argus.runtime.telemetry import SAMPLE_S, Nvml, Sampler
+    from argus.launcher.telemetry import SAMPLE_S, Nvml, Sampler
 
     sampler = Sampler(child.pid, job_dir / "telemetry" / f"attempt-{attempt}.node-{index}.jsonl",
                       os.environ.get("CUDA_VISIBLE_DEVICES"), Nvml.open())

@@ -1,6 +1,6 @@
 """The worker watchdog's decisions, as pure functions of what it observed (no I/O, no clock).
 
-``argus worker`` (cluster/worker.py) observes the discovery file, its own raylet and whether the
+``argus worker`` (nodes/worker.py) observes the discovery file, its own raylet and whether the
 head's GCS answers, then asks :func:`decide` what to do. Keeping the rules here makes every case a
 row in a table test, and the log line of each decision is its ``reason``.
 
@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from argus.cluster.discovery import STOPPED, HeadInfo
+from argus.nodes.discovery import STOPPED, HeadInfo
 
 
 class Action(StrEnum):

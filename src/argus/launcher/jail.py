@@ -1,8 +1,8 @@
 """The sandbox every task runs in, one per task and node (ARCHITECTURE §7.1).
 
 The platform's shared Ray cluster runs only platform code (the launcher,
-:mod:`argus.runtime.driver`); a task's own processes — its command, its private Ray
-cluster (:mod:`argus.runtime.private_ray`), every Ray worker and actor it starts — live in
+:mod:`argus.launcher.driver`); a task's own processes — its command, its private Ray
+cluster (:mod:`argus.launcher.private_ray`), every Ray worker and actor it starts — live in
 one bubblewrap sandbox that the launcher starts and ends:
 
 * **namespaces**: PID (the task sees its own processes only, and they all die with the
@@ -44,7 +44,7 @@ from pathlib import Path
 
 from argus.core.envvars import NODE_ENV_KEEP, env_kept
 from argus.core.teams import TEAM_NAME_RE
-from argus.runtime.private_ray import RAY_NO_METRICS
+from argus.launcher.private_ray import RAY_NO_METRICS
 
 CONFIG_ENV = "ARGUS_JAIL_CONFIG"
 JAILED_ENV = "ARGUS_JAILED"  # set inside the sandbox to the owner's name

@@ -102,7 +102,7 @@ PR_SET_CHILD_SUBREAPER = 36
 # Ray's Prometheus endpoints answer anyone who reaches the port, and Ray has no token for them: the dashboard
 # agent's metrics export port (off with metrics collection: its port file then says -1) and the dashboard's own
 # metrics server on a fixed port (44227; Ray logs a bind error for a port number out of range and goes on
-# without it). The platform's Ray nodes get the same (runtime/jail.py: platform_ray_env).
+# without it). The platform's Ray nodes get the same (launcher/jail.py: platform_ray_env).
 RAY_NO_METRICS = {"RAY_enable_metrics_collection": "0", "DASHBOARD_METRIC_PORT": "65536"}
 
 

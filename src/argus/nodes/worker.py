@@ -1,6 +1,6 @@
 """``argus worker``: keep this machine joined to whatever head the discovery file names.
 
-The loop is observe → :func:`argus.cluster.watchdog.decide` → act, once a ``poll_s``. The raylet
+The loop is observe → :func:`argus.nodes.watchdog.decide` → act, once a ``poll_s``. The raylet
 is a ``ray start --block`` in its own session (as in ``LocalCluster``): when any of its Ray
 processes dies, that process exits, so "raylet alive" is simply "our ``ray start`` still runs".
 Stopping signals only that process group and its recorded descendants, never ``ray stop`` (which
@@ -22,12 +22,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from argus.cluster.discovery import DiscoveryError, HeadInfo, local_ray_version, read_discovery
-from argus.cluster.local import RayNode, ray_start, ray_temp_dir, snapshot_descendants, spawn_node, stop_node
-from argus.cluster.watchdog import Action, Backoff, Decision, Observation, decide
+from argus.launcher import jail
 from argus.nodes import agent_client
+from argus.nodes.discovery import DiscoveryError, HeadInfo, local_ray_version, read_discovery
+from argus.nodes.local import RayNode, ray_start, ray_temp_dir, snapshot_descendants, spawn_node, stop_node
 from argus.nodes.paths import AgentPaths
-from argus.runtime import jail
+from argus.nodes.watchdog import Action, Backoff, Decision, Observation, decide
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +53,7 @@ class WorkerConfig:
         self.name = self.name or socket.gethostname()
 
     def node_env(self) -> dict[str, str]:
-        """What this node's ``ray start`` adds: the platform Ray's token auth and the sandbox config (runtime/jail.py)."""
+        """What this node's ``ray start`` adds: the platform Ray's token auth and the sandbox config (launcher/jail.py)."""
         if self.data_root is None:
             return {}
         return {**jail.platform_ray_env(self.data_root),

@@ -3,8 +3,8 @@
 A stalled run (an NCCL collective that never returns, a dataloader deadlock, a rollout engine waiting on a dead
 worker) prints nothing, so its log cannot say where it hangs; each process's Python stack does. The server sees
 only the shared filesystem, and the task's processes run on a worker, in a sandbox with a PID namespace of its
-own (runtime/jail.py). The launcher runs outside that sandbox, as its parent, so it asks for the stacks through
-the attempt's record folder (runtime/attempt_record: ``ask_for_stacks``) and the launcher answers:
+own (launcher/jail.py). The launcher runs outside that sandbox, as its parent, so it asks for the stacks through
+the attempt's record folder (launcher/attempt_record: ``ask_for_stacks``) and the launcher answers:
 
 * it lists the sandbox's processes by their **host** pids (psutil: the launcher's child and its descendants;
   a pid inside the sandbox means nothing out here) and runs ``py-spy dump --pid <host pid>`` against each Python
@@ -40,7 +40,7 @@ from pathlib import Path
 
 import psutil
 
-from argus.runtime import attempt_record
+from argus.launcher import attempt_record
 
 FOLDER = "stacks"  # in the task's folder: <job_dir>/stacks/attempt-<n>-<time>.txt
 PER_PROCESS_S = 10.0  # one py-spy dump (a healthy one takes well under a second)
@@ -208,7 +208,7 @@ def write_file(home: Path, job_dir: Path, attempt: int, text: str, at: datetime)
 
 
 class StackRequests:
-    """The launcher's side of the server's stack requests (runtime/attempt_record), looked for at each poll.
+    """The launcher's side of the server's stack requests (launcher/attempt_record), looked for at each poll.
 
     Each request is taken once and answered in a thread of its own: py-spy may take ``TOTAL_S``, and the
     heartbeat, a stop or the child's exit must never wait for it. One capture at a time; a request that comes

@@ -1,4 +1,4 @@
-"""A task's private Ray on a loaded machine (runtime/private_ray.py): which failed starts are tried again, the
+"""A task's private Ray on a loaded machine (launcher/private_ray.py): which failed starts are tried again, the
 back-off and the budget between them, and what a retry cleans up. ``ray start`` is faked (``ray_start_once``);
 the clean-up runs for real on a process tree of its own. The real start under CPU burners is in
 tests/cluster/test_start_under_load.py (it starts Ray: the heavy lane)."""
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from argus.runtime import private_ray
+from argus.launcher import private_ray
 
 # What Ray 2.60 printed in the failed starts measured under 20 CPU burners on 2 cores (bench/start_under_load.py)
 RAYLET_TIMEOUT = ('  File ".../ray/_private/node.py", line 440, in __init__\n    raise Exception(\nException: The current '

@@ -1,4 +1,4 @@
-"""``python -m argus.runtime.ray_node start …``: ``ray start`` for the platform's nodes, with no Ray Client server.
+"""``python -m argus.nodes.ray_node start …``: ``ray start`` for the platform's nodes, with no Ray Client server.
 
 The platform's Ray cluster runs only platform code (issue 21): launchers and Ray's own job
 supervisors. Nothing of Argus uses the Ray Client, and a Ray Client server is a way into the

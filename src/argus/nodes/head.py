@@ -14,8 +14,8 @@ import signal
 from collections.abc import Callable
 from pathlib import Path
 
-from argus.cluster.discovery import HeadInfo, mark_stopped, new_head_info, write_discovery
-from argus.cluster.local import LocalCluster
+from argus.nodes.discovery import HeadInfo, mark_stopped, new_head_info, write_discovery
+from argus.nodes.local import LocalCluster
 
 log = logging.getLogger(__name__)
 

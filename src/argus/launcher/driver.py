@@ -1,6 +1,6 @@
 """The Ray job entry point on a worker node: run one task attempt and keep its record on the shared FS.
 
-    python -m argus.runtime.driver --job-dir <root>/users/<u>/jobs/<task_id> --attempt N \\
+    python -m argus.launcher.driver --job-dir <root>/users/<u>/jobs/<task_id> --attempt N \\
         [--python /path/to/train/python] -- argv...
 
 Why it exists (ARCHITECTURE §2.4):
@@ -24,21 +24,21 @@ Why it exists (ARCHITECTURE §2.4):
   so a reader never sees half a file; while the task runs its ``alive_at`` is refreshed every
   ``HEARTBEAT_S``, so the monitor can tell a driver that stopped reporting.
 * A jobs folder that refuses writes (full, read-only, over quota, I/O errors) never stops the
-  output from being drained (runtime/tasklog.py): the driver keeps reading and counts what it
+  output from being drained (launcher/tasklog.py): the driver keeps reading and counts what it
   drops, stops the task, and exits ``EX_IOERR`` (74) saying why in ``status.json`` and in its last
   stdout line, which Ray quotes in the job's message (core/log_write.py). A folder that refuses
   writes before the task starts gets the same answer, and the task is not started.
 * It is platform code and runs outside the task (issue 21): the task's command runs in a
-  sandbox this launcher starts (:mod:`argus.runtime.jail`: PID/IPC/UTS/user namespaces, no
+  sandbox this launcher starts (:mod:`argus.launcher.jail`: PID/IPC/UTS/user namespaces, no
   capabilities, the owner's files only, the task's GPU device files only, a cleared
   environment) and, for programs that use Ray, against a private Ray cluster started inside
-  that sandbox (:mod:`argus.runtime.private_ray`). The launcher holds the task's whole share
+  that sandbox (:mod:`argus.launcher.private_ray`). The launcher holds the task's whole share
   of the node in the platform's Ray (GPUs, CPUs, memory), so Ray's ``CUDA_VISIBLE_DEVICES``
   names the task's GPUs. With ``--sandbox`` it refuses to run on a node that has no sandbox
   config (one not started by ``argus up``/``argus worker``, or without bubblewrap). It is
   started with ``python -I``, so no user folder can shadow it.
 * Basic templates (``--attention auto``) get the attention kernel the worker has, and a
-  Ray trainer whose rollout engine is missing fails at once, naming it (runtime/kernels.py).
+  Ray trainer whose rollout engine is missing fails at once, naming it (launcher/kernels.py).
 
 The exit status is the child's (128+N when a signal N killed it), so Ray's ``driver_exit_code`` is
 the task's — except 74 when the log could not be written (``status.json`` then keeps the child's).
@@ -66,15 +66,15 @@ import psutil
 
 from argus.core import log_write
 from argus.core.launch import AttemptStatus, LaunchSpec, LimitHit
+from argus.launcher import attempt_record, kernels
+from argus.launcher.stacks import StackRequests
+from argus.launcher.task_bounds import Breach, TaskBounds, limits_for
+from argus.launcher.task_sandbox import Sandbox, module_argv
+from argus.launcher.tasklog import StatusFile, TaskLog
+from argus.launcher.telemetry import Nvml, Sampler
 from argus.nodes import attach
 from argus.nodes.agent import ECHO_LIMIT_ENV, EXIT_FILE_ENV, KEY_ENV, NODE_ID_ENV
 from argus.nodes.agent_client import AGENT_ENV
-from argus.runtime import attempt_record, kernels
-from argus.runtime.stacks import StackRequests
-from argus.runtime.task_bounds import Breach, TaskBounds, limits_for
-from argus.runtime.task_sandbox import Sandbox, module_argv
-from argus.runtime.tasklog import StatusFile, TaskLog
-from argus.runtime.telemetry import Nvml, Sampler
 
 CHUNK = 64 * 1024
 # Ray stops a job with SIGTERM and sends SIGKILL after RAY_JOB_STOP_WAIT_TIME_S (3 s by default);
@@ -317,7 +317,7 @@ def run(spec: LaunchSpec) -> int:
         argv = keep_path_in_login_shell(argv, prefix)
     gang = None
     if spec.nnodes > 1 and spec.private_ray and not refusal:
-        from argus.runtime.gang import Gang
+        from argus.launcher.gang import Gang
 
         gang = Gang(spec, job_dir)
         sandbox.node_ip = gang.head_ip()
@@ -379,7 +379,7 @@ def _log_failed(log: TaskLog, status: StatusFile, code: int | None) -> int:
 def _start(spec: LaunchSpec, argv: list[str], env: dict[str, str], job_dir: Path, log: TaskLog,
            status: StatusFile, early: EarlyStops, stop_asked: Callable[[], bool] | None, bounds: TaskBounds, *,
            sandboxed: bool = False, stacks: StackRequests | None = None) -> int:
-    """The task's command under supervision, in its bounded cgroup (runtime/task_bounds.py); its exit code.
+    """The task's command under supervision, in its bounded cgroup (launcher/task_bounds.py); its exit code.
     A limit it hit ends it and is said so in the log and ``status.json`` (``limit_hit``, ``oom_kills``).
     A stop that came before (``early``) ends it here, not started: 128 + the signal, as if it had been."""
     if early.signals:
@@ -422,7 +422,7 @@ def _start(spec: LaunchSpec, argv: list[str], env: dict[str, str], job_dir: Path
 
 
 def _record_path(root: Path, job_dir: Path, attempt: int) -> Path | None:
-    """The attempt's record (runtime/attempt_record), or None for a job folder outside a data root's
+    """The attempt's record (launcher/attempt_record), or None for a job folder outside a data root's
     ``users/<user>/jobs/`` (a driver run by hand): no platform folder to write there."""
     if len(job_dir.parents) < 4 or job_dir.parent.name != "jobs" or \
             job_dir.parents[2].resolve() != (root / "users").resolve():
@@ -481,7 +481,7 @@ def _supervise(child: subprocess.Popen[bytes], log: TaskLog, status: StatusFile,
     A log that stops taking writes stops the task (SIGTERM to its group, SIGKILL after
     ``KILL_GRACE_S``): unobservable, it would hold its GPUs for nothing. The pump reads on to the
     end of the pipe meanwhile, so the child never blocks on its output. Every ``HEARTBEAT_S``
-    ``status.json`` gets a fresh ``alive_at``, and ``sampler`` (runtime/telemetry.py) records what the
+    ``status.json`` gets a fresh ``alive_at``, and ``sampler`` (launcher/telemetry.py) records what the
     task's processes and GPUs use (the newest sample also goes to ``status.json`` as ``usage``).
     """
 
@@ -517,13 +517,13 @@ def _supervise(child: subprocess.Popen[bytes], log: TaskLog, status: StatusFile,
         except subprocess.TimeoutExpired:
             pass
         if stop_asked is not None and not asked and stop_asked():
-            # the server's stop (runtime/attempt_record: a cancel, or a retry that needs this attempt gone), which
+            # the server's stop (launcher/attempt_record: a cancel, or a retry that needs this attempt gone), which
             # reaches the attempt whether or not its Ray still knows the job: as a cancel's SIGTERM
             asked = True
             log.write(b"[argus] the server asked this attempt to stop: stopping\n")
             status.status.signal = "SIGTERM"
             stop(signal.SIGTERM)
-        if stacks is not None:  # the server asks for every process's stack (a stall): runtime/stacks.py
+        if stacks is not None:  # the server asks for every process's stack (a stall): launcher/stacks.py
             stacks.poll(child.pid)
         hit = bounds.breach(child.pid) if bounds is not None and status.status.limit_hit is None else None
         if hit is not None:
