@@ -143,3 +143,46 @@ def test_no_error_line_is_said_only_when_the_whole_log_has_none(up: Up, pages: P
         f.write("Error: the reward function raised\n")
     page.click("#log-error")
     page.locator("#log-errinfo", has_text="First error: line 20001").wait_for(timeout=60_000)
+
+
+def test_a_multi_node_tasks_log_pane_switches_node_and_first_error_goes_to_the_node_that_has_it(
+        up: Up, pages: Pages) -> None:
+    """Issue 37: "the log pane can switch node". A 2-node task: node 1's log is clean, node 2's has the error.
+    The pane offers both nodes; "First error" switches it to node 2 and marks the line there; the selector, the
+    download link and the search follow the node shown."""
+    body = ("kind: advanced\nworkload: job\nname: two-nodes\nnnodes: 2\nn_gpus_per_node: 1\n"
+            "command: python3 -m argus.jobs.sleep 1\n")
+    tid = submit_api(up, "alice", body)  # waits for GPUs: its logs are written below as its two nodes would
+    logs = up.root / "users" / "alice" / "jobs" / tid / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    (logs / "attempt-1.log").write_text("".join(f"step:{n} - actor/pg_loss:0.5\n" for n in range(1, 50))
+                                        + "NODE ONE LAST\n")
+    (logs / "attempt-1.node-2.log").write_text("[argus] node 2 of the task\nnode two fine\n"
+                                               "(WorkerDict pid=9, ip=10.0.0.2) RuntimeError: NODE TWO BROKE\n"
+                                               "NODE TWO LAST\n")
+    with up.api("alice") as c:  # ended: the page shows its log (a task still in its first wait shows why it waits)
+        assert c.post(f"/api/v2/tasks/{tid}/cancel").status_code == 200
+    page = pages.new(user="alice")
+    page.goto(f"{up.url}/tasks/{tid}")
+    page.locator("#log .ln", has_text="NODE ONE LAST").wait_for(timeout=60_000)
+    assert page.locator("#log-node-label").is_visible()
+    assert page.locator("#log-node option").all_inner_texts() == ["1 (the first: the launcher's)", "2"]
+
+    page.click("#log-error")
+    err = page.locator("#log .ln.err")
+    err.wait_for(timeout=60_000)
+    assert err.inner_text() == "(WorkerDict pid=9, ip=10.0.0.2) RuntimeError: NODE TWO BROKE"
+    assert err.get_attribute("data-n") == "3"
+    assert page.locator("#log-node").input_value() == "2"
+    assert page.locator("#log .ln", has_text="NODE ONE LAST").count() == 0  # the pane shows node 2's log
+    assert "node=2" in (page.locator("#download").get_attribute("href") or "")
+    assert "node 2" in page.locator("#log-errinfo").inner_text()
+
+    # the search asks the node shown; back on node 1, its own log
+    page.fill("#log-q", "node two fine")
+    page.locator("#log .ln.cur", has_text="node two fine").wait_for(timeout=30_000)
+    page.fill("#log-q", "")
+    page.select_option("#log-node", "1")
+    page.locator("#log .ln", has_text="NODE ONE LAST").wait_for(timeout=60_000)
+    assert page.locator("#log .ln", has_text="NODE TWO LAST").count() == 0
+    assert "node=" not in (page.locator("#download").get_attribute("href") or "")

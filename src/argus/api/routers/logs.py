@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel
+from sqlalchemy.orm import Session
 
 from argus.api.context import AppContext
 from argus.api.deps import current_principal, get_ctx
@@ -54,10 +55,7 @@ def get_logs(
     ctx: AppContext = Depends(get_ctx),
 ) -> StreamingResponse:
     with ctx.db.session() as session:
-        if node is None or node == 1:
-            ref = svc.resolve_log(session, principal, task_id, attempt, ctx.layout)
-        else:
-            ((_, ref),) = resolve_node_logs(session, principal, task_id, attempt, node, ctx.layout)
+        ref = _node_log(session, principal, task_id, attempt, node, ctx)
     headers = {"X-Log-Attempt": str(ref.attempt), "Cache-Control": "no-cache"}
     if follow or "text/event-stream" in request.headers.get("accept", ""):
         last = request.headers.get("last-event-id", "")
@@ -74,6 +72,15 @@ def get_logs(
         end, chunks = svc.read_range(ref, offset, limit)
     return StreamingResponse(chunks, media_type="text/plain; charset=utf-8",
                              headers={**headers, "X-Next-Offset": str(end)})
+
+
+def _node_log(session: Session, principal: Principal, task_id: str, attempt: int | None, node: int | None,
+              ctx: AppContext) -> svc.LogRef:
+    """Node ``node``'s log of the attempt (None or 1: the first node's, the launcher's)."""
+    if node is None or node == 1:
+        return svc.resolve_log(session, principal, task_id, attempt, ctx.layout)
+    ((_, ref),) = resolve_node_logs(session, principal, task_id, attempt, node, ctx.layout)
+    return ref
 
 
 def _line_of(ref: svc.LogRef, offset: int) -> int | None:
@@ -147,13 +154,15 @@ def get_log_times(
     attempt: int | None = Query(None, ge=1, description="default: the latest attempt"),
     offset: int = Query(0, ge=0, description="stamps past this byte …"),
     end: int = Query(..., ge=0, description="… up to this one, and the first one after it"),
+    node: int | None = Query(None, ge=1, description="node K's log of a multi-node task (default 1, the first)"),
     principal: Principal = Depends(current_principal),
     ctx: AppContext = Depends(get_ctx),
 ) -> LogTimesOut:
     """When the log reached the bytes of a range (the driver's clock beside the log, stamped after each write
-    holding ``step:``): a line was in the log by the time of the first stamp past its first byte."""
+    holding ``step:``): a line was in the log by the time of the first stamp past its first byte. A log without
+    a clock beside it (``attempt-<n>[.node-<K>].clock``) has no times."""
     with ctx.db.session() as session:
-        ref = svc.resolve_log(session, principal, task_id, attempt, ctx.layout)
+        ref = _node_log(session, principal, task_id, attempt, node, ctx)
     return LogTimesOut(attempt=ref.attempt, times=log_times(ref, offset, end))
 
 

@@ -8,8 +8,9 @@ import { findAll, searchPattern, textRange } from "./logview.js";
 
 const FILE_END = Number.MAX_SAFE_INTEGER; // "before" the end of the file, whatever its size now
 
-/** `pane`: {logEl, base, attempt(), win() → {winStart, winEnd, atEnd}, windowAt(offset), setFollowing(on)}. */
-export function startFind({ logEl, base, attempt, win, windowAt, setFollowing }) {
+/** `pane`: {logEl, base, attempt(), node(), showNode(k), win() → {winStart, winEnd, atEnd}, windowAt(offset),
+ * setFollowing(on)}. */
+export function startFind({ logEl, base, attempt, node, showNode, win, windowAt, setFollowing }) {
   const searchQ = document.getElementById("log-q");
   const searchRe = document.getElementById("log-re");
   const searchCount = document.getElementById("log-count");
@@ -77,7 +78,7 @@ export function startFind({ logEl, base, attempt, win, windowAt, setFollowing })
     const my = ++searching;
     let at = from;
     for (;;) {
-      const q = new URLSearchParams({ q: query, regex: String(regex), attempt: String(attempt()), max: "1" });
+      const q = new URLSearchParams({ q: query, regex: String(regex), attempt: String(attempt()), node: String(node()), max: "1" });
       q.set(by > 0 ? "offset" : "before", String(at));
       let r;
       try { r = await api(`${base}/logs/search?${q}`); } catch (e) { searchCount.textContent = e.message; return undefined; }
@@ -153,13 +154,8 @@ export function startFind({ logEl, base, attempt, win, windowAt, setFollowing })
     const parts = [where ? t("task.log_error_at_where", { line: e.line, where }) : t("task.log_error_at", { line: e.line })];
     if (e.exception && !e.text.includes(e.exception)) parts.push(e.exception);
     errInfo.replaceChildren(document.createTextNode(parts.join(" — ")));
-    if (e.node !== 1) { // another node's log: named and offered, this pane shows the first node's
-      const a = document.createElement("a");
-      a.href = `${base}/logs?attempt=${r.attempt}&node=${e.node}`;
-      a.textContent = t("task.log_node_download", { node: e.node });
-      errInfo.append(" ", a);
-      return;
-    }
+    if (e.node !== node()) await showNode(e.node); // another node's log: the pane switches to it
+    if (my !== asking) return;
     const line = await lineOf(e);
     if (my !== asking || !line) return;
     line.classList.add("err");
@@ -226,7 +222,7 @@ export function startFind({ logEl, base, attempt, win, windowAt, setFollowing })
     hitsEl.replaceChildren(head);
     hitsEl.hidden = false;
     while (hits.length < MAX_HITS && !complete) {
-      const q = new URLSearchParams({ q: query, regex: String(regex), attempt: String(attempt()), offset: String(at),
+      const q = new URLSearchParams({ q: query, regex: String(regex), attempt: String(attempt()), node: String(node()), offset: String(at),
         max: String(MAX_HITS - hits.length) });
       let r;
       try { r = await api(`${base}/logs/search?${q}`); } catch (e) { if (my === listing) head.textContent = e.message; return; }

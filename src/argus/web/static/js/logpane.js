@@ -22,6 +22,7 @@ function mb(n) { return (n / 1048576).toFixed(n < 10 * 1048576 ? 2 : 0); }
 export function startLog(base, taskId, { onEnd }) {
   const logEl = document.getElementById("log");
   const attemptSel = document.getElementById("attempt");
+  const nodeSel = document.getElementById("log-node");
   const followBtn = document.getElementById("follow");
   const stateEl = document.getElementById("log-state");
   const windowEl = document.getElementById("log-trimmed");
@@ -33,6 +34,7 @@ export function startLog(base, taskId, { onEnd }) {
 
   let attempt = null;
   let shown = null;       // the attempt chosen in the selector
+  let node = 1;           // whose log: node K of a multi-node task (1: the first node, the launcher's)
   let source = null;
   let following = true;
   let gen = 0;            // bumped whenever the window is replaced: stale fetches are ignored
@@ -46,10 +48,13 @@ export function startLog(base, taskId, { onEnd }) {
   let filter = { pattern: null, prefix: "", level: "" };
   const prefixes = new Map(); // label → name, in the order seen
 
+  /** The query naming the log shown: the attempt, and the node when it is not the first. */
+  function which() { return `attempt=${attempt}${node > 1 ? `&node=${node}` : ""}`; }
+
   // ---- ranges and chunks ---------------------------------------------------------------------
   async function fetchLines(offset, limit) {
     // whole lines only (X-Offset: where they start; X-Next-Offset: where the next range begins)
-    let q = `${base}/logs?attempt=${attempt}&lines=true&offset=${offset}`;
+    let q = `${base}/logs?${which()}&lines=true&offset=${offset}`;
     if (limit !== null) q += `&limit=${limit}`;
     const r = await api(q, { raw: true });
     if (!r.ok) return null;
@@ -87,7 +92,7 @@ export function startLog(base, taskId, { onEnd }) {
   async function stampTimes(chunk, raw) {
     const start = Number(chunk.dataset.start), end = Number(chunk.dataset.end);
     let r;
-    try { r = await api(`${base}/logs/times?attempt=${attempt}&offset=${start}&end=${end}`); } catch { return; }
+    try { r = await api(`${base}/logs/times?${which()}&offset=${start}&end=${end}`); } catch { return; }
     if (!r.times.length || !chunk.isConnected) return;
     const lines = chunk.children;
     let pos = start, k = 0;
@@ -277,10 +282,10 @@ export function startLog(base, taskId, { onEnd }) {
     const token = ++opens;
     clear();
     const my = gen;
-    document.getElementById("download").href = `${base}/logs?attempt=${n}`;
-    document.getElementById("download").setAttribute("download", `${taskId}-attempt-${n}.log`);
+    document.getElementById("download").href = `${base}/logs?${which()}`;
+    document.getElementById("download").setAttribute("download", `${taskId}-attempt-${n}${node > 1 ? `-node-${node}` : ""}.log`);
     // the tail: the whole lines of the last range; the live stream goes on from where they end
-    const probe = await api(`${base}/logs?attempt=${n}&offset=1000000000000000&limit=0`, { raw: true });
+    const probe = await api(`${base}/logs?${which()}&offset=1000000000000000&limit=0`, { raw: true });
     if (token !== opens) return;
     if (!probe.ok) { replacing = false; return; }
     const size = Number(probe.headers.get("X-Next-Offset") || "0");
@@ -292,7 +297,7 @@ export function startLog(base, taskId, { onEnd }) {
     showWindow();
     afterChange();
     stateEl.textContent = t("task.log_live");
-    const es = new EventSource(`${base}/logs?attempt=${n}&follow=true&offset=${liveEnd}`);
+    const es = new EventSource(`${base}/logs?${which()}&follow=true&offset=${liveEnd}`);
     source = es;
     // each event: complete lines, id = the byte offset after them (tqdm lines as last drawn: sse_lines)
     es.addEventListener("log", (ev) => {
@@ -335,6 +340,13 @@ export function startLog(base, taskId, { onEnd }) {
     logEl.scrollTop = 0;
   });
   attemptSel.addEventListener("change", () => { shown = Number(attemptSel.value); open(shown); });
+  /** Show node k's log of the attempt on screen (the selector follows); resolves once its tail is in. */
+  function showNode(k) {
+    node = k;
+    nodeSel.value = String(k);
+    return open(attempt);
+  }
+  nodeSel.addEventListener("change", () => showNode(Number(nodeSel.value)));
   logEl.addEventListener("wheel", (ev) => { if (ev.deltaY < 0 && following) setFollowing(false); });
   logEl.addEventListener("keydown", (ev) => { if (["PageUp", "ArrowUp", "Home"].includes(ev.key) && following) setFollowing(false); });
 
@@ -397,12 +409,21 @@ export function startLog(base, taskId, { onEnd }) {
   const find = startFind({
     logEl, base, setFollowing, windowAt,
     attempt: () => attempt,
+    node: () => node,
+    showNode,
     win: () => ({ winStart, winEnd, atEnd }),
   });
 
   return {
     /** The task's attempts changed: offer them, and open the latest while the user was on the latest. */
     attempts(tk) {
+      const nodes = Math.max(1, tk.nnodes || 1);
+      if (nodeSel.options.length !== nodes) { // a multi-node task: each node's log, the first node's by default
+        nodeSel.replaceChildren(...Array.from({ length: nodes }, (_, i) =>
+          new Option(i ? String(i + 1) : t("task.log_node_first"), String(i + 1))));
+        nodeSel.value = String(node);
+        document.getElementById("log-node-label").hidden = nodes < 2;
+      }
       const n = Math.max(1, tk.attempts.length); // attempt 1's log exists to follow even before it starts
       const had = attemptSel.options.length;
       if (had === n) return;
