@@ -10,7 +10,10 @@ It times, over HTTP (``GET /api/v2/tasks/{id}/logs/first-error``):
 * warm: the same question again (the index answers: a stat and a look-up), ``--n`` times;
 * growing: after each of ``--n`` appends of 1 MiB (a training log grows), the question again: only the
   new bytes are read;
-* the line number of the tail (``…/logs?lines=true`` at the end, ``X-Line``), warm.
+* the line number of the tail (``…/logs?lines=true`` at the end, ``X-Line``), warm;
+* watched: a fresh log of the same size written 16 MiB at a time while the monitor watches it (after each
+  write, ``log_index.keep_warm`` as the monitor's progress watch calls it when a RUNNING attempt's log grew),
+  then the question: what a user who clicks "First error" on a running (or just failed) task waits for.
 
     .venv/bin/python bench/log_first_error.py [--mib 1024] [--n 30]
 
@@ -147,6 +150,46 @@ def main() -> None:
             r = c.get(f"/api/v2/tasks/{tid2}/logs", params=params)
         print(f"cold tail: the range in {first_ms:.1f} ms, "
               f"its line numbers {time.perf_counter() - t:.2f} s later (counted in the background)")
+        watched(srv, c, args)
+
+
+def watched(srv, c, args) -> None:  # noqa: ANN001 - tests.helpers' live server and client
+    """A log written while the monitor watches it: the first error is found in the background as it grows."""
+    from argus.services import log_index
+    from argus.services.logs import LogRef
+
+    r = c.post("/api/v2/tasks", content=SPEC, headers={"Content-Type": "application/yaml"})
+    tid = r.json()["task_id"]
+    log = Path(str(srv.ctx.layout.attempt_log("alice", tid, 1)))
+    log.parent.mkdir(parents=True, exist_ok=True)
+    ref = LogRef(tid, 1, log, Path(str(srv.ctx.layout.home("alice"))))
+    block = _block(2)
+    slice_ = block * 16
+    t0 = time.perf_counter()
+    with log.open("wb") as f:
+        done = 0
+        while done < args.mib * 1048576 - args.tail_kib * 1024:
+            f.write(slice_)
+            f.flush()
+            done += len(slice_)
+            log_index.keep_warm(ref)
+        f.write(ERROR)
+        f.write(block[: args.tail_kib * 1024])
+        f.write(b"\n")
+    log_index.keep_warm(ref)
+    written = time.perf_counter()
+    while str(log) in log_index._WARMING:
+        time.sleep(0.01)
+    caught = time.perf_counter()
+    ms = []
+    for _ in range(args.n):
+        t = time.perf_counter()
+        r = c.get(f"/api/v2/tasks/{tid}/logs/first-error", timeout=600)
+        ms.append((time.perf_counter() - t) * 1000)
+        assert r.status_code == 200 and r.json()["first"]["exception"] == "ZeroDivisionError: division by zero", r.text
+    print(f"watched: {log.stat().st_size / 1048576:.0f} MiB written in {written - t0:.1f} s with keep_warm after "
+          f"each 16 MiB; the background search done {caught - written:.2f} s after the last write")
+    print(summary("watched, then asked (the index answers)", ms))
 
 if __name__ == "__main__":
     main()

@@ -4,13 +4,17 @@ node's log of a multi-node task, an index extended as the log grows, and the log
 
 from __future__ import annotations
 
+import threading
+
 from sqlalchemy import update
 
 from argus.db.models import TaskModel
+from argus.services import log_index
 from argus.services.home_files import open_plain
-from argus.services.log_index import first_error, is_error, line_number
+from argus.services.log_index import first_error, is_error, keep_warm, line_number
 from argus.services.logs import LogRef
 from tests.helpers import live_server, submit_spec
+from tests.waiting import wait_until
 
 SPEC = "kind: advanced\nworkload: job\nnnodes: 1\nn_gpus_per_node: 0\ncommand: python3 -m argus.jobs.sleep 1\n"
 
@@ -87,6 +91,22 @@ def test_upper_case_error_and_a_rank_in_a_log_that_grows(tmp_path) -> None:  # n
     assert first_error(ref2) == (None, 5)
 
 
+def test_a_growing_log_is_searched_in_the_background_so_the_click_answers_from_the_index(tmp_path) -> None:  # noqa: ANN001
+    """keep_warm (the monitor calls it for a RUNNING attempt's log that grew): the first error is found before
+    anyone asks, so first_error then reads nothing; once found, a later call starts no thread."""
+    filler = b"".join(b"step:%d - actor/pg_loss:0.5 - val/error_rate:0.0\n" % i for i in range(400_000))  # ~20 MiB
+    ref = _ref(tmp_path, filler + b"(WorkerDict pid=7, ip=10.0.0.7) RuntimeError: late\n" + filler[:1000])
+    keep_warm(ref)
+    idx = wait_until(lambda: (i := log_index._INDEXES.get(str(ref.path))) and i.first and i, 60, what="the warm search")
+    wait_until(lambda: str(ref.path) not in log_index._WARMING, 30, what="the warm thread ends")
+    assert idx.first.line == 400_001  # found by the background search: nobody has asked yet
+    found, _ = first_error(ref)
+    assert found is not None and found.line == 400_001 and found.exception == "RuntimeError: late"
+    threads = threading.active_count()
+    keep_warm(ref)  # found: nothing left to search, no thread
+    assert str(ref.path) not in log_index._WARMING and threading.active_count() == threads
+
+
 def test_first_error_api_every_node_access_and_errors(settings) -> None:  # noqa: ANN001
     with live_server(settings) as srv:
         alice, bob = srv.new_user("alice"), srv.new_user("bob")
@@ -124,6 +144,13 @@ def test_first_error_api_every_node_access_and_errors(settings) -> None:  # noqa
         times = alice.get(f"/api/v2/tasks/{tid}/logs/times", params={"offset": 10, "end": 30}).json()["times"]
         assert times == [[30, 1001.0], [47, 1002.25]]
         assert alice.get(f"/api/v2/tasks/{tid}/logs/times", params={"end": 5}).json()["times"] == [[10, 1000.5]]
+        # node K's times: from its own clock beside its log (node 3 has none); a node the task lacks is named
+        assert alice.get(f"/api/v2/tasks/{tid}/logs/times", params={"end": 5, "node": 3}).json()["times"] == []
+        (logs / "attempt-1.node-3.clock").write_text("30 2000.0\n")
+        times = alice.get(f"/api/v2/tasks/{tid}/logs/times", params={"end": 5, "node": 3}).json()["times"]
+        assert times == [[30, 2000.0]]
+        r = alice.get(f"/api/v2/tasks/{tid}/logs/times", params={"end": 5, "node": 4})
+        assert r.status_code == 400 and r.json()["detail"]["errors"][0]["field"] == "node"
         assert bob.get(f"/api/v2/tasks/{tid}/logs/times", params={"end": 5}).status_code == 404
         assert alice.get(f"/api/v2/tasks/{tid}/logs/times").status_code in (400, 422)  # end is required
         # another user's task is not there; no such node or attempt; bad values named

@@ -43,7 +43,10 @@ from argus.db.models import TaskModel
 from argus.launcher import attempt_record
 from argus.launcher.stacks import TOTAL_S
 from argus.scheduler.common import LoopContext, log_path
+from argus.services import log_index
 from argus.services.home_files import open_plain
+from argus.services.log_search import node_log
+from argus.services.logs import LogRef
 
 READ_CAP = 1 << 20  # bytes of new log read per attempt per pass; a faster writer is skipped to its end
 STACKS_WAIT_S = TOTAL_S + 30  # the driver looks every second and captures for at most TOTAL_S: then it is not coming
@@ -92,10 +95,15 @@ class ProgressWatch:
         cur = self.cursors.get(key)
         if cur is None:
             cur = self.cursors[key] = _Cursor(Progress(started_at=now))
-        grew, steps = self._read(cur, self.ctx.layout_home(user), log_path(self.ctx, user, task.id, task.attempts))
+        home, path = self.ctx.layout_home(user), log_path(self.ctx, user, task.id, task.attempts)
+        grew, steps = self._read(cur, home, path)
         p = cur.progress
         if grew:
             p = replace(p, output_at=now)
+            # the page's "First error" then answers from an index built as the log grew (services/log_index)
+            ref = LogRef(task.id, task.attempts, path, home)
+            for node in range(1, max(task.nnodes or 1, 1) + 1):
+                log_index.keep_warm(node_log(ref, node))
         if steps:
             p = replace(p, step=steps[-1], step_at=now, first_step=p.first_step if p.first_step is not None
                         else steps[0])
