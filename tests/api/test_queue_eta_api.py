@@ -97,6 +97,8 @@ def test_queue_positions_and_etas_follow_the_running_tasks_steps(settings) -> No
         q2 = alice.get(f"/api/v2/tasks/{a2}").json()["queue"]
         assert (q2["position"], q2["competing"], q2["eta"]) == (2, 3, None)
         assert q2["eta_reason"].startswith("unknown: it waits on queued tasks that would start before it")
+        assert (q1["eta_reason_code"], q2["eta_reason_code"], q2["eta_reason_params"]) == (
+            "eta.from_steps", "eta.waits_on_queued", {})  # the page says the code in its own language
         qb = bob.get(f"/api/v2/tasks/{b2}").json()["queue"]
         assert (qb["position"], qb["ahead"]) == (3, 2) and qb["eta"] is None
         qc = alice.get(f"/api/v2/tasks/{cpu}").json()
@@ -139,6 +141,7 @@ def test_queue_positions_and_etas_follow_the_running_tasks_steps(settings) -> No
         q2 = alice.get(f"/api/v2/tasks/{a2}").json()["queue"]
         assert (q2["position"], q2["ahead"], q2["competing"], q2["eta"]) == (1, 0, 2, None)
         assert "running without trainer.total_training_steps or a step yet" in q2["eta_reason"]
+        assert q2["eta_reason_params"] == {"key": "trainer.total_training_steps"}
         qb = bob.get(f"/api/v2/tasks/{b2}").json()["queue"]
         assert (qb["position"], qb["competing"]) == (2, 2)
         p = alice.get(f"/api/v2/tasks/{a1}").json()["progress"]  # no step yet: end unknown

@@ -103,7 +103,7 @@ def test_a_task_bigger_than_any_node_holds_nobody_up_and_its_start_is_unknown() 
     assert (est["wide"].position, est["wide"].ahead) == (2, 1)  # 3 nodes × 4 on a 2-node cluster: never fits
     assert (est["small2"].position, est["small2"].ahead, est["small2"].competing) == (2, 1, 2)  # neither counts
     for big in ("huge", "wide"):
-        assert est[big].eta is None and "cannot hold this task even when empty" in est[big].reason
+        assert est[big].eta is None and "cannot hold this task even when empty" in est[big].reason.text
     assert est["small1"].eta == mins(10) and est["small2"].eta == mins(10)  # both fit node a once r1 ends
 
 
@@ -116,21 +116,21 @@ def test_a_task_whose_cpus_no_node_has_holds_nobody_up_either() -> None:
     assert (est["cpu-fine"].position, est["cpu-fine"].eta) == (1, NOW)
     for big in ("greedy", "cpu-greedy"):
         assert (est[big].position, est[big].competing, est[big].eta) == (1, 2, None)
-        assert "even when empty" in est[big].reason
+        assert "even when empty" in est[big].reason.text
 
 
 def test_with_an_unknown_cluster_every_gpu_task_counts() -> None:
     queued = [q("huge", gpus=64, age=1), q("small", age=2)]
     est = run(queued, [], [node("n", 8)], {}, error="connection refused")
     assert est["small"].position == 2 and est["small"].eta is None
-    assert est["small"].reason == "unknown: the Ray cluster is unreachable"
+    assert est["small"].reason.text == "unknown: the Ray cluster is unreachable"
 
 
 # ------------------------------------------------------------------ the estimated start
 
 def test_a_task_that_fits_now_starts_now() -> None:
     est = run([q("x", gpus=2)], [h("r", ("n",), gpus=4)], [node("n", 8, 4)], {})
-    assert est["x"].eta == NOW and est["x"].reason.startswith("fits now")
+    assert est["x"].eta == NOW and est["x"].reason.text.startswith("fits now")
 
 
 def test_each_queued_task_starts_when_the_running_task_it_needs_ends() -> None:
@@ -138,10 +138,10 @@ def test_each_queued_task_starts_when_the_running_task_it_needs_ends() -> None:
     held = [h("r1", ("n",)), h("r2", ("n",))]
     est = run([q("q1", age=1), q("q2", age=2), q("q3", age=3)], held, nodes, {"r1": mins(10), "r2": mins(20)})
     assert est["q1"].eta == mins(10) and est["q2"].eta == mins(20)
-    assert est["q1"].reason == "when running tasks end, estimated from their steps and step rates"
+    assert est["q1"].reason.text == "when running tasks end, estimated from their steps and step rates"
     assert est["q3"].eta is None  # it needs what q1 or q2 hold: their run time is unknown until they run
-    assert "queued tasks that would start before it" in est["q3"].reason
-    assert "holding resources whose end is unknown" not in est["q3"].reason
+    assert "queued tasks that would start before it" in est["q3"].reason.text
+    assert "holding resources whose end is unknown" not in est["q3"].reason.text
 
 
 def test_unknown_end_of_a_running_task_propagates_to_who_waits_on_it_only() -> None:
@@ -149,7 +149,7 @@ def test_unknown_end_of_a_running_task_propagates_to_who_waits_on_it_only() -> N
     held = [h("a", ("n",), gpus=4), h("b", ("n",), gpus=4)]  # a: no total_training_steps; b: ends in 1 h
     est = run([q("x", gpus=4, age=1), q("y", gpus=8, age=2)], held, nodes, {"b": mins(60)})
     assert est["x"].eta == mins(60)  # b's GPUs are enough: a's unknown end does not matter
-    assert est["y"].eta is None and "running without trainer.total_training_steps" in est["y"].reason
+    assert est["y"].eta is None and "running without trainer.total_training_steps" in est["y"].reason.text
 
 
 def test_the_head_of_line_reservation_is_simulated_as_the_scheduler_does_it() -> None:
@@ -167,7 +167,7 @@ def test_a_users_running_limit_delays_their_task_until_their_own_task_ends() -> 
     est = run([q("next", "alice")], held, [node("n", 8, 7)], {"mine": mins(45)}, limits=limits)
     assert est["next"].eta == mins(45)
     over = run([q("greedy", "bob", gpus=8)], [], [node("n", 8)], {}, limits=Limits(64, 0, max_gpus_per_user=4))
-    assert over["greedy"].eta is None and "more GPUs than the user's limit of 4" in over["greedy"].reason
+    assert over["greedy"].eta is None and "more GPUs than the user's limit of 4" in over["greedy"].reason.text
 
 
 def test_cpu_jobs_wait_for_cpu_room_and_start_as_cpu_jobs_end() -> None:

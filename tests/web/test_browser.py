@@ -340,6 +340,9 @@ def test_a_queued_task_shows_its_place_and_a_running_one_its_progress(up: Up, pa
         assert page.locator("#q-eta").inner_text() == "unknown"
         assert "cannot hold this task even when empty" in page.locator("#q-reason").inner_text()
         assert page.locator("#progress-block").is_hidden()
+        zh = pages.new(lang="zh", user="alice")  # the reason is a code: said in the page's language (issue 37)
+        zh.goto(f"{up.url}/tasks/{gpu}")
+        zh.locator("#q-reason", has_text="集群即使全空也放不下这个任务").wait_for()
         page.goto(f"{up.url}/tasks/{steps}")
         page.locator("#p-step", has_text=re.compile(r"^\d+ / 60$")).wait_for(timeout=120_000)
         page.locator("#p-eta-end", has_text="(in").wait_for(timeout=30_000)  # a time and how long until it

@@ -131,7 +131,10 @@ class QueueOut(BaseModel):
     competing: int = Field(description="how many queued tasks compete for the same resources, itself included")
     resource: str = Field(description="GPU or CPU: what it competes for")
     eta: datetime | None = Field(description="estimated start; null: unknown (eta_reason says why)")
-    eta_reason: str = Field(description="how the estimate was made, or why it is unknown")
+    eta_reason: str = Field(description="how the estimate was made, or why it is unknown (English)")
+    eta_reason_code: str = Field("", description="the same reason as a message code (eta.*, docs/reference.md), "
+                                 "for a client that says it in its own language")
+    eta_reason_params: dict[str, Any] = Field(default_factory=dict, description="the values the reason names")
 
 
 class ProgressOut(BaseModel):

@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from argus.core import checkpoints as ck
+from argus.core.messages import Message, msg
 from argus.core.scheduling import fit
 from argus.core.scheduling.fairshare import Usage
 from argus.core.scheduling.policy import HeldTask, Limits, NodeState, QueuedTask, fair_order, plan, slots
@@ -127,7 +128,7 @@ class QueueEstimate:
     competing: int  # how many queued tasks compete for the same resources, itself included
     resource: str  # "GPU" or "CPU"
     eta: datetime | None  # estimated start; None: unknown
-    reason: str  # how the estimate was made or why it is unknown (names no other task)
+    reason: Message  # how the estimate was made or why it is unknown (names no other task): eta.* codes
 
 
 class _WhenEmpty:
@@ -232,35 +233,32 @@ def estimate(inputs: Inputs, ends: Mapping[str, datetime | None], *, now: dateti
         position, ahead, competing, kind = pos[t.task_id]
         eta = starts.get(t.task_id)
         if eta is not None:
-            reason = ("fits now: the scheduler starts it on its next pass" if eta <= now else
-                      "when running tasks end, estimated from their steps and step rates")
+            reason = msg("eta.fits_now") if eta <= now else msg("eta.from_steps")
         elif stop == "wanted":
             continue  # not looked at: the simulation stopped once the wanted tasks had started
         elif stop == "horizon" and empty.fits(t):
-            reason = ("unknown: further ahead than the estimate looks (the next "
-                      f"{passes_for(len(order)) - 1} ends of running tasks)")
+            reason = msg("eta.beyond_horizon", ends=passes_for(len(order)) - 1)
         else:
-            reason = "unknown: " + _why_unknown(t, inputs, empty, *blockers)
+            reason = _why_unknown(t, inputs, empty, *blockers)
         out[t.task_id] = QueueEstimate(t.task_id, position, ahead, competing, kind, eta, reason)
     return out
 
 
-def _why_unknown(t: QueuedTask, inputs: Inputs, empty: _WhenEmpty, held_unknown: bool, queued_started: bool) -> str:
+def _why_unknown(t: QueuedTask, inputs: Inputs, empty: _WhenEmpty, held_unknown: bool,
+                 queued_started: bool) -> Message:
     if inputs.cluster_error is not None:
-        return "the Ray cluster is unreachable"
+        return msg("eta.cluster_unreachable")
     if not any(n.alive for n in inputs.nodes):
-        return "no worker node in the cluster"
+        return msg("eta.no_worker")
     if not empty.fits(t):
-        return "the cluster cannot hold this task even when empty (it waits for bigger or more nodes to join)"
+        return msg("eta.never_fits")
     limit = inputs.limits.gpu_limit(t.user)
     if t.gpus_per_node > 0 and 0 < limit < t.nnodes * t.gpus_per_node:
-        return f"it needs more GPUs than the user's limit of {limit}"
-    parts = []
+        return msg("eta.over_gpu_limit", limit=limit)
+    if held_unknown and queued_started:
+        return msg("eta.waits_on_both", key=TOTAL_STEPS_KEY)
     if held_unknown:
-        parts.append("tasks holding resources whose end is unknown (running without "
-                     f"{TOTAL_STEPS_KEY} or a step yet, or not started by Ray yet)")
+        return msg("eta.waits_on_running", key=TOTAL_STEPS_KEY)
     if queued_started:
-        parts.append("queued tasks that would start before it, whose run time is unknown until they run")
-    if not parts:
-        return "nothing the estimate knows of frees what it needs"
-    return "it waits on " + " and on ".join(parts)
+        return msg("eta.waits_on_queued")
+    return msg("eta.nothing_frees")

@@ -60,6 +60,23 @@ EN: dict[str, str] = {
     "queue.submitting": "submitting to Ray",
     "queue.previous_attempt": ("waiting for attempt {attempt} to stop: its driver on {host} still reports "
                                "(asked to stop; never two live attempts)"),
+    # --- how a QUEUED task's start was estimated, or why it is unknown (core/eta.py) -------------------
+    "eta.fits_now": "fits now: the scheduler starts it on its next pass",
+    "eta.from_steps": "when running tasks end, estimated from their steps and step rates",
+    "eta.beyond_horizon": "unknown: further ahead than the estimate looks (the next {ends} ends of running tasks)",
+    "eta.cluster_unreachable": "unknown: the Ray cluster is unreachable",
+    "eta.no_worker": "unknown: no worker node in the cluster",
+    "eta.never_fits": ("unknown: the cluster cannot hold this task even when empty (it waits for bigger or "
+                       "more nodes to join)"),
+    "eta.over_gpu_limit": "unknown: it needs more GPUs than the user's limit of {limit}",
+    "eta.waits_on_running": ("unknown: it waits on tasks holding resources whose end is unknown (running without "
+                             "{key} or a step yet, or not started by Ray yet)"),
+    "eta.waits_on_queued": ("unknown: it waits on queued tasks that would start before it, whose run time is "
+                            "unknown until they run"),
+    "eta.waits_on_both": ("unknown: it waits on tasks holding resources whose end is unknown (running without "
+                          "{key} or a step yet, or not started by Ray yet) and on queued tasks that would start "
+                          "before it, whose run time is unknown until they run"),
+    "eta.nothing_frees": "unknown: nothing the estimate knows of frees what it needs",
     # --- pieces of the reasons above (list items, nested messages, suffixes) -------------------------
     "part.gang": "{nnodes} node{s:nnodes} × {gpus} GPU{s:gpus}",
     "part.gpus": "{n} GPU{s:n}",

@@ -228,7 +228,8 @@ def get_task(
         e = ctx.queue_estimates.for_tasks(session, [task.id], now=now).get(task.id)
         if e is not None:
             queue = QueueOut(position=e.position, ahead=e.ahead, competing=e.competing, resource=e.resource,
-                             eta=e.eta, eta_reason=e.reason)
+                             eta=e.eta, eta_reason=e.reason.text, eta_reason_code=e.reason.code,
+                             eta_reason_params=e.reason.params)
             summary.queue_position, summary.eta = e.position, e.eta
     elif task.status == TaskStatus.RUNNING.value:
         p = eta_svc.task_progress(session, task, owner, ctx.settings.root, now=now)

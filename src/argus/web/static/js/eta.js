@@ -2,6 +2,7 @@
 // (GET /api/v2/tasks/{id} `queue` / `progress`), and the tasks list's line for queued rows (`queue_position`,
 // `eta`). The estimate itself is the server's (core/eta.py); this only shows it. Text nodes only.
 import { el, fmtDuration, fmtTime, setText, t } from "./common.js";
+import { sayMessage } from "./messages.js";
 
 /** "14:20 (in 1 h 5 min)" in the viewer's time zone, "now" when it is due, "unknown" without a time. */
 export function etaText(iso) {
@@ -29,7 +30,7 @@ export function renderEta(tk) {
   if (q) {
     setText("q-position", t("task.queue_of", { n: q.position, total: q.competing, resource: q.resource }));
     setText("q-eta", etaText(q.eta));
-    setText("q-reason", q.eta_reason);
+    setText("q-reason", sayMessage(q.eta_reason_code, q.eta_reason_params, q.eta_reason)); // in the page's language
   }
   const p = tk.status === "RUNNING" ? tk.progress : null;
   progress.hidden = !p;
