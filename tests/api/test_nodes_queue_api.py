@@ -22,6 +22,7 @@ def test_queue_head_is_oldest_first_and_redacted_for_other_users(live):
     assert [q["task_id"] for q in queue] == [a1, None, a2]
     other = queue[1]
     assert other["user"] is None and other["name"] is None and other["pending_reason"] is None
+    assert other["pending_reason_code"] is None and other["pending_reason_params"] is None
     assert other["gpus"] == 0 and other["status"] == "QUEUED"
     assert "secret" not in alice.get("/api/v2/nodes").text and b1 not in alice.get("/api/v2/nodes").text
     with live.admin() as a:

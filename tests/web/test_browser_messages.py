@@ -14,7 +14,7 @@ from sqlalchemy import create_engine, update
 from argus.core.failures import FailureKind, hint_for
 from argus.db.models import TaskModel
 from tests.waiting import wait_until
-from tests.web.conftest import Pages, Up, shot
+from tests.web.conftest import Pages, Up, shot, sign_in_with_token
 from tests.web.test_browser import submit_api
 
 pytestmark = [pytest.mark.browser, pytest.mark.e2e]
@@ -60,6 +60,13 @@ def test_a_queue_reason_and_a_failure_hint_in_chinese(up: Up, pages: Pages) -> N
 
     page.goto(f"{up.url}/tasks/{queued}")
     page.locator("#s-message", has_text="集群中没有 GPU").wait_for(timeout=60_000)
+    # the Nodes page's queue head and the admin's queue say the same code in Chinese (issue 37)
+    page.goto(f"{up.url}/nodes")
+    page.locator(f'#queue-body tr[data-task="{queued}"] td.reason', has_text="集群中没有 GPU").wait_for(timeout=60_000)
+    admin = pages.new(lang="zh")
+    sign_in_with_token(admin, up.url, up.admin_token)
+    admin.goto(f"{up.url}/admin")
+    admin.locator(f'#aq-body tr[data-task="{queued}"] td.reason', has_text="集群中没有 GPU").wait_for(timeout=60_000)
 
     page.goto(f"{up.url}/tasks/{failed}")
     hint = page.locator("#s-hint")

@@ -73,5 +73,6 @@ def _cpu_mem(use: dict[str, Any] | None, node: dict[str, Any]) -> dict[str, Any]
 def _redact(task: dict[str, Any], principal: Principal) -> dict[str, Any]:
     if task["user"] == principal.name:
         return task
-    hidden = {k: None for k in ("task_id", "user", "name", "pending_reason") if k in task}
+    hidden = {k: None for k in ("task_id", "user", "name", "pending_reason", "pending_reason_code",
+                                "pending_reason_params") if k in task}
     return {**task, **hidden}

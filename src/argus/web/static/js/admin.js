@@ -5,6 +5,7 @@
 // is admin_audit.js. Rules live in the API: the page only mirrors one for comfort (no Disable button
 // on one's own row; the API refuses it with 409 anyway).
 import { api, confirmDialog, el, fmtBytes, fmtTime, gpus, page, poll, promptDialog, statusBadge, t } from "./common.js";
+import { sayMessage } from "./messages.js";
 
 const GIB = 2 ** 30;
 const errorBox = document.getElementById("admin-error");
@@ -137,7 +138,8 @@ async function loadQueue() {
   document.getElementById("aq-body").replaceChildren(...data.items.map((x) => el("tr", { "data-task": x.task_id },
     el("td", { class: "mono" }, el("a", { href: `/tasks/${encodeURIComponent(x.task_id)}` }, x.task_id)),
     el("td", {}, x.user), el("td", {}, statusBadge(x.status)), el("td", { class: "mono" }, gpus(x)),
-    el("td", {}, fmtTime(x.created_at)), el("td", { class: "reason" }, x.pending_reason || x.status_message || ""))));
+    el("td", {}, fmtTime(x.created_at)), el("td", { class: "reason" }, x.pending_reason
+      ? sayMessage(x.pending_reason_code, x.pending_reason_params, x.pending_reason) : x.status_message || ""))));
   document.getElementById("aq-empty").hidden = data.items.length > 0;
   const pager = document.getElementById("aq-pager");
   pager.hidden = data.total <= QUEUE_PAGE && queueOffset === 0;

@@ -4,6 +4,7 @@
 // queue head (tasks not yet placed; my own waiting tasks with the scheduler's reason). Other users'
 // tasks arrive from the API without id or user for non-admins: shown as "another user's task".
 import { api, el, fmtBytes, fmtTime, page, poll, statusBadge, t } from "./common.js";
+import { sayMessage } from "./messages.js";
 
 function holder(task) {
   const idle = task.idle_gpus_since ? el("span", { class: "badge idle", title: t("nodes.idle_title") },
@@ -86,7 +87,7 @@ async function load() {
   document.getElementById("nodes-empty").hidden = view.nodes.length > 0;
   // The queue head: the oldest waiting tasks with the scheduler's reason (others' redacted by the
   // API for non-admins), then tasks handed to Ray but not yet on a node.
-  const queued = view.queue.map((x) => ({ ...x, reason: x.pending_reason || "" }));
+  const queued = view.queue.map((x) => ({ ...x, reason: sayMessage(x.pending_reason_code, x.pending_reason_params, x.pending_reason) }));
   const unplaced = view.unplaced.map((x) => ({ ...x, reason: "" }));
   const rows = [...queued, ...unplaced].map((x) => el("tr", { "data-task": x.task_id || "" },
     el("td", { class: "mono" }, x.task_id ? el("a", { href: `/tasks/${encodeURIComponent(x.task_id)}` }, x.task_id) : t("nodes.other_task", { gpus: x.gpus })),
