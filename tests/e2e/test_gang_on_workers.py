@@ -9,6 +9,7 @@ worker, and a placement group with ``STRICT_SPREAD`` over its two GPUs lands on 
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -65,6 +66,15 @@ def test_a_two_node_task_spans_sandboxes_on_two_argus_workers(tmp_path: Path) ->
         assert len(set(re.findall(r"ray_gpus: actor-\d+ .* node=(\w+)", log))) == 2, log
         node_log = data_root / "users" / "erin" / "jobs" / tid / "logs" / "attempt-1.node-2.log"
         assert "[argus] joined the task's private Ray" in node_log.read_text(), node_log.read_text()
+        # node 2 ran under its worker's node agent (issue 36), not as a child of a platform Ray actor: its own
+        # attempt there, bounded like the first node, over and its cgroup emptied
+        done = [json.loads(p.read_text()) for w in ("gpu-a", "gpu-b")
+                for p in (tmp_path / w / "agent" / "attempts").glob(f"{tid}.1.node-2.json")]
+        # stopped at the task's end by the first node's launcher (SIGTERM: 143), confirmed by the agent
+        assert len(done) == 1 and done[0]["stop_requested_at"] and done[0]["finished_at"], done
+        assert done[0]["exit_code"] in (0, 143), done
+        assert done[0]["emptied"] in (True, None), done  # None: no cgroup hierarchy on this machine
+        assert "bounds: " in node_log.read_text() or "not bounded" in node_log.read_text(), node_log.read_text()
     finally:
         for w in workers:
             terminate(w, 40)
