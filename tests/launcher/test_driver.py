@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from argus.launcher.driver import ray_node_id
 from tests.waiting import slack, wait_until
 
@@ -240,16 +242,45 @@ def test_a_log_that_stops_taking_writes_mid_run_stops_the_task_and_says_why(tmp_
 
 
 def test_a_full_log_before_the_task_starts_does_not_start_it(tmp_path: Path) -> None:
+    from tests.tinyfs import tmpfs
+
     job = tmp_path / "users" / "alice" / "jobs" / "t-2"
-    (job / "logs").mkdir(parents=True)
-    (job / "logs" / "attempt-1.log").symlink_to("/dev/full")  # every write: ENOSPC, a full disk's answer
     ran = tmp_path / "ran"
-    code, out = run(job, "touch", str(ran))
+    with tmpfs(job / "logs", "size=64k") as logs:  # a full filesystem: every write, ENOSPC
+        try:
+            with open(logs / "filler", "wb") as f:
+                while True:
+                    f.write(b"x" * 4096)
+                    f.flush()
+        except OSError:
+            pass
+        code, out = run(job, "touch", str(ran))
     assert code == 74 and not ran.exists()
     assert last_line(out).startswith("[argus] LOG_WRITE_FAILED: no space left on $HOME/jobs/t-2/logs; ")
     assert last_line(out).endswith("of output not written; the task was not started")
     status = json.loads((job / "status.json").read_text())
     assert status["exit_code"] is None and status["log_error"].startswith("no space left on $HOME/jobs/t-2/logs")
+
+
+@pytest.mark.hostile
+def test_a_linked_job_folder_or_log_is_refused_and_nothing_is_written_through_it(tmp_path: Path) -> None:
+    """Hostile (issue 36's review): the root launcher must not follow a link its task or owner planted in the job
+    folder — the job folder itself, its logs/, or the log: the task does not start, the target is untouched."""
+    victim_dir = tmp_path / "etc"
+    victim_dir.mkdir()
+    (victim_dir / "passwd").write_text("root:x:0:0\n")
+    ran = tmp_path / "ran"
+    home = tmp_path / "users" / "mallory"
+    (home / "jobs").mkdir(parents=True)
+    (home / "jobs" / "t-9").symlink_to(victim_dir)  # the job folder is a link
+    code, out = run(home / "jobs" / "t-9", "touch", str(ran))
+    assert code == 74 and not ran.exists(), out
+    (home / "jobs" / "t-8" / "logs").mkdir(parents=True)
+    (home / "jobs" / "t-8" / "logs" / "attempt-1.log").symlink_to(victim_dir / "passwd")  # the log is a link
+    code, out = run(home / "jobs" / "t-8", "touch", str(ran))
+    assert code == 74 and not ran.exists(), out
+    assert sorted(p.name for p in victim_dir.iterdir()) == ["passwd"]
+    assert (victim_dir / "passwd").read_text() == "root:x:0:0\n"
 
 
 def test_a_read_only_jobs_folder_names_itself(tmp_path: Path) -> None:

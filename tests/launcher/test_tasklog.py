@@ -1,8 +1,9 @@
 """The driver's log copier on a disk that refuses writes: real file descriptors, no mocks.
 
-``/dev/full`` is a real device whose every write fails with ENOSPC, the error a full jobs
-folder gives; a file under a path whose parent is a regular file fails to open like a broken
-folder does. The copier must record the error once, keep taking (and counting) output, call
+A full tmpfs mounted on the job's ``logs/`` (tests/tinyfs.py; root) gives the error a full jobs folder gives,
+ENOSPC on every write; a file under a path whose parent is a regular file fails to open like a broken
+folder does. (``/dev/full`` behind a symlink used to stand in for the full disk: the launcher now refuses to
+write through any link in a job folder, the hostile tests below.) The copier must record the error once, keep taking (and counting) output, call
 its stop hook once, and never raise.
 """
 
@@ -23,19 +24,29 @@ from argus.launcher.driver import pump_output
 from argus.launcher.tasklog import StatusFile, TaskLog
 
 
-def full_log(tmp_path: Path) -> tuple[TaskLog, io.BytesIO, Path]:
+@pytest.fixture
+def full_log(tmp_path: Path):
+    """A TaskLog whose ``logs/`` folder is a full filesystem: opening works, every write fails with ENOSPC."""
+    from tests.tinyfs import tmpfs
+
     job = tmp_path / "users" / "alice" / "jobs" / "t-1"
-    (job / "logs").mkdir(parents=True)
-    (job / "logs" / "attempt-1.log").symlink_to("/dev/full")
-    echo = io.BytesIO()
-    return TaskLog(job / "logs" / "attempt-1.log", job, echo), echo, job
+    with tmpfs(job / "logs", "size=64k") as logs:
+        try:
+            with open(logs / "filler", "wb") as f:
+                while True:
+                    f.write(b"x" * 4096)
+                    f.flush()
+        except OSError as exc:
+            assert exc.errno == errno.ENOSPC
+        echo = io.BytesIO()
+        yield TaskLog(job / "logs" / "attempt-1.log", job, echo), echo, job
 
 
-def test_a_full_disk_is_recorded_once_and_every_later_byte_is_counted_not_raised(tmp_path: Path) -> None:
-    log, echo, _ = full_log(tmp_path)
+def test_a_full_disk_is_recorded_once_and_every_later_byte_is_counted_not_raised(full_log) -> None:
+    log, echo, _ = full_log
     calls: list[str] = []
     log.on_error = calls.append
-    assert log.open()  # /dev/full opens fine: the failure comes with the first write, as on a full disk
+    assert log.open()  # a new file opens fine: the failure comes with the first write, as on a full disk
     log.write(b"line 1\nline 2\n")
     log.write(b"line 3\n")
     log.write(b"no newline")
@@ -47,9 +58,9 @@ def test_a_full_disk_is_recorded_once_and_every_later_byte_is_counted_not_raised
     log.close()
 
 
-def test_a_pipe_is_drained_to_its_end_while_the_log_fails(tmp_path: Path) -> None:
+def test_a_pipe_is_drained_to_its_end_while_the_log_fails(full_log) -> None:
     """The bug of issue 11: the copier died, nobody read the pipe, the writer blocked forever."""
-    log, echo, _ = full_log(tmp_path)
+    log, echo, _ = full_log
     assert log.open()
     r, w = os.pipe()
     total = 4 * 1024 * 1024  # far more than a pipe buffer (64 KiB): a writer blocks unless someone reads
@@ -82,14 +93,42 @@ def test_a_folder_that_cannot_be_made_names_the_folder(tmp_path: Path) -> None:
     log.close()
 
 
-def test_the_echo_may_fail_too(tmp_path: Path) -> None:
-    log, _, _ = full_log(tmp_path)
+def test_the_echo_may_fail_too(full_log) -> None:
+    log, _, _ = full_log
     with open("/dev/full", "wb", buffering=0) as ray_log:  # Ray's own log on a full local disk
         log = TaskLog(log.path, log.job_dir, ray_log)
         assert log.open()
         log.write(b"a\n")
         log.echo(b"b\n")
     assert log.error is not None and log.dropped_bytes == 2
+
+
+@pytest.mark.hostile
+@pytest.mark.parametrize("planted", ["logs/attempt-1.log", "logs", "logs/attempt-1.clock", "status.json",
+                                     ".status.json.{pid}.tmp", "telemetry", "telemetry/attempt-1.jsonl"])
+def test_a_link_planted_in_the_job_folder_is_never_written_through(tmp_path: Path, planted: str) -> None:
+    """The launcher is root outside the sandbox; the task (or its owner over SFTP) can put a link where the
+    launcher will write: the victim file stays as it was, whatever the link's place."""
+    from argus.launcher.telemetry import Sampler
+
+    job = tmp_path / "users" / "alice" / "jobs" / "t-1"
+    job.mkdir(parents=True)
+    victim_dir = tmp_path / "root-only"
+    victim_dir.mkdir()
+    victim = victim_dir / "authorized_keys"
+    victim.write_text("root's\n")
+    link = job / planted.format(pid=os.getpid())
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(victim_dir if planted in ("logs", "telemetry") else victim)
+    log = TaskLog(job / "logs" / "attempt-1.log", job, io.BytesIO())
+    if log.open():
+        log.write(b"ssh-ed25519 AAAA attacker\n")
+        log.close()
+    StatusFile(job / "status.json", AttemptStatus(1)).save(exit_code=0)
+    Sampler(os.getpid(), job / "telemetry" / "attempt-1.jsonl", visible="", nvml=None).record()
+    assert victim.read_text() == "root's\n" and sorted(p.name for p in victim_dir.iterdir()) == ["authorized_keys"]
+    if planted == "status.json":  # replaced by the launcher's own file, the link gone
+        assert not (job / "status.json").is_symlink() and json.loads((job / "status.json").read_text())["exit_code"] == 0
 
 
 def test_status_file_returns_the_error_instead_of_raising(tmp_path: Path) -> None:

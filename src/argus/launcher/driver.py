@@ -64,6 +64,7 @@ from typing import Any
 
 import psutil
 
+from argus import home_io
 from argus.core import log_write
 from argus.core.launch import AttemptStatus, LaunchSpec, LimitHit
 from argus.launcher import attempt_record, kernels
@@ -121,12 +122,9 @@ def python_bin_dir(job_dir: Path, python: str) -> str:
     shared directory where another account could plant a ``python3``.
     """
     d = job_dir / ".argus-bin"
-    d.mkdir(exist_ok=True)
-    for name in ("python3", "python"):
-        tmp = d / f".{name}.{os.getpid()}"
-        tmp.write_text(f"#!/bin/sh\nexec {shlex.quote(python)} \"$@\"\n")
-        tmp.chmod(0o755)
-        os.replace(tmp, d / name)
+    for name in ("python3", "python"):  # never written through a link the task planted (argus/home_io.py)
+        home_io.replace(home_io.anchor_for(d / name), d / name,
+                        f"#!/bin/sh\nexec {shlex.quote(python)} \"$@\"\n".encode(), mode=0o755)
     return str(d)
 
 
@@ -262,7 +260,7 @@ def run(spec: LaunchSpec) -> int:
     started = time.monotonic()
     early = EarlyStops()
     early.install()
-    job_dir = spec.job_dir.resolve()
+    job_dir = Path(os.path.abspath(spec.job_dir))  # not resolved: a link in it is refused, never followed
     sys.stdout.flush()
     echo: Any = open(sys.stdout.fileno(), "wb", buffering=0, closefd=False)  # noqa: SIM115 - fd 1 stays open
     if os.environ.get(ECHO_LIMIT_ENV):

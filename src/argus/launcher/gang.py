@@ -35,6 +35,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from argus import home_io
 from argus.core.launch import LaunchSpec
 
 READY_TIMEOUT_S = 300.0
@@ -87,7 +88,7 @@ def run_node(spec: LaunchSpec, index: int, head: str, token: str, *, bounded: bo
             bounds.join()
 
     try:
-        with open(log, "ab") as out:
+        with home_io.append_to(home_io.anchor_for(log), log) as out:  # never through a link the task planted
             notes = [sandbox.note, *(bounds.notes() if bounds is not None else [])]
             out.write(f"[argus] node {index} of the task: {'; '.join(n for n in notes if n)}\n".encode())
             out.flush()

@@ -22,12 +22,13 @@ from __future__ import annotations
 
 import ctypes
 import json
-import os
 import time
 from pathlib import Path
 from typing import Any
 
 import psutil
+
+from argus import home_io
 
 SAMPLE_S = 15.0
 
@@ -140,13 +141,9 @@ class Sampler:
     def record(self) -> dict[str, Any] | None:
         """One sample, appended to the file; None (and ``failed`` says why) if it could not be written."""
         data = self.sample()
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o640)
-            try:
-                os.write(fd, (json.dumps(data, separators=(",", ":")) + "\n").encode())
-            finally:
-                os.close(fd)
+        try:  # in the job folder reached without links (argus/home_io.py): the task can plant one there
+            with home_io.append_to(home_io.anchor_for(self.path), self.path, mode=0o640) as out:
+                out.write((json.dumps(data, separators=(",", ":")) + "\n").encode())
         except OSError as exc:
             self.failed = f"{type(exc).__name__}: {exc}"
             return None

@@ -4,46 +4,21 @@ A task's processes can change everything in their owner's home — the job folde
 so a path the server reads there (``jobs/<task>/logs/attempt-1.log``, ``status.json``)
 may have become a symlink to another user's file or to the server's own, a FIFO that
 blocks forever, or a hard link. Every access here walks from the home with
-``O_NOFOLLOW`` at each step and accepts only a plain, singly-linked file; anything else
-reads as absent. ``O_NONBLOCK`` keeps a FIFO from blocking the open.
+``O_NOFOLLOW`` at each step (argus/home_io.py, which the launcher's writes use too) and accepts only
+a plain, singly-linked file; anything else reads as absent. ``O_NONBLOCK`` keeps a FIFO from blocking
+the open.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import stat
 from pathlib import Path
 from typing import BinaryIO
 
 from argus.core.launch import AttemptStatus
-
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-
-
-def open_in_home(home: Path, rel: tuple[str, ...], flags: int, *, make_dirs: bool = False) -> int:
-    """An fd for ``home/rel…`` opened without following any link below ``home``."""
-    if not rel or any(part in ("", ".", "..") for part in rel):
-        raise OSError(f"not a path below the home: {'/'.join(rel)!r}")
-    fd = os.open(home, _DIR_FLAGS)
-    try:
-        for name in rel[:-1]:
-            if make_dirs:
-                try:
-                    os.mkdir(name, 0o755, dir_fd=fd)
-                except FileExistsError:
-                    pass
-            sub = os.open(name, _DIR_FLAGS, dir_fd=fd)
-            os.close(fd)
-            fd = sub
-        return os.open(rel[-1], flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o644, dir_fd=fd)
-    finally:
-        os.close(fd)
-
-
-def _plain(fd: int) -> bool:
-    st = os.fstat(fd)
-    return stat.S_ISREG(st.st_mode) and st.st_nlink == 1
+from argus.home_io import is_plain as _plain
+from argus.home_io import open_in_home
 
 
 def open_plain(home: Path, path: Path) -> BinaryIO | None:
