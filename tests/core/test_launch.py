@@ -15,7 +15,8 @@ FULL = LaunchSpec(
     memory=3 << 30, pids_max=4096, tmp_size=1 << 30, cpu_quota=True, setenv=("HOME=/h", "X=a=b"))
 
 
-@pytest.mark.parametrize("spec", [FULL, LaunchSpec(job_dir=Path("/j"), attempt=1, argv=("--", "x"))])
+@pytest.mark.parametrize("spec", [FULL, LaunchSpec(job_dir=Path("/j"), attempt=1, argv=("--", "x")),
+                                  LaunchSpec(job_dir=Path("/j"), attempt=1, argv=("x",), python="", env="gone")])
 def test_a_launch_spec_reads_back_from_its_own_flags(spec: LaunchSpec) -> None:
     """Each flag is spelled once: what the scheduler writes is what the launcher reads, field for field."""
     assert LaunchSpec.parse(spec.flags()) == spec

@@ -24,11 +24,11 @@ def test_a_driver_that_cannot_start_shows_rays_driver_log_and_the_exception(stac
         (job_dir / ".argus-bin").write_text("not a folder\n")
     t = wait_status(c, tid, "FAILED", timeout=120)
     assert t["termination_reason"] == "EXIT_NONZERO", t
-    assert t["status_message"].startswith("exit code 1: FileExistsError:"), t
+    assert t["status_message"].startswith("exit code 1: NotADirectoryError:"), t
     assert ".argus-bin" in t["status_message"]
     log = c.get(f"/api/v2/tasks/{tid}/logs")
     assert log.status_code == 200, log.text
     text = log.text
     assert text.startswith("[argus] the driver wrote nothing to this log; below, copied from Ray"), text
-    assert "Traceback (most recent call last):" in text and "FileExistsError" in text, text
+    assert "Traceback (most recent call last):" in text and "NotADirectoryError" in text, text
     assert "python_bin_dir" in text  # the driver's own frames: this is Ray's driver output, not a summary

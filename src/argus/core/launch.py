@@ -80,7 +80,8 @@ class LaunchSpec:
         """The launcher's command line after ``-m argus.launcher.driver``: what :meth:`parse` reads back."""
         return [
             "--job-dir", str(self.job_dir), "--attempt", str(self.attempt),
-            *(["--python", self.python] if self.python else []), *(["--env", self.env] if self.env else []),
+            # an empty --python is a message (the task's environment was removed: launcher's environment_problem)
+            *(["--python", self.python] if self.python is not None else []), *(["--env", self.env] if self.env else []),
             *(["--attention", self.attention] if self.attention else []),
             *(["--user", self.user] if self.user else []),
             *(arg for team in self.teams for arg in ("--team", team)),

@@ -246,7 +246,7 @@ class LocalCluster:
             if name not in self.picked_ports and self._pickable(name):
                 fix += ", or leave it unset to have a free one picked"
             raise LocalClusterError(f"port {port} ({_PORTS[name][0]}) is already in use on this machine "
-                                    f"(a Ray left running, or another user's?); {fix}")
+                                    f"({_holder(port) or 'a Ray left running, or another user'}?); {fix}")
 
     @property
     def gcs_address(self) -> str:
@@ -431,9 +431,10 @@ class LocalCluster:
             time.sleep(pause)
             before_retry()
 
-    def _ports_released(self, timeout_s: float = 10.0) -> None:
+    def _ports_released(self, timeout_s: float = 30.0) -> None:
         """Before the head's next attempt: until its Ray ports are free again (its killed processes close them as
-        they go), then the check of a first start, which refuses a port that another process took meanwhile."""
+        they go: on a loaded machine, with its disk busy, a killed dashboard took over 10 s), then the check of a
+        first start, which refuses a port that another process took meanwhile."""
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline and not all(port_free(getattr(self.settings, n)) for n in RAY_PORT_FIELDS):
             time.sleep(0.2)
@@ -573,6 +574,20 @@ def spawn_node(node: RayNode) -> None:
         node.created = psutil.Process(node.pid).create_time()
     except psutil.Error:  # already gone: the wait for it reports why
         node.created = None
+
+
+def _holder(port: int) -> str | None:
+    """"held by pid N (name)" for a TCP port some process listens on, when this account may see it."""
+    try:
+        for c in psutil.net_connections(kind="tcp"):
+            if c.laddr and c.laddr.port == port and c.status == psutil.CONN_LISTEN and c.pid:
+                try:
+                    return f"held by pid {c.pid} ({psutil.Process(c.pid).name()})"
+                except psutil.Error:
+                    return f"held by pid {c.pid}"
+    except (psutil.Error, OSError):
+        pass
+    return None
 
 
 def stop_node(node: RayNode, grace_s: float = 15.0) -> None:
