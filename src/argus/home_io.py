@@ -98,11 +98,14 @@ def _rel(anchor: Path, path: Path) -> tuple[str, ...]:
         raise OSError(errno.EINVAL, f"{path} is not below {anchor}") from None
 
 
+def open_dir(anchor: Path, path: Path, *, make: bool = False) -> int:
+    """An fd on the folder ``path`` below ``anchor`` reached without links (``make``: ``mkdir -p`` on the way)."""
+    return _walk(anchor, _rel(anchor, path), make)
+
+
 def make_dirs(anchor: Path, path: Path) -> None:
     """``mkdir -p path`` below ``anchor``, never through a link."""
-    rel = _rel(anchor, path)
-    if rel:
-        os.close(_walk(anchor, rel, True))
+    os.close(open_dir(anchor, path, make=True))
 
 
 def append_to(anchor: Path, path: Path, *, mode: int = 0o644) -> BinaryIO:

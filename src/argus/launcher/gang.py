@@ -31,7 +31,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -126,7 +125,7 @@ class NodeSandbox:
         import ray
 
         from argus.nodes.agent import KEY_ENV, NODE_ID_ENV
-        from argus.nodes.agent_client import AgentError, request
+        from argus.nodes.agent_client import AgentError, request, wait_for_end
 
         key = node_key(spec, index)
         env = {**os.environ, NODE_ENV: str(index), HEAD_ENV: head, TOKEN_ENV: token,
@@ -138,15 +137,8 @@ class NodeSandbox:
         except AgentError:
             return None  # as on a node without an agent
         self.sock, self.key = sock, key
-        while True:
-            try:
-                state = request(sock, "wait", key=key, timeout_s=WAIT_S + 30, wait_s=WAIT_S)
-            except AgentError:
-                time.sleep(2.0)  # the agent restarts: the node goes on meanwhile
-                continue
-            if state.get("unknown") or not state.get("running", True):
-                code = state.get("exit_code")
-                return 1 if code is None else int(code)
+        code = wait_for_end(sock, key, lambda: WAIT_S)
+        return 1 if code is None else int(code)
 
     def stop(self) -> None:
         """The attempt ended: the agent stops this node (SIGTERM, then its whole group) and confirms."""

@@ -40,6 +40,7 @@ from pathlib import Path
 
 import psutil
 
+from argus import home_io
 from argus.launcher import attempt_record
 
 FOLDER = "stacks"  # in the task's folder: <job_dir>/stacks/attempt-<n>-<time>.txt
@@ -49,7 +50,6 @@ MAX_DUMPED = 128  # Python processes dumped; the rest are named (a node's task r
 MAX_DUMP_BYTES = 64 * 1024  # of one dump's text (deep recursion, thousands of threads)
 WORKERS = 4  # dumps at a time
 _PYTHON = re.compile(r"^(python|pypy)(\d+(\.\d+)?)?[a-z]?$")
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 @dataclass(frozen=True)
@@ -179,18 +179,8 @@ def write_file(home: Path, job_dir: Path, attempt: int, text: str, at: datetime)
 
     Walked from ``home`` (which the owner cannot replace) without following a link at any step, and created
     exclusively: a link the task planted there is refused (ELOOP, ENOTDIR, EEXIST), never written through."""
-    parts = (*job_dir.relative_to(home).parts, FOLDER)
-    fd = os.open(home, _DIR_FLAGS)
+    fd = home_io.open_dir(home, job_dir / FOLDER, make=True)
     try:
-        for name in parts:
-            if name == FOLDER:
-                try:
-                    os.mkdir(name, 0o755, dir_fd=fd)
-                except FileExistsError:
-                    pass
-            sub = os.open(name, _DIR_FLAGS, dir_fd=fd)
-            os.close(fd)
-            fd = sub
         stem = f"attempt-{attempt}-{at.astimezone(UTC):%Y%m%dT%H%M%SZ}"
         for n in range(100):
             name = f"{stem}{f'-{n}' if n else ''}.txt"
@@ -201,7 +191,7 @@ def write_file(home: Path, job_dir: Path, attempt: int, text: str, at: datetime)
                 continue
             with os.fdopen(out, "w", encoding="utf-8") as f:
                 f.write(text)
-            return "/".join((*parts, name))
+            return "/".join((*job_dir.relative_to(home).parts, FOLDER, name))
         raise FileExistsError(f"{stem}.txt and 99 more exist")
     finally:
         os.close(fd)

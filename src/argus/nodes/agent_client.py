@@ -13,6 +13,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from argus.nodes.paths import AgentPaths
 
 AGENT_ENV = "ARGUS_AGENT_SOCKET"  # in the node's ``ray start`` environment: its launchers find the agent here
 START_WAIT_S = 60.0  # a loaded machine starts a Python process slowly
+AGENT_GONE_S = 2.0  # between tries while the agent restarts
 
 
 class AgentError(RuntimeError):
@@ -83,6 +85,24 @@ def ensure_running(state_dir: Path, *, keeper: int | None, python: str = sys.exe
             return paths.socket
         time.sleep(0.1)
     raise AgentError(f"the node agent did not start within {START_WAIT_S:.0f} s; see {paths.log_file}")
+
+
+def wait_for_end(sock: str | Path, key: str, wait_s: Callable[[], float]) -> int | None:
+    """Follow the agent's attempt ``key`` until it ends; its exit status (None: the agent does not know it).
+    While the agent restarts (systemd), the attempt goes on: asked again, or its exit file read once it ended.
+    ``wait_s``: how long each ``wait`` may block (asked anew each time: shorter once a stop was sent)."""
+    exit_file = AgentPaths(Path(sock).parent.parent).exit_file(key)
+    while True:
+        try:
+            state = request(sock, "wait", key=key, timeout_s=wait_s() + 30, wait_s=wait_s())
+        except AgentError:
+            try:
+                return int(exit_file.read_text().strip())
+            except (OSError, ValueError):
+                time.sleep(AGENT_GONE_S)
+                continue
+        if state.get("unknown") or not state.get("running", True):
+            return state.get("exit_code")
 
 
 def release(state_dir: Path, *, stop_tasks: bool, timeout_s: float = 60.0) -> dict[str, Any] | None:

@@ -19,17 +19,15 @@ import os
 import signal
 import sys
 import threading
-import time
 from pathlib import Path
 
 from argus.core.launch import LaunchSpec
 from argus.nodes.agent import KEY_ENV, NODE_ID_ENV
-from argus.nodes.agent_client import AgentError, request
+from argus.nodes.agent_client import AgentError, request, wait_for_end
 from argus.nodes.paths import AgentPaths
 
 WAIT_S = 10.0
 TAIL_BYTES = 64 * 1024
-AGENT_GONE_S = 2.0  # between tries while the agent restarts
 
 
 def attempt_key(spec: LaunchSpec) -> str:
@@ -61,20 +59,8 @@ def follow(sock: str, args: list[str], spec: LaunchSpec, node_id: str | None) ->
 
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, stop_now)
-    paths = AgentPaths(Path(sock).parent.parent)
-    while True:
-        try:
-            state = request(sock, "wait", key=key, timeout_s=WAIT_S + 30, wait_s=1.0 if stop.is_set() else WAIT_S)
-        except AgentError:
-            code = _exit_file(paths, key)
-            if code is not None:
-                break
-            time.sleep(AGENT_GONE_S)  # the agent restarts (systemd): its attempts go on meanwhile
-            continue
-        if not state.get("running", True) or state.get("unknown"):
-            code = state.get("exit_code")
-            break
-    _copy_tail(paths.out_file(key))
+    code = wait_for_end(sock, key, lambda: 1.0 if stop.is_set() else WAIT_S)
+    _copy_tail(AgentPaths(Path(sock).parent.parent).out_file(key))
     return 1 if code is None else int(code)
 
 
@@ -83,13 +69,6 @@ def _ask_stop(sock: str, key: str) -> None:
         request(sock, "stop", key=key, timeout_s=60)
     except AgentError as exc:
         print(f"[argus] could not ask the node agent to stop {key}: {exc}", flush=True)
-
-
-def _exit_file(paths: AgentPaths, key: str) -> int | None:
-    try:
-        return int(paths.exit_file(key).read_text().strip())
-    except (OSError, ValueError):
-        return None
 
 
 def _copy_tail(path: Path) -> None:

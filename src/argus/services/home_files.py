@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import BinaryIO
 
 from argus.core.launch import AttemptStatus
+from argus.home_io import append_to, open_in_home
 from argus.home_io import is_plain as _plain
-from argus.home_io import open_in_home
 
 
 def open_plain(home: Path, path: Path) -> BinaryIO | None:
@@ -62,12 +62,7 @@ def read_attempt_status(home: Path, job_dir: Path, attempt: int) -> AttemptStatu
 
 def append_in_home(home: Path, rel: tuple[str, ...], data: bytes) -> None:
     """Append ``data`` to a plain, singly-linked file ``home/rel…``, making its folders (no links followed)."""
-    out = open_in_home(home, rel, os.O_WRONLY | os.O_CREAT | os.O_APPEND, make_dirs=True)
-    try:
-        if not _plain(out):
-            raise OSError(f"{'/'.join(rel)} is not a plain file")
+    with append_to(home, home.joinpath(*rel)) as out:
         view = memoryview(data)
         while view:
-            view = view[os.write(out, view):]
-    finally:
-        os.close(out)
+            view = view[out.write(view):]

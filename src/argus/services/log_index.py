@@ -334,7 +334,7 @@ def keep_warm(ref: LogRef) -> None:
 
     def run() -> None:
         try:
-            first_error_in_blocks(ref)
+            _first_error_in_blocks(ref)
         finally:
             with _GUARD:
                 _WARMING.discard(path)
@@ -342,7 +342,7 @@ def keep_warm(ref: LogRef) -> None:
     threading.Thread(target=run, name="argus-log-warm", daemon=True).start()
 
 
-def first_error_in_blocks(ref: LogRef) -> None:
+def _first_error_in_blocks(ref: LogRef) -> None:
     """:func:`first_error`'s search, a block per hold of the index's lock (keep_warm's thread)."""
     f = open_plain(ref.home, ref.path)
     if f is None:
