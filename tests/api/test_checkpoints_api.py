@@ -95,3 +95,95 @@ def test_no_checkpoint_and_admin(live) -> None:
         assert r.status_code == 404
     body = yaml.safe_load(SPEC)
     assert body["n_gpus_per_node"] == 0
+
+
+PPO = """\
+kind: advanced
+workload: ppo
+name: my run
+nnodes: 1
+n_gpus_per_node: 2
+command: >-
+  python3 -m verl.trainer.main_ppo data.train_files=$HOME/datasets/gsm8k/train.parquet
+  data.val_files=$HOME/datasets/gsm8k/test.parquet trainer.nnodes=1 trainer.n_gpus_per_node=2
+  trainer.default_local_dir=$HOME/runs/ppo
+"""
+ACC = "val-core/openai/gsm8k/acc/mean@1"
+
+
+def _succeed_with_log(live, tid: str, text: str) -> None:
+    """What the monitor leaves after a run that logged ``text``: the row SUCCEEDED with one attempt."""
+    from argus.db.models import TaskModel
+
+    log = Path(live.ctx.settings.root) / "users" / "alice" / "jobs" / tid / "logs" / "attempt-1.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.write_text(text)
+    with live.ctx.db.session() as s:
+        row = s.get(TaskModel, tid)
+        row.status, row.attempts = "SUCCEEDED", 1
+
+
+def test_evaluate_checkpoints_attach_scores_and_pick_the_best(live) -> None:
+    alice, bob = live.new_user("alice"), live.new_user("bob")
+    tid = submit(alice, PPO)
+    folder = Path(live.ctx.settings.root) / "users" / "alice" / "runs" / "ppo"
+    write_step(folder, 2)
+    write_step(folder, 4)
+    assert bob.post(f"/api/v2/tasks/{tid}/evaluate", json={}).status_code == 404
+    assert bob.get(f"/api/v2/tasks/{tid}/evaluations").status_code == 404
+
+    r = alice.post(f"/api/v2/tasks/{tid}/evaluate", json={})  # a running task's complete step may be evaluated
+    assert r.status_code == 201, r.text
+    latest = r.json()["task_id"]
+    assert r.json()["info"]["evaluates_task"] == tid and r.json()["info"]["step"] == 4
+    t = alice.get(f"/api/v2/tasks/{latest}").json()
+    assert (t["evaluates_task"], t["evaluates_step"], t["name"], t["scores"]) == (tid, 4, f"eval {tid} step 4", None)
+    cmd = alice.get(f"/api/v2/tasks/{latest}/spec").json()["command_raw"]
+    assert cmd.endswith("trainer.resume_mode=resume_path trainer.resume_from_path=$HOME/runs/ppo/global_step_4 "
+                        "trainer.val_only=True trainer.val_before_train=True"), cmd
+    r = alice.post(f"/api/v2/tasks/{tid}/evaluate",
+                   json={"step": 2, "val_file": "$HOME/datasets/math/test.parquet", "reward_path": "$HOME/code/r.py"})
+    assert r.status_code == 201, r.text
+    second = r.json()["task_id"]
+    cmd = alice.get(f"/api/v2/tasks/{second}/spec").json()["command_raw"]
+    assert cmd.endswith("data.val_files=$HOME/datasets/math/test.parquet "
+                        "reward.custom_reward_function.path=$HOME/code/r.py"), cmd
+    events = alice.get(f"/api/v2/tasks/{second}/events").json()
+    assert any(f"evaluates {tid} checkpoint global_step_2" in (e["message"] or "") for e in events)
+    for bad, field in (({"step": 3}, "step"), ({"val_file": "/etc/passwd"}, None), ({"nope": 1}, None)):
+        r = alice.post(f"/api/v2/tasks/{tid}/evaluate", json=bad)
+        assert r.status_code in (400, 422), (bad, r.text)
+        if field:
+            assert r.json()["detail"]["errors"][0]["field"] == field, r.text
+
+    r = alice.get(f"/api/v2/tasks/{tid}/checkpoints/best", params={"metric": ACC})
+    assert r.status_code == 400 and r.json()["detail"]["code"] == "no_scores", r.text
+    _succeed_with_log(live, latest, f"Initial validation metrics: {{...}}\nstep:4 - {ACC}:0.25 - val-aux/len:9.0\n")
+    _succeed_with_log(live, second, f"step:2 - {ACC}:0.5 - val-aux/len:7.0 - val-aux/bad:nan\n")
+    assert alice.get(f"/api/v2/tasks/{latest}").json()["scores"] == {ACC: 0.25, "val-aux/len": 9.0}
+    steps = alice.get(f"/api/v2/tasks/{tid}/checkpoints").json()["steps"]
+    assert [[(e["task_id"], e["scores"]) for e in s["evaluations"]] for s in steps] == [
+        [(second, {ACC: 0.5, "val-aux/len": 7.0})], [(latest, {ACC: 0.25, "val-aux/len": 9.0})]]
+    assert [e["step"] for e in alice.get(f"/api/v2/tasks/{tid}/evaluations").json()] == [4, 2]
+    assert alice.get(f"/api/v2/tasks/{tid}/checkpoints/best", params={"metric": ACC}).json()["step"] == 2
+    best_min = alice.get(f"/api/v2/tasks/{tid}/checkpoints/best", params={"metric": "val-aux/len", "mode": "min"})
+    assert best_min.json()["step"] == 2
+    r = alice.get(f"/api/v2/tasks/{tid}/checkpoints/best", params={"metric": "val-core/x"})
+    assert r.status_code == 400 and ACC in r.json()["detail"]["errors"][0]["message"], r.text
+
+    alice.post(f"/api/v2/tasks/{tid}/cancel")
+    r = alice.post(f"/api/v2/tasks/{tid}/export", json={"best": ACC, "to": "best"})
+    assert r.status_code == 201 and r.json()["info"]["step"] == 2, r.text
+    r = alice.post(f"/api/v2/tasks/{tid}/resume", json={"best": ACC, "step": 4})
+    assert r.status_code == 400 and r.json()["detail"]["errors"][0]["field"] == "best", r.text
+    r = alice.post(f"/api/v2/tasks/{tid}/resume", json={"best": ACC, "mode": "min"})
+    assert r.status_code == 201 and r.json()["info"]["step"] == 4, r.text
+
+
+def test_only_a_ppo_or_grpo_checkpoint_is_evaluated(live) -> None:
+    alice = live.new_user("alice")
+    tid = submit(alice, SPEC)
+    write_step(Path(live.ctx.settings.root) / "users" / "alice" / "runs" / "ck", 2)
+    r = alice.post(f"/api/v2/tasks/{tid}/evaluate", json={})
+    assert r.status_code == 409 and r.json()["detail"]["code"] == "not_evaluable", r.text
+    assert "trainer.val_only" in r.json()["detail"]["message"]

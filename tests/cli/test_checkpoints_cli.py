@@ -52,3 +52,27 @@ def test_checkpoints_resume_export(cli, live):
     r = cli("export", tid, "--to", "m1", token=token)
     assert r.exit_code == 0, r.output
     assert f"exports {tid} step 2 (fsdp) to $HOME/models/m1" in r.output
+
+
+def test_evaluate_shows_scores_on_the_step_and_picks_the_best(cli, live):
+    from tests.api.test_checkpoints_api import ACC, PPO, _succeed_with_log
+
+    alice = live.new_user("alice")
+    token = alice.headers["Authorization"].removeprefix("Bearer ")
+    tid = submit(alice, PPO)
+    folder = Path(live.ctx.settings.root) / "users" / "alice" / "runs" / "ppo"
+    write_step(folder, 2)
+    write_step(folder, 4)
+    r = cli("evaluate", tid, "--step", "2", token=token)
+    assert r.exit_code == 0 and f"evaluates {tid} step 2" in r.output, r.output
+    eid = r.output.split("accepted", 1)[1].split()[0]
+    r = cli("checkpoints", tid, token=token)
+    assert f"{eid} QUEUED" in r.output, r.output
+    r = cli("export", tid, "--best", ACC, token=token)
+    assert r.exit_code == 1 and "has no evaluation with scores yet" in r.output, r.output
+    _succeed_with_log(live, eid, f"step:2 - {ACC}:0.625 - val-aux/len:7.0\n")
+    r = cli("checkpoints", tid, token=token)
+    assert f"{ACC}=0.625" in r.output.replace("\n", "").replace(" ", ""), r.output
+    cli("cancel", tid, token=token)
+    r = cli("export", tid, "--best", ACC, "--to", "best", token=token)
+    assert r.exit_code == 0 and f"exports {tid} step 2" in r.output, r.output

@@ -269,6 +269,10 @@ def test_checkpoints_tab(up: Up, pages: Pages) -> None:
     page.goto(f"{up.url}/tasks/{tid}")
     page.click('.tab[data-tab="checkpoints"]')
     page.locator("#ckpt-body tr[data-step]").first.wait_for()
+    # evaluate (issue 38): a utility job's checkpoint has no verl validation to run; the API's reason is shown
+    page.locator('#ckpt-body tr[data-step="10"] [data-act=evaluate]').click()
+    page.locator('#ckpt-result[data-ok="0"]', has_text="trainer.val_only").wait_for()
+    assert page.locator('#ckpt-body tr[data-step="10"] td.ckpt-scores').inner_text() == ""
     page.click("#ckpt-delete-all")
     answer(page)
     page.locator("#ckpt-empty").wait_for()

@@ -162,6 +162,10 @@ class TaskOut(TaskSummaryOut):
     attempts: list[AttemptOut]
     resumed_from: str | None = Field(None, description="the task whose checkpoint this one resumes")
     resumed_by: list[str] = Field([], description="tasks that resume this one from its checkpoints")
+    evaluates_task: str | None = Field(None, description="the task whose checkpoint this one evaluates (issue 38)")
+    evaluates_step: int | None = Field(None, description="the step of that checkpoint")
+    scores: dict[str, float] | None = Field(None, description="an evaluation's validation metrics, once it succeeded "
+                                            "(val-core/<data source>/<reward key>/mean@1, …)")
     queue: QueueOut | None = Field(None, description="QUEUED tasks: place in the queue and estimated start")
     progress: ProgressOut | None = Field(None, description="RUNNING tasks: step, rate, GPU-hours, expected end")
     failure_kind: str | None = Field(None, description="a failed task's cause, typed: host_oom, gpu_oom, "

@@ -1,5 +1,5 @@
-"""`argus checkpoints [ls] ID`, `argus resume ID [--step N]`, `argus rerun ID --env ENV`, `argus export ID [--step N]
-[--to NAME]` (on the SDK).
+"""`argus checkpoints [ls] ID`, `argus evaluate ID [--step N]`, `argus resume ID [--step N | --best METRIC]`,
+`argus rerun ID --env ENV`, `argus export ID [--step N | --best METRIC] [--to NAME]` (on the SDK).
 
 ``argus checkpoints`` is one command group (``rm`` lives in ``cli/ops.py``); a task id where a
 sub-command would be means ``ls``, so ``argus checkpoints ID`` lists.
@@ -52,20 +52,64 @@ def checkpoints(task_id: str, output: Output = output_option()) -> None:
     if not out["steps"]:
         console.print("no checkpoints yet (verl saves every trainer.save_freq steps)", style="dim")
         return
-    table(["STEP", "STATE", "SIZE", "SAVED", "COMPONENTS"],
+    table(["STEP", "STATE", "SIZE", "SAVED", "COMPONENTS", "EVALUATION"],
           ((s["step"], s["state"], _size(s["size_bytes"], s["size_exact"]), when(s["modified_at"]),
-            ", ".join(c["name"] for c in s["components"])) for s in out["steps"]), wrap=("COMPONENTS",))
+            ", ".join(c["name"] for c in s["components"]), _evaluations(s.get("evaluations") or []))
+           for s in out["steps"]), wrap=("COMPONENTS", "EVALUATION"))
+
+
+def _evaluations(evals: list[dict[str, Any]]) -> str:
+    """The latest evaluation of a step: its core scores once it succeeded, else its task and status."""
+    if not evals:
+        return ""
+    e = evals[-1]
+    if not e.get("scores"):
+        return f"{e['task_id']} {e['status']}"
+    core = {k: v for k, v in e["scores"].items() if k.startswith("val-core/")} or e["scores"]
+    return ", ".join(f"{k}={v:.4g}" for k, v in core.items())
+
+
+_STEP = typer.Option(None, "--step", min=0, help="a complete step; default: the latest complete one")
+_BEST = typer.Option(None, "--best", help="instead of --step: the step whose evaluation scored best on this metric "
+                     "(e.g. val-core/openai/gsm8k/acc/mean@1)")
+_MODE = typer.Option("max", "--mode", help="with --best: max (highest wins) or min (lowest, for a loss)")
+
+
+@handle_errors
+def evaluate(
+    task_id: str,
+    step: int | None = _STEP,
+    val_file: str | None = typer.Option(None, "--val-file", help="the data to validate on [default: the task's own]"),
+    reward_path: str | None = typer.Option(None, "--reward-path", help="a reward file under $HOME/code/ "
+                                           "[default: the task's own]"),
+    reward_name: str | None = typer.Option(None, "--reward-name", help="the function in it [default: compute_score]"),
+    output: Output = output_option(),
+) -> None:
+    """Evaluate a ppo/grpo checkpoint with verl's own validation (trainer.val_only), as a queued task.
+
+    Its scores show on the step in `argus checkpoints ID` once it succeeded; pick the best step for resume
+    or export with --best METRIC."""
+    out = sdk().evaluate(task_id, step, val_file=val_file, reward_path=reward_path, reward_name=reward_name)
+    if emit(out, output):
+        return
+    info = out.get("info") or {}
+    console.print(f"[green]accepted[/green] {escape(out['task_id'])} ({escape(out['status'])}): evaluates "
+                  f"{escape(task_id)} step {info.get('step')}")
+    for w in out.get("warnings", []):
+        console.print(f"  [yellow]warning[/yellow]: {escape(str(w))}")
 
 
 @handle_errors
 def resume(
     task_id: str,
-    step: int | None = typer.Option(None, "--step", min=0, help="a complete step; default: the latest complete one"),
+    step: int | None = _STEP,
+    best: str | None = _BEST,
+    mode: str = _MODE,
     output: Output = output_option(),
 ) -> None:
     """Submit a new task with this ended task's spec, resuming from its checkpoint (verl's
     trainer.resume_mode=resume_path, trainer.resume_from_path). The new task shows resumed_from."""
-    out = sdk().resume(task_id, step)
+    out = sdk().resume(task_id, step, best=best, mode=mode)
     if emit(out, output):
         return
     info = out.get("info") or {}
@@ -110,7 +154,9 @@ def rerun(
 @handle_errors
 def export(
     task_id: str,
-    step: int | None = typer.Option(None, "--step", min=0, help="a complete step; default: the latest complete one"),
+    step: int | None = _STEP,
+    best: str | None = _BEST,
+    mode: str = _MODE,
     to: str | None = typer.Option(None, "--to", help="a name (→ $HOME/models/<name>) or a path in your home "
                                   "[default: $HOME/models/<task>-step<N>]"),
     output: Output = output_option(),
@@ -118,7 +164,7 @@ def export(
     """Export a checkpoint to a Hugging Face folder with verl.model_merger, as a queued CPU task (no GPU).
 
     Follow it with `argus logs -f <export task>`; the folder is then usable as a task's model_id."""
-    out = sdk().export(task_id, step, to)
+    out = sdk().export(task_id, step, to, best=best, mode=mode)
     if emit(out, output):
         return
     info = out.get("info") or {}
@@ -128,8 +174,9 @@ def export(
 
 
 def register(app: typer.Typer) -> None:
-    """After ``ops.register`` (which adds the ``checkpoints`` group): ``ls`` into it, resume and export at the top."""
+    """After ``ops.register`` (which adds the ``checkpoints`` group): ``ls`` into it; evaluate, resume, rerun and
+    export at the top."""
     checkpoints_app.info.cls = _ListByDefault
     checkpoints_app.command("ls")(checkpoints)
-    for fn in (resume, rerun, export):
+    for fn in (evaluate, resume, rerun, export):
         app.command(fn.__name__)(fn)

@@ -232,12 +232,30 @@ class Client:
     # ------------------------------------------------------------ checkpoints
 
     def checkpoints(self, task_id: str) -> dict[str, Any]:
-        """``{folder, latest, steps: [{step, path, state, complete, components, size_bytes, modified_at}]}``."""
+        """``{folder, latest, steps: [{step, path, state, complete, components, size_bytes, modified_at,
+        evaluations: [{task_id, status, scores}]}]}``."""
         return self.http.get(f"/api/v2/tasks/{task_id}/checkpoints")
 
-    def resume(self, task_id: str, step: int | None = None) -> dict[str, Any]:
-        """A new task resuming this ended one from ``step`` (default: its latest complete checkpoint)."""
-        return self.http.post(f"/api/v2/tasks/{task_id}/resume", json={"step": step})
+    def best_checkpoint(self, task_id: str, metric: str, mode: str = "max") -> dict[str, Any]:
+        """The complete step whose evaluation scored best on ``metric`` (``mode="min"`` for a loss)."""
+        return self.http.get(f"/api/v2/tasks/{task_id}/checkpoints/best", params={"metric": metric, "mode": mode})
+
+    def evaluate(self, task_id: str, step: int | None = None, *, val_file: str | None = None,
+                 reward_path: str | None = None, reward_name: str | None = None) -> dict[str, Any]:
+        """Queue a task evaluating a checkpoint with verl's validation (``trainer.val_only``), on ``val_file`` and
+        the reward given or the task's own; its scores then show on the step and in ``evaluations``."""
+        body = {"step": step, "val_file": val_file, "reward_path": reward_path, "reward_name": reward_name}
+        return self.http.post(f"/api/v2/tasks/{task_id}/evaluate", json={k: v for k, v in body.items() if v is not None})
+
+    def evaluations(self, task_id: str) -> list[dict[str, Any]]:
+        """Every evaluation of the task's checkpoints: ``[{task_id, step, status, scores, ...}]``."""
+        return self.http.get(f"/api/v2/tasks/{task_id}/evaluations")
+
+    def resume(self, task_id: str, step: int | None = None, *, best: str | None = None,
+               mode: str = "max") -> dict[str, Any]:
+        """A new task resuming this ended one from ``step`` (default: its latest complete checkpoint; with ``best``,
+        the step that scored best on that metric)."""
+        return self.http.post(f"/api/v2/tasks/{task_id}/resume", json=_pick(step, best, mode))
 
     def rerun(self, task_id: str, env: str, dry_run: bool = False) -> dict[str, Any]:
         """Re-run this task in environment ``env``, keys moved for its verl; ``dry_run``: the spec, its ``diff`` and
@@ -245,10 +263,16 @@ class Client:
         return self.http.post(f"/api/v2/tasks/{task_id}/rerun", json={"env": env},
                               params={"dry_run": "true"} if dry_run else None)
 
-    def export(self, task_id: str, step: int | None = None, to: str | None = None) -> dict[str, Any]:
+    def export(self, task_id: str, step: int | None = None, to: str | None = None, *, best: str | None = None,
+               mode: str = "max") -> dict[str, Any]:
         """Queue a CPU task merging a checkpoint into a Hugging Face folder (default ``$HOME/models/<task>-step<N>``);
         returns that task (``info.target`` is the folder, usable as a next task's ``model_id``)."""
-        return self.http.post(f"/api/v2/tasks/{task_id}/export", json={"step": step, "to": to})
+        return self.http.post(f"/api/v2/tasks/{task_id}/export", json={**_pick(step, best, mode), "to": to})
+
+
+def _pick(step: int | None, best: str | None, mode: str) -> dict[str, Any]:
+    """Which checkpoint: a step, or the best by a metric (the server refuses both at once)."""
+    return {"step": step} if best is None else {"step": step, "best": best, "mode": mode}
 
 
 def _number(value: Any) -> Any:

@@ -100,7 +100,7 @@ _SUFFIX_RE = re.compile(
     + re.escape(PATH_KEY) + r"=\S+)\s*\Z")
 
 
-def _quote(word: str) -> str:
+def shell_word(word: str) -> str:
     """Shell-quote, but leave ``$HOME/…`` readable (Argus expands it before the shell sees the command)."""
     return word if re.fullmatch(r"[\w@%+=:,./$-]+", word) else shlex.quote(word)
 
@@ -115,7 +115,7 @@ def with_resume(argv: list[str], step_folder: str) -> list[str]:
     extra = resume_overrides(step_folder)
     if len(argv) == 3 and argv[:2] == ["bash", "-lc"]:
         cmd = _SUFFIX_RE.sub("", argv[2]).rstrip()
-        return ["bash", "-lc", f"{cmd} {' '.join(map(_quote, extra))}"]
+        return ["bash", "-lc", f"{cmd} {' '.join(map(shell_word, extra))}"]
     kept = [w for w in argv if w.lstrip("+").partition("=")[0] not in RESUME_KEYS]
     return [*kept, *extra]
 

@@ -134,6 +134,11 @@ class TaskModel(Base):
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     # The task whose checkpoint this one resumes (issue 15), shown on both.
     resumed_from: Mapped[str | None] = mapped_column(String(64), index=True)
+    # The checkpoint this task evaluates (issue 38): its task and step, shown on both; ``scores`` are the
+    # validation metrics it logged for that step, kept once it succeeded (its log may be cleaned up later).
+    evaluates_task: Mapped[str | None] = mapped_column(String(64), index=True)
+    evaluates_step: Mapped[int | None] = mapped_column(Integer)
+    scores: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     # The team the task is charged to (issue 26), by name: kept as written when the team is deleted, so a
     # task's history still says whose budget it used. None: no team.
     team: Mapped[str | None] = mapped_column(String(32))

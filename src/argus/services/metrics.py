@@ -97,11 +97,14 @@ def _read_clock(home: Path, path: Path, cur: _Cursor) -> None:
 def get_task_metrics(session: Session, principal: Principal, task_id: str, root: Path) -> MetricSeries:
     """Every attempt's metrics for a task the principal may read (404 otherwise)."""
     task = get_task(session, principal, task_id, team_read=True)
-    layout = DataLayout.at(str(root))
-    user = user_name_of(session, task)
+    return task_series(DataLayout.at(str(root)), user_name_of(session, task), task.id, task.attempts)
+
+
+def task_series(layout: DataLayout, user: str, task_id: str, attempts: int) -> MetricSeries:
+    """Every attempt's metrics of one task of ``user``, later attempts over earlier ones (no access check)."""
     home = Path(str(layout.home(user)))
     series = MetricSeries()
-    for attempt in range(1, max(task.attempts, 1) + 1):
-        series.merge(read_log_metrics(home, Path(str(layout.attempt_log(user, task.id, attempt)))))
+    for attempt in range(1, max(attempts, 1) + 1):
+        series.merge(read_log_metrics(home, Path(str(layout.attempt_log(user, task_id, attempt)))))
     return series
 

@@ -24,15 +24,17 @@ from sqlalchemy.orm import Session
 
 from argus.core import checkpoints as ck
 from argus.core.admission import AdmissionPolicy, SpecCheck
+from argus.core.evaluation import Mode
 from argus.core.paths import is_under, normalize
 from argus.core.states import TERMINAL, TaskStatus
 from argus.core.taskspec import load_spec_document
 from argus.db.models import TaskEventModel, TaskModel, utcnow
-from argus.errors import ClientError, Conflict, FieldError, NotFound
+from argus.errors import ClientError, Conflict, FieldError
 from argus.services.checkpoints import Listing, Step, task_listing
+from argus.services.evaluations import pick_step
 from argus.services.home_files import open_in_home
 from argus.services.principal import Principal
-from argus.services.tasks import Submitted, get_task, submit_task, user_name_of
+from argus.services.tasks import Origin, Submitted, get_task, own_task, submit_task, user_name_of
 
 _NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
@@ -45,29 +47,24 @@ def checkpoints_of(session: Session, principal: Principal, task_id: str,
     return task_listing(policy.layout, owner, task.id, list(task.argv), task.status), owner
 
 
-def _own_task(session: Session, principal: Principal, task_id: str, what: str) -> TaskModel:
-    task = get_task(session, principal, task_id)
-    if task.user_id != principal.id:  # an admin sees it, but a new task would be the admin's, in the admin's home
-        raise NotFound(f"no task {task_id!r} of yours to {what}", code="task_not_found")
-    return task
-
-
 def resume_task(session: Session, principal: Principal, task_id: str, *, step: int | None,
-                policy: AdmissionPolicy, checks: tuple[SpecCheck, ...] = (), max_bytes: int = 256 * 1024) -> Submitted:
-    """Submit a new task with the old one's spec resuming from ``step`` (default: its latest complete one)."""
-    old = _own_task(session, principal, task_id, "resume")
+                policy: AdmissionPolicy, checks: tuple[SpecCheck, ...] = (), max_bytes: int = 256 * 1024,
+                best: str | None = None, mode: Mode = "max") -> Submitted:
+    """Submit a new task with the old one's spec resuming from ``step`` (default: its latest complete one;
+    with ``best``, the step whose evaluation scored best on that metric)."""
+    old = own_task(session, principal, task_id, "resume")
     if TaskStatus(old.status) not in TERMINAL:
         raise Conflict(f"task {task_id} is {old.status}: resume it once it has ended (cancel it first to "
                        "continue now)", code="task_active")
     listing = task_listing(policy.layout, principal.name, old.id, list(old.argv), old.status)
-    chosen = listing.pick(step)
+    chosen = pick_step(session, listing, old.id, policy.layout, step=step, best=best, mode=mode)
     doc = load_spec_document(old.spec_raw, None)
     if not isinstance(doc, dict):  # it was accepted once; a later parser change must not crash
         raise Conflict(f"task {task_id}'s spec can no longer be read", code="spec_unreadable")
     shown = policy.layout.to_virtual(chosen.path, principal.name)
     body = yaml.safe_dump(ck.resume_spec(doc, shown), sort_keys=False, allow_unicode=True)
     done = submit_task(session, principal, body, policy=policy, content_type="application/yaml",
-                       max_bytes=max_bytes, checks=checks, resumed_from=old.id)
+                       max_bytes=max_bytes, checks=checks, origin=Origin(resumed_from=old.id))
     session.add(TaskEventModel(task_id=done.task.id, at=utcnow(), from_status=TaskStatus.QUEUED.value,
                                to_status=TaskStatus.QUEUED.value, reason=None, actor=principal.name,
                                message=f"resumes {old.id} from checkpoint {ck.STEP_PREFIX}{chosen.step} ({shown})"))
@@ -111,11 +108,13 @@ def _backend(home: Path, folder: str) -> str:
 
 
 def export_task(session: Session, principal: Principal, task_id: str, *, step: int | None, to: str | None,
-                policy: AdmissionPolicy, checks: tuple[SpecCheck, ...] = (), max_bytes: int = 256 * 1024) -> Submitted:
-    """Queue a CPU task that merges a complete checkpoint into a Hugging Face folder with verl.model_merger."""
-    old = _own_task(session, principal, task_id, "export")
+                policy: AdmissionPolicy, checks: tuple[SpecCheck, ...] = (), max_bytes: int = 256 * 1024,
+                best: str | None = None, mode: Mode = "max") -> Submitted:
+    """Queue a CPU task that merges a complete checkpoint (``step``, the latest, or the best by ``best``)
+    into a Hugging Face folder with verl.model_merger."""
+    old = own_task(session, principal, task_id, "export")
     listing = task_listing(policy.layout, principal.name, old.id, list(old.argv), old.status)
-    chosen: Step = listing.pick(step)
+    chosen: Step = pick_step(session, listing, old.id, policy.layout, step=step, best=best, mode=mode)
     user = principal.name
     target = export_target(policy, user, old.id, chosen.step, to)
     real_target = Path(policy.layout.expand(target, user))

@@ -82,6 +82,16 @@ class Checked:
     info: dict[str, Any]
 
 
+@dataclass(frozen=True)
+class Origin:
+    """What a task made from another one's checkpoint records: the task it resumes (issue 15), or the task
+    and step it evaluates (issue 38). Both are shown on the two tasks."""
+
+    resumed_from: str | None = None
+    evaluates_task: str | None = None
+    evaluates_step: int | None = None
+
+
 def submit_task(
     session: Session,
     principal: Principal,
@@ -91,7 +101,7 @@ def submit_task(
     content_type: str | None = None,
     max_bytes: int = 256 * 1024,
     checks: tuple[SpecCheck, ...] = (),
-    resumed_from: str | None = None,
+    origin: Origin | None = None,
 ) -> Submitted:
     """Admit a spec and queue it, or raise ClientError listing every problem (with YAML lines).
 
@@ -100,7 +110,7 @@ def submit_task(
     inside it — or ``preview`` for a dry run."""
     checked = check_spec(principal, body, policy=policy, content_type=content_type, max_bytes=max_bytes,
                          checks=checks)
-    return queue_task(session, principal, checked, policy=policy, resumed_from=resumed_from)
+    return queue_task(session, principal, checked, policy=policy, origin=origin)
 
 
 def policy_for(session: Session, principal: Principal, policy: AdmissionPolicy) -> AdmissionPolicy:
@@ -224,7 +234,7 @@ def charges(session: Session, principal: Principal, checked: Checked) -> Charges
 
 
 def queue_task(session: Session, principal: Principal, checked: Checked, *, policy: AdmissionPolicy,
-               resumed_from: str | None = None) -> Submitted:
+               origin: Origin | None = None) -> Submitted:
     """Give a checked spec its id and queue it: the task row and its first event, in the caller's transaction.
 
     Two prepared Core inserts rather than the ORM's unit of work (a third of a submit's CPU went to the
@@ -260,7 +270,9 @@ def queue_task(session: Session, principal: Principal, checked: Checked, *, poli
         "attempts": 0,
         "created_at": now,
         "updated_at": now,
-        "resumed_from": resumed_from,
+        "resumed_from": origin.resumed_from if origin else None,
+        "evaluates_task": origin.evaluates_task if origin else None,
+        "evaluates_step": origin.evaluates_step if origin else None,
         "team": charge.team,
         "priority_class": charge.priority_class,
         "class_value": charge.class_value,
@@ -350,6 +362,16 @@ def get_task(session: Session, principal: Principal, task_id: str, *, team_read:
     if task is None or (task.user_id != principal.id and not principal.is_admin and not (
             team_read and task.team and teams.role_in(session, principal.id, task.team) is not None)):
         raise NotFound(f"no task {task_id!r}", code="task_not_found")
+    return task
+
+
+
+def own_task(session: Session, principal: Principal, task_id: str, what: str) -> TaskModel:
+    """The principal's own task, to make a new task from (resume, export, evaluate): an admin sees every task,
+    but a task made from another user's would be the admin's, in the admin's home — so it is NotFound."""
+    task = get_task(session, principal, task_id)
+    if task.user_id != principal.id:
+        raise NotFound(f"no task {task_id!r} of yours to {what}", code="task_not_found")
     return task
 
 

@@ -36,7 +36,7 @@ from argus.core.resources import training_device
 from argus.core.states import TaskStatus
 from argus.errors import ClientError, Conflict, FieldError
 from argus.services import eta as eta_svc
-from argus.services import idempotency, task_list, telemetry
+from argus.services import evaluations, idempotency, task_list, telemetry
 from argus.services import rerun as rerun_svc
 from argus.services import tasks as svc
 from argus.services.principal import Principal
@@ -250,6 +250,9 @@ def get_task(
         attempts=attempts,
         resumed_from=task.resumed_from,
         resumed_by=resumed_by(session, task.id),
+        evaluates_task=task.evaluates_task,
+        evaluates_step=task.evaluates_step,
+        scores=evaluations.task_scores(session, task, ctx.layout),
         failure_kind=task.failure_kind,
         failure_hint=task.failure_hint,
         **_failure_hint_code(task.failure_kind, task.failure_hint),

@@ -1,6 +1,8 @@
 // The task page's Checkpoints tab (issue 25): GET …/checkpoints (verl's global_step_N folders: state, size,
 // time), and per complete step Resume (POST …/resume: a new task), Export to a Hugging Face folder
-// (POST …/export: a CPU task), Delete (DELETE …/checkpoints?step=N), plus Delete all. What may be done is the
+// (POST …/export: a CPU task), Evaluate (POST …/evaluate: verl's validation of the step, issue 38; the step's
+// latest evaluation shows its core scores once it succeeded, else its task and status), Delete
+// (DELETE …/checkpoints?step=N), plus Delete all. What may be done is the
 // API's to say: a refused action shows the API's own message (e.g. "the task is RUNNING: … once it has
 // ended"), nothing is decided here. Refreshed every 10 s while the tab is open and the task runs.
 import { api, confirmDialog, el, fmtBytes, fmtTime, poll, promptDialog, sayResult, t } from "./common.js";
@@ -41,6 +43,9 @@ export function startCheckpoints(base, taskId, finished) {
       el("button", { type: "button", "data-act": "resume", onclick: () => act(
         () => api(`${base}/resume`, { method: "POST", body: { step: s.step } }), () => t("task.ckpt_resumed"), true) },
       t("task.ckpt_resume")),
+      el("button", { type: "button", "data-act": "evaluate", onclick: () => act(
+        () => api(`${base}/evaluate`, { method: "POST", body: { step: s.step } }), () => t("task.ckpt_evaluated"), true) },
+      t("task.ckpt_evaluate")),
       el("button", { type: "button", "data-act": "export", onclick: async () => {
         const to = await promptDialog(t("task.ckpt_export_to", { step: s.step, id: taskId }), "");
         if (to === null) return;
@@ -58,7 +63,20 @@ export function startCheckpoints(base, taskId, finished) {
       el("td", {}, stateText(s.state)),
       el("td", { class: "num" }, size),
       el("td", {}, fmtTime(s.modified_at)),
+      el("td", { class: "ckpt-scores" }, scores(s.evaluations || [])),
       el("td", { class: "ckpt-actions" }, actions));
+  }
+
+  /** The step's latest evaluation: its val-core scores (all scores when none is core) once it succeeded,
+   * else a link to its task with the task's status. */
+  function scores(evals) {
+    if (!evals.length) return [];
+    const e = evals[evals.length - 1];
+    if (!e.scores) return [taskLink(e.task_id), " ", t("status." + e.status)];
+    const all = Object.entries(e.scores);
+    const core = all.filter(([k]) => k.startsWith("val-core/"));
+    return (core.length ? core : all).map(([k, v]) =>
+      el("div", { class: "mono", "data-metric": k }, `${k} = ${Number(v).toPrecision(4)}`));
   }
 
   async function load() {
