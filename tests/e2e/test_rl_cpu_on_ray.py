@@ -11,6 +11,9 @@ verl CPU platform): nothing here is the synthetic ``argus.jobs.steps``.
   and **exported** to a Hugging Face folder that transformers loads and generates from;
 * **PPO with a critic** (the shipped advanced example ``examples/ppo-cpu.yaml``): critic metrics each step;
 * **SFT** under torchrun with gloo (``examples/sft-cpu.yaml``);
+* **evaluation** (issue 38): the tiny model by the shipped ``examples/eval-cpu.yaml`` (``kind: eval``), and a GRPO
+  checkpoint by ``POST …/evaluate`` — verl's own validation with the user's reward, its scores on the task, on the
+  checkpoint's step and picking the best step;
 * **failures from the real stack**, each in its class with its hint: a run over its memory limit (host OOM),
   a rollout engine that refuses its configuration (vLLM's own check, at its start), a reward that raises.
 
@@ -24,6 +27,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -85,7 +89,7 @@ def runs(stack: Stack, carol: httpx.Client) -> dict[str, str]:
     home = stack.settings.root / "users" / "carol"
     (home / "code" / "broken_reward.py").write_text(BROKEN_REWARD)
     grpo = _example("grpo-cpu.yaml")
-    out = {w: submit(carol, _example(f"{w}-cpu.yaml")) for w in ("grpo", "ppo", "sft")}
+    out = {w: submit(carol, _example(f"{w}-cpu.yaml")) for w in ("grpo", "ppo", "sft", "eval")}
     out["starved"] = submit(carol, grpo + "memory_per_node: 1536Mi\n")
     out["engine"] = submit(carol, grpo + ENGINE_REFUSES)
     out["broken"] = submit(carol, grpo.replace("reward_path: $HOME/code/reward.py",
@@ -142,6 +146,10 @@ def test_a_grpo_checkpoint_resumes_at_the_next_step_and_exports_a_loadable_model
     exported = carol.post(f"/api/v2/tasks/{tid}/export", json={"step": 4, "to": "tiny-grpo"})
     assert exported.status_code == 201, exported.text
 
+    asked = time.monotonic()
+    evaluated = carol.post(f"/api/v2/tasks/{tid}/evaluate", json={"step": 4})
+    assert evaluated.status_code == 201, evaluated.text
+
     rid = resumed.json()["task_id"]
     _, log = _finished(carol, rid)
     events = [e["message"] or "" for e in carol.get(f"/api/v2/tasks/{rid}/events").json()]
@@ -157,6 +165,35 @@ def test_a_grpo_checkpoint_resumes_at_the_next_step_and_exports_a_loadable_model
             "print('generated', out.shape[1] - ids.shape[1])\n")
     done = subprocess.run([sys.executable, "-c", code, str(out)], capture_output=True, text=True, timeout=300)
     assert "generated 4" in done.stdout, done.stderr[-3000:]
+
+    eid = evaluated.json()["task_id"]
+    _, log = _finished(carol, eid)
+    print(f"checkpoint → scores: {time.monotonic() - asked:.0f} s (beside the resume and the export)")
+    assert "carol-reward-was-called" in log
+    scores = carol.get(f"/api/v2/tasks/{eid}").json()["scores"]
+    _assert_scored_by_carols_reward(scores)
+    assert not any(k.startswith(("actor/", "critic/")) for k in _points(carol, eid))  # nothing was trained
+    step4 = carol.get(f"/api/v2/tasks/{tid}/checkpoints").json()["steps"][-1]
+    assert step4["step"] == 4 and [(e["task_id"], e["scores"]) for e in step4["evaluations"]] == [(eid, scores)]
+    core = next(k for k in scores if k.startswith("val-core/"))
+    best = carol.get(f"/api/v2/tasks/{tid}/checkpoints/best", params={"metric": core})
+    assert best.status_code == 200 and best.json()["step"] == 4, best.text
+
+
+def _assert_scored_by_carols_reward(scores: dict[str, float] | None) -> None:
+    """verl's validation scores, with carol's reward (each response 0.25 or 0.75) as the core metric."""
+    assert scores, scores
+    core = [v for k, v in scores.items() if k.startswith("val-core/") and k.endswith("/mean@1")]
+    assert core and all(LOW <= v <= HIGH for v in core), scores
+
+
+def test_the_eval_example_scores_the_tiny_model_with_the_users_reward(
+        carol: httpx.Client, runs: dict[str, str]) -> None:
+    t, log = _finished(carol, runs["eval"])
+    assert "carol-reward-was-called" in log
+    _assert_scored_by_carols_reward(carol.get(f"/api/v2/tasks/{runs['eval']}").json()["scores"])
+    assert not any(k.startswith(("actor/", "critic/")) for k in _points(carol, runs["eval"]))
+    assert carol.get(f"/api/v2/tasks/{runs['eval']}/checkpoints").json()["steps"] == []  # nothing saved
 
 
 def test_ppo_with_a_critic_trains_on_cpu(carol: httpx.Client, runs: dict[str, str]) -> None:
