@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 import pytest
 
@@ -106,6 +107,8 @@ SCENARIOS = {  # what the tests in tests/scheduler drive, one scenario per reaso
     "queue.user_task_limit": lambda: plan([q("t")], [h("x")], [n("a", 4)], Limits(8, 1)),
     "queue.team_task_limit": lambda: plan([q("t", team="nlp")], [h("x", team="nlp")], [n("a", 4)],
                                           Limits(8, 0, teams={"nlp": TeamLimits(max_running=1)})),
+    "queue.sweep_limit": lambda: plan([replace(q("t"), sweep="sweep-1")], [replace(h("x"), sweep="sweep-1")],
+                                      [n("a", 4)], Limits(8, 0, sweeps={"sweep-1": 1})),
     "queue.user_gpu_limit": lambda: plan([q("t", gpus=4), q("t2", gpus=4, age=1)],
                                          [h("x", gpus=4)], [n("a", 8, free=4), n("b", 8)],
                                          Limits(8, 0, users={"u": UserLimits(max_gpus=4)})),

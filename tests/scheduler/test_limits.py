@@ -44,6 +44,18 @@ def test_gpu_limit_blocks_the_user_names_the_limit_and_lets_others_start():
     assert p.pending == {"a3": "user limit: 16 GPUs held, this task needs 8 (max 16)"}
 
 
+def test_a_sweep_runs_at_most_max_concurrent_trials_and_other_tasks_pass_it():
+    """Issue 38: a sweep's trials beyond its max_concurrent wait saying so; the owner's other tasks do not."""
+    lim = Limits(64, 0, sweeps={"sweep-1": 2})
+    held = [HeldTask("t0", "alice", 1, 1, None, sweep="sweep-1")]
+    queued = [QueuedTask(f"t{i}", "alice", 0, i, 1, 1, sweep="sweep-1") for i in (1, 2, 3)]
+    queued.append(q("other", "alice", age=9, gpus=1))
+    p = plan(queued, held, nodes(1), lim)
+    assert started(p) == ["t1", "other"]
+    assert p.pending == {t: "sweep limit: sweep-1 runs 2 trials at a time (its max_concurrent)" for t in ("t2", "t3")}
+    assert started(plan(queued, held, nodes(1), Limits(64, 0))) == ["t1", "t2", "t3", "other"]  # sweep ended
+
+
 def test_a_users_own_order_is_kept_under_the_gpu_limit():
     """alice's big task waits for her limit; her later small task must not overtake it (Slurm-like)."""
     lim = Limits(64, 16, max_gpus_per_user=16)
@@ -150,3 +162,27 @@ def test_running_task_limit_of_one_user(ctx, ray):
     MonitorActiveTasks(ctx).run_once()
     submit.run_once()
     assert task(ctx, t2).status == "SUBMITTED"
+
+
+def test_the_loop_starts_a_sweeps_trials_max_concurrent_at_a_time(db_ctx):  # noqa: F811
+    """Issue 38, on SQLite and PostgreSQL: the submit loop reads the running sweeps' limits; the limit goes with
+    the sweep (an ended sweep's leftover trials are not held back)."""
+    from argus.db.models import SweepModel, TaskModel, utcnow
+
+    ctx, ray, clock = db_ctx
+    alice = add_user(ctx, "alice")
+    trials = [add_task(ctx, alice, gpus=1, created_offset_s=i) for i in range(3)]
+    with ctx.db.session() as s:
+        s.add(SweepModel(id="sweep-x", user_id=alice, name="x", spec_raw="", spec={}, status="RUNNING",
+                         max_concurrent=2, created_at=utcnow()))
+        for i, tid in enumerate(trials):
+            s.get(TaskModel, tid).sweep_id, s.get(TaskModel, tid).sweep_trial = "sweep-x", i
+    submit, monitor = SubmitQueuedTasks(ctx), MonitorActiveTasks(ctx)
+    run_to_running(ctx, ray, submit, monitor)
+    assert [task(ctx, t).status for t in trials] == ["RUNNING", "RUNNING", "QUEUED"]
+    assert task(ctx, trials[2]).pending_reason == "sweep limit: sweep-x runs 2 trials at a time (its max_concurrent)"
+    clock.advance(30)
+    ray.set(f"{trials[0]}-a1", RayJobStatus.SUCCEEDED, driver_exit_code=0)
+    monitor.run_once()
+    submit.run_once()
+    assert task(ctx, trials[2]).status == "SUBMITTED"

@@ -166,6 +166,9 @@ class TaskOut(TaskSummaryOut):
     evaluates_step: int | None = Field(None, description="the step of that checkpoint")
     scores: dict[str, float] | None = Field(None, description="an evaluation's validation metrics, once it succeeded "
                                             "(val-core/<data source>/<reward key>/mean@1, …)")
+    sweep_id: str | None = Field(None, description="the sweep this task is a trial of (issue 38)")
+    sweep_trial: int | None = Field(None, description="its trial number in the sweep")
+    sweep_params: dict[str, Any] | None = Field(None, description="the parameter values the sweep gave it")
     queue: QueueOut | None = Field(None, description="QUEUED tasks: place in the queue and estimated start")
     progress: ProgressOut | None = Field(None, description="RUNNING tasks: step, rate, GPU-hours, expected end")
     failure_kind: str | None = Field(None, description="a failed task's cause, typed: host_oom, gpu_oom, "

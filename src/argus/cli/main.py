@@ -16,6 +16,7 @@ from argus.cli import (
     metrics,
     notify,
     ops,
+    sweeps,
     tasks,
     teams,
     usage,
@@ -36,6 +37,7 @@ checkpoints.register(app)
 envs.register(app)
 notify.register(app)
 teams.register(app)
+sweeps.register(app)
 
 
 PORT = {"min": 1, "max": 65535}

@@ -41,6 +41,11 @@ def submit(
     answers 502/503/504: a retried submit never queues the task twice."""
     text = sys.stdin.read() if str(file) == "-" else file.read_text()
     ctype = "application/json" if file.suffix == ".json" else "application/yaml"
+    if _is_sweep(text):
+        from argus.cli.sweeps import submit_text
+
+        submit_text(text, dry_run=dry_run, output=output)
+        return
     if dry_run:
         out = client().post("/api/v2/tasks", content=text.encode(), headers={"Content-Type": ctype},
                             params={"dry_run": "true"})
@@ -63,6 +68,18 @@ def submit(
         console.print(f"  [yellow]warning[/yellow]: {escape(str(w))}")
     for key, value in (out.get("info") or {}).items():
         console.print(f"  {key}: {value}", markup=False)
+
+
+def _is_sweep(text: str) -> bool:
+    """A ``kind: sweep`` document (issue 38) goes to ``/api/v2/sweeps``; anything unreadable is the server's to
+    explain."""
+    import yaml
+
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return False
+    return isinstance(doc, dict) and doc.get("kind") == "sweep"
 
 
 @handle_errors

@@ -263,6 +263,27 @@ class Client:
         return self.http.post(f"/api/v2/tasks/{task_id}/rerun", json={"env": env},
                               params={"dry_run": "true"} if dry_run else None)
 
+    # ------------------------------------------------------------ sweeps (issue 38)
+
+    def submit_sweep(self, spec: str | os.PathLike[str] | dict[str, Any], dry_run: bool = False) -> dict[str, Any]:
+        """Submit a sweep (``kind: sweep``: base, parameters, method, max_trials, max_concurrent, budget_gpu_hours,
+        metric, early_stop): ``{sweep_id, trials: [{trial, params, task_id}]}``. Every trial is checked first;
+        ``dry_run`` answers the trials' specs and queues nothing."""
+        body, ctype = _spec_body(spec)
+        return self.http.post("/api/v2/sweeps", content=body, headers={"Content-Type": ctype},
+                              params={"dry_run": "true"} if dry_run else None)
+
+    def sweeps(self) -> list[dict[str, Any]]:
+        """Your sweeps, newest first, each with its trials."""
+        return self.http.get("/api/v2/sweeps")
+
+    def sweep(self, sweep_id: str) -> dict[str, Any]:
+        """One sweep: status, trials (params, task, status, the metric per step), hours used, ``best_task``."""
+        return self.http.get(f"/api/v2/sweeps/{sweep_id}")
+
+    def cancel_sweep(self, sweep_id: str) -> dict[str, Any]:
+        return self.http.post(f"/api/v2/sweeps/{sweep_id}/cancel")
+
     def export(self, task_id: str, step: int | None = None, to: str | None = None, *, best: str | None = None,
                mode: str = "max") -> dict[str, Any]:
         """Queue a CPU task merging a checkpoint into a Hugging Face folder (default ``$HOME/models/<task>-step<N>``);

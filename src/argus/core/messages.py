@@ -38,6 +38,7 @@ EN: dict[str, str] = {
     "queue.cluster_task_limit": "cluster limit: {max} running task{s:max}",
     "queue.user_task_limit": "user limit: {max} running task{s:max}",
     "queue.team_task_limit": "team limit: {team} runs {max} task{s:max} (its max)",
+    "queue.sweep_limit": "sweep limit: {sweep} runs {max} trial{s:max} at a time (its max_concurrent)",
     "queue.user_gpu_limit": "user limit: {held} GPU{s:held} held, this task needs {need} (max {max})",
     "queue.team_gpu_limit": "team limit ({team}): {held} GPU{s:held} held, this task needs {need} (max {max})",
     "queue.user_gpu_never": ("user limit: this task needs {need} GPU{s:need}, more than the user's limit of {max} "

@@ -34,6 +34,7 @@ class TerminationReason(StrEnum):
     SERVER_ERROR = "SERVER_ERROR"
     LOG_WRITE_FAILED = "LOG_WRITE_FAILED"  # the job folder refused the log (full, read-only): task stopped
     STALLED = "STALLED"  # no step and no output past its stall limit, stopped by its on_stall (core/stall.py)
+    SWEEP_STOPPED = "SWEEP_STOPPED"  # stopped by its sweep (issue 38): early-stopped at a rung, or over its budget
 
 
 TERMINAL: frozenset[TaskStatus] = frozenset({TaskStatus.SUCCEEDED, TaskStatus.FAILED, TaskStatus.CANCELED})

@@ -139,6 +139,10 @@ class TaskModel(Base):
     evaluates_task: Mapped[str | None] = mapped_column(String(64), index=True)
     evaluates_step: Mapped[int | None] = mapped_column(Integer)
     scores: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    # The sweep this task is a trial of (issue 38), its number in it and the parameter values it was given.
+    sweep_id: Mapped[str | None] = mapped_column(String(64), index=True)
+    sweep_trial: Mapped[int | None] = mapped_column(Integer)
+    sweep_params: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     # The team the task is charged to (issue 26), by name: kept as written when the team is deleted, so a
     # task's history still says whose budget it used. None: no team.
     team: Mapped[str | None] = mapped_column(String(32))
@@ -364,3 +368,23 @@ class PriorityClassModel(Base):
     users: Mapped[list[str]] = mapped_column(JSON, nullable=False, default=list)
     teams: Mapped[list[str]] = mapped_column(JSON, nullable=False, default=list)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, nullable=False)
+
+
+class SweepModel(Base):
+    """A sweep (issue 38): its spec as written and normalized, its state; its trials are tasks with ``sweep_id``.
+
+    ``status``: RUNNING while any trial may still run; then SUCCEEDED (every trial ended, at least one
+    succeeded), FAILED (none did) or CANCELED. ``message`` says why it ended early (budget, cancel)."""
+
+    __tablename__ = "sweeps"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id"), nullable=False, index=True)
+    name: Mapped[str] = mapped_column(String(128), nullable=False)
+    spec_raw: Mapped[str] = mapped_column(Text, nullable=False)
+    spec: Mapped[dict[str, Any]] = mapped_column(JSON, nullable=False)
+    status: Mapped[str] = mapped_column(String(16), nullable=False, index=True)
+    message: Mapped[str | None] = mapped_column(Text)
+    max_concurrent: Mapped[int] = mapped_column(Integer, nullable=False)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, nullable=False)
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)

@@ -15,7 +15,9 @@ Keys: ``trainer.default_local_dir`` (default ``checkpoints``), ``trainer.total_t
 then prints nothing more and never ends (a hung collective); ``resume_skew=D`` makes a resumed run
 start at checkpoint step + 1 + D (a resume that skips, or with D < 0 repeats, steps); ``hold_mib=N``
 keeps N MiB of memory (touched) for the whole run and ``busy=1`` spins a core instead of sleeping
-(what the task's resource samples must show).
+(what the task's resource samples must show). For sweeps (issue 38): ``trainer.test_freq=F`` with
+``val_per_step=X`` also logs a validation every F steps (and at the last), as verl does:
+``val-core/steps/score/mean@1`` = X × step — a trial's quality a sweep can rank by.
 """
 
 from __future__ import annotations
@@ -75,6 +77,8 @@ def main(argv: list[str] | None = None) -> int:
     for i in range(0, len(held), 4096):
         held[i] = 1  # touched: resident, not just reserved
     busy = a.get("busy", "0") == "1"
+    test_freq = int(a.get("trainer.test_freq", "-1"))
+    val_per_step = float(a["val_per_step"]) if "val_per_step" in a else None
     if start:
         start += int(a.get("resume_skew", "0"))
     for step in range(start + 1, total + 1):
@@ -85,7 +89,10 @@ def main(argv: list[str] | None = None) -> int:
         else:
             time.sleep(pause)
         state["weight"] += 1.0
-        print(f"step:{step} - loss:{1.0 / step:.4f} - weight:{state['weight']:.1f}", flush=True)
+        line = f"step:{step} - loss:{1.0 / step:.4f} - weight:{state['weight']:.1f}"
+        if val_per_step is not None and test_freq > 0 and (step % test_freq == 0 or step == total):
+            line += f" - val-core/steps/score/mean@1:{val_per_step * step:.6g}"
+        print(line, flush=True)
         if save_freq > 0 and step % save_freq == 0:
             _save(folder, step, state)
         while step == hang_at:  # silent and alive, like a rank stuck in a collective

@@ -285,16 +285,20 @@ class CancelTasks:
             task = s.get(TaskModel, task_id)
             if task is None or task.status != TaskStatus.CANCELING.value:
                 return 0
+            # who asked keeps its word: a sweep's stop (early stop, budget) stays that, with its reason first
+            reason = (TerminationReason.SWEEP_STOPPED if task.termination_reason == TerminationReason.SWEEP_STOPPED
+                      else TerminationReason.USER_CANCELED)
+            if reason is TerminationReason.SWEEP_STOPPED and task.status_message:
+                note = f"{task.status_message}; {note}"
             try:
-                switch_task_status(s, task, TaskStatus.CANCELED, actor=ACTOR,
-                                   reason=TerminationReason.USER_CANCELED, message=note)
+                switch_task_status(s, task, TaskStatus.CANCELED, actor=ACTOR, reason=reason, message=note)
             except Conflict:
                 return 0
             att = attempt_by_sid(s, sid) if sid else None
             if att is not None:
                 att.status = attempt_status.value
                 att.exit_code = exit_code
-                att.termination_reason = TerminationReason.USER_CANCELED.value
+                att.termination_reason = reason.value
                 att.message = note
                 # when it ran: the record has the driver's times; else its status.json, when Ray started it
                 ran = info is not None and info.status != RayJobStatus.PENDING

@@ -1,4 +1,4 @@
-"""The scheduler thread: recovery first, then cancel → monitor → submit, woken or ticking.
+"""The scheduler thread: recovery first, then cancel → monitor → sweeps → submit, woken or ticking.
 
 One thread runs every loop in sequence, so the loops never race one another inside this
 process (the guarded status updates still protect against the API and other processes).
@@ -20,6 +20,7 @@ from argus.scheduler.common import LoopContext, log
 from argus.scheduler.monitor import MonitorActiveTasks
 from argus.scheduler.recover import RecoverOnStart
 from argus.scheduler.submit import SubmitQueuedTasks
+from argus.scheduler.sweeps import WatchSweeps
 from argus.services import telemetry
 
 
@@ -28,6 +29,7 @@ class SchedulerRunner:
         self.ctx = ctx
         self.cancel = CancelTasks(ctx)
         self.monitor = MonitorActiveTasks(ctx)
+        self.sweeps = WatchSweeps(ctx)
         self.submit = SubmitQueuedTasks(ctx)
         self.recover = RecoverOnStart(ctx, cancel=self.cancel, monitor=self.monitor)
         self._wake = threading.Event()
@@ -57,7 +59,7 @@ class SchedulerRunner:
                 self.submit.wait_all(f"Ray cluster unreachable: {exc}")
                 return
             self.recovered = True
-        for loop in (self.cancel, self.monitor, self.submit):
+        for loop in (self.cancel, self.monitor, self.sweeps, self.submit):
             try:
                 loop.run_once()
             except Exception:  # noqa: BLE001 - e.g. Ray refusing one stop: the other loops still run

@@ -23,7 +23,7 @@ from argus.core import messages
 from argus.core.messages import Message
 from argus.core.resources import RESOURCES_KEY, NodeNeed
 from argus.core.states import ACTIVE, TaskStatus, TerminationReason
-from argus.db.models import TaskAttemptModel, TaskModel, TeamModel, UserModel, utcnow
+from argus.db.models import SweepModel, TaskAttemptModel, TaskModel, TeamModel, UserModel, utcnow
 from argus.errors import Conflict
 from argus.launcher import attempt_record
 from argus.scheduler import policy
@@ -89,14 +89,14 @@ def load_queue(s: Session) -> tuple[list[policy.QueuedTask], dict[str, tuple[str
     rows = s.connection().execute(
         select(TaskModel.id, TaskModel.user_id, TaskModel.priority, TaskModel.created_at,
                TaskModel.nnodes, TaskModel.n_gpus_per_node, TaskModel.pending_reason, *NEED_COLUMNS, TaskModel.team,
-               TaskModel.class_value, TaskModel.priority_class, TaskModel.pending_reason_code)
+               TaskModel.class_value, TaskModel.priority_class, TaskModel.pending_reason_code, TaskModel.sweep_id)
         .where(TaskModel.status == TaskStatus.QUEUED.value)
     ).all()
     queued = [policy.QueuedTask(tid, str(uid), prio, created, nnodes, gpus,
                                 *node_need(entry, nnodes, gpus, cpus, memory), team=team, class_value=value,
-                                priority_class=klass)
-              for tid, uid, prio, created, nnodes, gpus, _, entry, cpus, memory, team, value, klass, _ in rows]
-    return queued, {r[0]: (r[6], r[-1]) for r in rows}
+                                priority_class=klass, sweep=sweep)
+              for tid, uid, prio, created, nnodes, gpus, _, entry, cpus, memory, team, value, klass, _, sweep in rows]
+    return queued, {r[0]: (r[6], r[-2]) for r in rows}
 
 
 # A task's CPUs and memory per node (issue 15), read from its resolved spec without loading the whole JSON.
@@ -108,7 +108,7 @@ def load_held(s: Session) -> tuple[list[policy.HeldTask], dict[str, policy.UserL
     """The tasks holding resources, and the users with limits of their own (both small)."""
     held_rows = s.execute(
         select(TaskModel.id, TaskModel.user_id, TaskModel.nnodes, TaskModel.n_gpus_per_node,
-               TaskAttemptModel.gpus, TaskAttemptModel.node_id, *NEED_COLUMNS, TaskModel.team)
+               TaskAttemptModel.gpus, TaskAttemptModel.node_id, *NEED_COLUMNS, TaskModel.team, TaskModel.sweep_id)
         .outerjoin(TaskAttemptModel, (TaskAttemptModel.task_id == TaskModel.id)
                    & (TaskAttemptModel.attempt == TaskModel.attempts))
         .where(TaskModel.status.in_([st.value for st in ACTIVE]))
@@ -125,7 +125,7 @@ def load_held(s: Session) -> tuple[list[policy.HeldTask], dict[str, policy.UserL
             placed = (r.node_id,) if r.node_id else ()  # a CPU job's CPUs sit on its driver's node, once known
         cpus, memory = node_need(r[6], r.nnodes, r.n_gpus_per_node, r[7], r[8])
         held.append(policy.HeldTask(r.id, str(r.user_id), r.nnodes, r.n_gpus_per_node, placed, cpus, memory,
-                                    r.team))
+                                    r.team, r.sweep_id))
     user_limits = {str(r.id): policy.UserLimits(r.max_gpus, r.max_running_tasks) for r in own_limits}
     return held, user_limits
 
@@ -135,6 +135,12 @@ def load_team_limits(s: Session) -> dict[str, policy.TeamLimits]:
     return {r.name: policy.TeamLimits(r.weight, r.max_gpus, r.max_running_tasks)
             for r in s.execute(select(TeamModel.name, TeamModel.weight, TeamModel.max_gpus,
                                       TeamModel.max_running_tasks))}
+
+
+def load_sweep_limits(s: Session) -> dict[str, int]:
+    """Each running sweep's max_concurrent (issue 38; a handful of rows)."""
+    rows = s.execute(select(SweepModel.id, SweepModel.max_concurrent).where(SweepModel.status == "RUNNING"))
+    return {r.id: r.max_concurrent for r in rows}
 
 
 def node_states(nodes: list[WorkerNode]) -> list[policy.NodeState]:
@@ -212,16 +218,17 @@ class SubmitQueuedTasks:
                 return 0
             held, user_limits = load_held(s)
             teams = load_team_limits(s)
+            sweeps = load_sweep_limits(s)
             usage = self.usage.read(s, ctx.now())
             team_usage = self.usage.teams
             states = node_states(nodes)
             inputs = (fingerprint, sorted((t.task_id, t.nodes) for t in held), states, sorted(user_limits.items()),
-                      sorted(teams.items()), fair_order(usage, held, team_usage, teams), error)
+                      sorted(teams.items()), sorted(sweeps.items()), fair_order(usage, held, team_usage, teams), error)
             if inputs == self._unchanged and time.monotonic() - self._planned_at < self.REPLAN_S:
                 return 0
             queued, reasons = load_queue(s)
         limits = policy.Limits(ctx.settings.max_running_tasks, ctx.settings.max_running_tasks_per_user,
-                               ctx.settings.max_gpus_per_user, user_limits, teams)
+                               ctx.settings.max_gpus_per_user, user_limits, teams, sweeps)
         plan = policy.plan(queued, held, states, limits, usage=usage, team_usage=team_usage, cluster_error=error)
         self.plans += 1
         self._planned_at = time.monotonic()

@@ -41,7 +41,15 @@ from argus.core.resources import reserved_gpus
 from argus.core.spec_lines import with_lines
 from argus.core.states import TERMINAL, TaskStatus, TerminationReason, can_transition
 from argus.core.taskspec import AdvancedTaskSpec, BasicTaskSpec, load_spec_document, parse_taskspec
-from argus.db.models import IdCounterModel, TaskAttemptModel, TaskEventModel, TaskModel, UserModel, utcnow
+from argus.db.models import (
+    IdCounterModel,
+    SweepModel,
+    TaskAttemptModel,
+    TaskEventModel,
+    TaskModel,
+    UserModel,
+    utcnow,
+)
 from argus.errors import ClientError, Conflict, FieldError, Forbidden, NotFound
 from argus.services import audit, notifications, priority_classes, task_list, teams
 from argus.services.principal import Principal
@@ -84,12 +92,15 @@ class Checked:
 
 @dataclass(frozen=True)
 class Origin:
-    """What a task made from another one's checkpoint records: the task it resumes (issue 15), or the task
-    and step it evaluates (issue 38). Both are shown on the two tasks."""
+    """Where a task comes from: the task whose checkpoint it resumes (issue 15) or evaluates (issue 38), the
+    sweep it is a trial of (issue 38). Shown on the task (and on the other task)."""
 
     resumed_from: str | None = None
     evaluates_task: str | None = None
     evaluates_step: int | None = None
+    sweep_id: str | None = None  # a sweep's trial (issue 38): its sweep, number and parameter values
+    sweep_trial: int | None = None
+    sweep_params: dict[str, Any] | None = None
 
 
 def submit_task(
@@ -241,7 +252,7 @@ def queue_task(session: Session, principal: Principal, checked: Checked, *, poli
     flush); ``Submitted.task`` is a transient copy of the row for the caller to read."""
     spec, verdict = checked.spec, checked.verdict
     charge = charges(session, principal, checked)  # refused here: no id is spent on it
-    task_id = _allocate_task_id(session, spec.workload)
+    task_id = allocate_id(session, spec.workload)
     if isinstance(spec, AdvancedTaskSpec):
         assert verdict.command_expanded is not None
         argv = build_advanced_argv(verdict.command_expanded)
@@ -273,6 +284,9 @@ def queue_task(session: Session, principal: Principal, checked: Checked, *, poli
         "resumed_from": origin.resumed_from if origin else None,
         "evaluates_task": origin.evaluates_task if origin else None,
         "evaluates_step": origin.evaluates_step if origin else None,
+        "sweep_id": origin.sweep_id if origin else None,
+        "sweep_trial": origin.sweep_trial if origin else None,
+        "sweep_params": origin.sweep_params if origin else None,
         "team": charge.team,
         "priority_class": charge.priority_class,
         "class_value": charge.class_value,
@@ -327,7 +341,7 @@ def _rejected(errors: list[FieldError], stage: str, message: str | None = None) 
     return exc
 
 
-def _allocate_task_id(session: Session, workload: str) -> str:
+def allocate_id(session: Session, workload: str) -> str:
     """Readable ids ``<workload>-<yyyymmdd>-<nnnn>`` from a per-day counter row."""
     day = datetime.now(UTC).strftime("%Y%m%d")
     for _ in range(5):
@@ -450,7 +464,8 @@ def list_task_attempts(session: Session, task_id: str) -> list[TaskAttemptModel]
     )
 
 
-def user_name_of(session: Session, task: TaskModel) -> str:
+def user_name_of(session: Session, task: TaskModel | SweepModel) -> str:
+    """The name of the user who owns a task (or a sweep)."""
     name = session.scalar(select(UserModel.name).where(UserModel.id == task.user_id))
     assert name is not None
     return name

@@ -51,7 +51,7 @@ if TYPE_CHECKING:
 
 router = APIRouter(prefix="/api/v2/tasks", tags=["tasks"])
 
-_SPEC_BODY = {
+SPEC_BODY = {
     "requestBody": {
         "required": True,
         "content": {
@@ -62,7 +62,7 @@ _SPEC_BODY = {
 }
 
 
-@router.post("", status_code=201, response_model=SubmitOut, openapi_extra=_SPEC_BODY,
+@router.post("", status_code=201, response_model=SubmitOut, openapi_extra=SPEC_BODY,
              responses={200: {"model": DryRunOut, "description": "dry run (`dry_run=true`): accepted, nothing stored"},
                         400: {"model": ErrorOut}, 409: {"model": ErrorOut}})
 async def submit(
@@ -93,7 +93,7 @@ async def submit(
     if checks != "all" and not dry_run:
         raise ClientError("checks applies to a dry run only", code="invalid_request", errors=[FieldError(
             "checks", checks, "a submit always runs every check; drop checks= or add dry_run=true")])
-    raw = await _read_capped(request, ctx.settings.max_spec_bytes)
+    raw = await read_capped(request, ctx.settings.max_spec_bytes)
     content_type = request.headers.get("content-type")
 
     # One blocking job per request (authentication, verl validation, the DB), off the loop: a thread hop
@@ -165,7 +165,7 @@ async def submit(
     return JSONResponse(out.model_dump(mode="json"), status_code=201)  # byte for byte what a replay sends
 
 
-async def _read_capped(request: Request, limit: int) -> bytes:
+async def read_capped(request: Request, limit: int) -> bytes:
     """The body, refusing more than ``limit`` bytes before they are buffered (a spec is small)."""
     too_big = ClientError("task spec too large", code="invalid_spec",
                           errors=[FieldError("(body)", None, f"must be at most {limit} bytes")])
@@ -253,6 +253,9 @@ def get_task(
         evaluates_task=task.evaluates_task,
         evaluates_step=task.evaluates_step,
         scores=evaluations.task_scores(session, task, ctx.layout),
+        sweep_id=task.sweep_id,
+        sweep_trial=task.sweep_trial,
+        sweep_params=task.sweep_params,
         failure_kind=task.failure_kind,
         failure_hint=task.failure_hint,
         **_failure_hint_code(task.failure_kind, task.failure_hint),

@@ -78,6 +78,7 @@ class QueuedTask:
     team: str | None = None  # the team it is charged to (issue 26); None: no team
     class_value: int = 0  # its priority class's value (issue 26): higher classes go first, across users
     priority_class: str | None = None  # the class's name, for reasons
+    sweep: str | None = None  # the sweep it is a trial of (issue 38): at most its max_concurrent run at once
 
 
 @dataclass(frozen=True)
@@ -92,6 +93,7 @@ class HeldTask:
     cpus_per_node: float = 0.0
     memory_per_node: int = 0
     team: str | None = None
+    sweep: str | None = None
 
 
 @dataclass(frozen=True)
@@ -131,6 +133,7 @@ class Limits:
     max_gpus_per_user: int = 0  # default per user; 0: no limit
     users: Mapping[str, UserLimits] = field(default_factory=dict)
     teams: Mapping[str, TeamLimits] = field(default_factory=dict)
+    sweeps: Mapping[str, int] = field(default_factory=dict)  # a running sweep → its max_concurrent (issue 38)
 
     def weights(self) -> dict[str, float]:
         return {name: t.weight for name, t in self.teams.items()}
@@ -415,7 +418,10 @@ def plan(
     per_team_tasks: dict[str, int] = defaultdict(int)
     per_team_gpus: dict[str, int] = defaultdict(int)
     team_blocked: dict[str, Message] = {}  # team → why its remaining GPU tasks wait (its order is kept too)
+    per_sweep: dict[str, int] = defaultdict(int)
     for t in held:
+        if t.sweep:
+            per_sweep[t.sweep] += 1
         per_user_tasks[t.user] += 1
         per_user_gpus[t.user] += t.nnodes * t.gpus_per_node
         if t.team:
@@ -440,6 +446,11 @@ def plan(
         max_tasks = limits.running_limit(user)
         if 0 < max_tasks <= per_user_tasks[user]:
             wait_all(user, msg("queue.user_task_limit", max=max_tasks))
+            continue
+        sweep_max = limits.sweeps.get(t.sweep) if t.sweep else None
+        if sweep_max is not None and per_sweep[t.sweep] >= sweep_max:  # type: ignore[index]
+            out.reasons[t.task_id] = msg("queue.sweep_limit", sweep=t.sweep, max=sweep_max)
+            order.done(t, started=False)
             continue
         team = limits.teams.get(t.team) if t.team else None
         if team is not None and team.max_running is not None and per_team_tasks[t.team] >= team.max_running:
@@ -505,6 +516,8 @@ def plan(
             out.placements.append(Placement(t.task_id, placed))
             running += 1
             per_user_tasks[user] += 1
+            if t.sweep:
+                per_sweep[t.sweep] += 1
             per_user_gpus[user] += t.nnodes * t.gpus_per_node
             if t.team:
                 per_team_tasks[t.team] += 1
