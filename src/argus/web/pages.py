@@ -24,6 +24,7 @@ from argus.api.static_assets import asset_index
 from argus.errors import NotFound
 from argus.services import audit, first_run
 from argus.services.principal import Principal
+from argus.services.sweeps import get_sweep
 from argus.services.tasks import get_task
 from argus.web import i18n
 from argus.web.auth import page_principal
@@ -192,6 +193,24 @@ def envs_page(request: Request, principal: Principal = Depends(signed_in)) -> Re
 def teams_page(request: Request, principal: Principal = Depends(signed_in)) -> Response:
     """Your teams (a site admin: every team) and usage by team; the page fetches /api/v2/teams and /usage."""
     return render(request, "teams.html", title_key="teams.title", principal=principal)
+
+
+@router.get("/sweeps")
+def sweeps_page(request: Request, principal: Principal = Depends(signed_in)) -> Response:
+    """Your sweeps (issue 38); the page fetches /api/v2/sweeps."""
+    return render(request, "sweeps.html", title_key="sweeps.title", principal=principal, sweep_id=None)
+
+
+@router.get("/sweeps/{sweep_id}")
+def sweep_page(sweep_id: str, request: Request, ctx: AppContext = Depends(get_ctx),
+               principal: Principal = Depends(signed_in)) -> Response:
+    """One sweep: its trials on one chart of its metric, their table, the best trial (GET /api/v2/sweeps/{id})."""
+    try:
+        with ctx.db.session() as session:
+            get_sweep(session, principal, sweep_id)
+    except NotFound:
+        return not_found(request, principal)
+    return render(request, "sweeps.html", title_key="sweeps.title", principal=principal, sweep_id=sweep_id)
 
 
 @router.get("/admin")

@@ -44,6 +44,7 @@ class SweepOut(BaseModel):
     metric: str | None
     mode: str
     max_concurrent: int
+    early_stop: dict[str, Any] | None = Field(None, description="{rungs, keep, min_trials}: successive halving")
     budget_gpu_hours: float | None
     hours_used: float = Field(description="GPU-hours of its trials (node-hours for CPU tasks), running ones to now")
     best_task: str | None = Field(None, description="the trial whose last validated metric is best")
@@ -62,7 +63,7 @@ def _out(session: Session, view: svc.SweepView) -> SweepOut:
     return SweepOut(
         sweep_id=s.id, name=s.name, user=tasks_svc.user_name_of(session, s), status=s.status,
         message=s.message, method=spec["method"], metric=spec.get("metric"), mode=spec["mode"],
-        max_concurrent=s.max_concurrent, budget_gpu_hours=spec.get("budget_gpu_hours"),
+        max_concurrent=s.max_concurrent, early_stop=spec.get("early_stop"), budget_gpu_hours=spec.get("budget_gpu_hours"),
         hours_used=round(view.hours_used, 6), best_task=view.best_task, created_at=s.created_at,
         finished_at=s.finished_at,
         trials=[TrialOut(trial=t.task.sweep_trial or 0, params=t.task.sweep_params or {}, task_id=t.task.id,

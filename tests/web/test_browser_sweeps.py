@@ -1,0 +1,57 @@
+"""The Sweeps pages (issue 38), in a real Chromium against a real ``argus up``: a sweep of three quick trials
+(argus.jobs.steps, a validation every 2 steps) runs two at a time, one is stopped at its rung; the page draws the
+trials' metric on one chart, marks the best trial and says why the others were stopped."""
+
+from __future__ import annotations
+
+import yaml
+
+from tests.waiting import wait_until
+from tests.web.conftest import Pages, Up, shot
+
+SWEEP = {
+    "kind": "sweep",
+    "name": "web sweep",
+    "base": {"kind": "advanced", "workload": "job", "nnodes": 1, "n_gpus_per_node": 0, "cpus_per_node": 0.5,
+             "command": "python3 -m argus.jobs.steps trainer.total_training_steps=6 trainer.test_freq=2 "
+                        "trainer.save_freq=0 step_seconds=1.5"},
+    "parameters": {"val_per_step": [0.3, 0.2, 0.1]},
+    "max_concurrent": 2,
+    "metric": "val-core/steps/score/mean@1",
+    "early_stop": {"rungs": [2], "keep": 0.5},
+}
+
+
+def test_a_sweep_page_charts_its_trials_and_names_the_best(up: Up, pages: Pages) -> None:
+    with up.api("alice") as c:
+        r = c.post("/api/v2/sweeps", content=yaml.safe_dump(SWEEP, sort_keys=False).encode(),
+                   headers={"Content-Type": "application/yaml"})
+        assert r.status_code == 201, r.text
+        sid, ids = r.json()["sweep_id"], [t["task_id"] for t in r.json()["trials"]]
+        wait_until(lambda: c.get(f"/api/v2/sweeps/{sid}").json()["status"] != "RUNNING" or None, 300, every=1.0,
+                   what=f"sweep {sid} to end")
+    page = pages.new(user="alice")
+    page.goto(f"{up.url}/sweeps")
+    row = page.locator(f'tr[data-sweep="{sid}"]')
+    row.wait_for()
+    assert "web sweep" in row.inner_text() and ids[0] in row.inner_text()  # its best trial
+    row.locator("a").first.click()
+    page.wait_for_url(f"{up.url}/sweeps/{sid}")
+    page.locator('#sweep-one[data-loaded="1"]').wait_for()
+    assert page.locator("#sweep-title").inner_text() == f"web sweep ({sid})"
+    assert page.locator("#trials-body tr").count() == 3
+    best = page.locator('#trials-body tr[data-best="1"]')
+    assert best.get_attribute("data-task") == ids[0] and "best" in best.inner_text()
+    stopped = page.locator('#trials-body tr[data-stopped="1"]')
+    assert stopped.count() >= 1 and "early-stopped by its sweep at step 2" in stopped.first.inner_text()
+    assert int(page.locator("#sweep-chart").get_attribute("data-lines")) == 3  # every trial validated at step 2
+    assert page.locator("#sweep-chart canvas").count() >= 1
+    assert "rungs 2" in page.locator("#sweep-metric").inner_text()
+    assert page.locator("#sweep-cancel").is_hidden()  # it ended: nothing to cancel
+    shot(page, "sweep-en")
+
+    other = pages.new(user="bob")  # another user's sweep does not exist for them
+    other.goto(f"{up.url}/sweeps/{sid}")
+    assert other.locator("h1").inner_text() != f"web sweep ({sid})"
+    with up.api("bob") as b:
+        assert b.get(f"/api/v2/sweeps/{sid}").status_code == 404
