@@ -14,6 +14,7 @@ from argus.cli import (
     files,
     logs,
     metrics,
+    models,
     notify,
     ops,
     sweeps,
@@ -38,6 +39,7 @@ envs.register(app)
 notify.register(app)
 teams.register(app)
 sweeps.register(app)
+models.register_commands(app)
 
 
 PORT = {"min": 1, "max": 65535}

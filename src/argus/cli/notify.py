@@ -10,12 +10,12 @@ import typer
 from argus.cli.common import Output, console, emit, handle_errors, output_option, sdk, table, when
 
 notify_app = typer.Typer(help="Webhooks and e-mail about your tasks: SUCCEEDED, FAILED, CANCELED, STALLED, RESUMED, "
-                         "IDLE_GPU.", no_args_is_help=True)
+                         "IDLE_GPU, MODEL_ALIAS.", no_args_is_help=True)
 
 
 def events_option() -> list[str] | None:
     return typer.Option(None, "--events", "-e", help="events to send, comma-separated or repeated "
-                        "(SUCCEEDED,FAILED,CANCELED,STALLED,RESUMED,IDLE_GPU) [default: all]")
+                        "(SUCCEEDED,FAILED,CANCELED,STALLED,RESUMED,IDLE_GPU,MODEL_ALIAS) [default: all]")
 
 
 def _events(values: list[str] | None) -> list[str] | None:

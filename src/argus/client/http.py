@@ -113,6 +113,9 @@ class ArgusClient:
     def post(self, path: str, **kw: Any) -> Any:
         return self.request("POST", path, **kw)
 
+    def put(self, path: str, **kw: Any) -> Any:
+        return self.request("PUT", path, **kw)
+
     def delete(self, path: str, **kw: Any) -> Any:
         return self.request("DELETE", path, **kw)
 

@@ -62,7 +62,7 @@ class Files:
 class Notifications:
     """Your notification channels (issue 24): webhooks and e-mail about your tasks' events.
 
-    ``events`` None subscribes to all of them (SUCCEEDED, FAILED, CANCELED, STALLED, RESUMED, IDLE_GPU).
+    ``events`` None subscribes to all of them (SUCCEEDED, FAILED, CANCELED, STALLED, RESUMED, IDLE_GPU, MODEL_ALIAS).
     A new webhook's answer holds its signing ``secret``, the only time the server shows it."""
 
     def __init__(self, http: ArgusClient) -> None:
@@ -262,6 +262,26 @@ class Client:
         the ``errors`` no fix covers, nothing queued."""
         return self.http.post(f"/api/v2/tasks/{task_id}/rerun", json={"env": env},
                               params={"dry_run": "true"} if dry_run else None)
+
+    # ------------------------------------------------------------ model registry (issue 38)
+
+    def register_model(self, name: str, *, task_id: str | None = None, step: int | None = None,
+                       best: str | None = None, mode: str = "max", path: str | None = None) -> dict[str, Any]:
+        """Register the next version of ``name``: a task's checkpoint (``step``, latest, or ``best`` by a metric),
+        an export task's folder, or a Hugging Face folder in your home (``path``). Returns the version."""
+        body = {"name": name, "task_id": task_id, "step": step, "best": best, "mode": mode, "path": path}
+        return self.http.post("/api/v2/models", json={k: v for k, v in body.items() if v is not None})
+
+    def models(self) -> list[dict[str, Any]]:
+        return self.http.get("/api/v2/models")
+
+    def model(self, ref: str) -> dict[str, Any]:
+        """``name`` (every version), ``name:N`` or ``name@alias`` (that version): paths, lineage, scores, aliases."""
+        return self.http.get(f"/api/v2/models/{ref}")
+
+    def set_alias(self, name: str, alias: str, version: int) -> dict[str, Any]:
+        """Point ``name@alias`` at ``version`` (audited; your channels hear MODEL_ALIAS)."""
+        return self.http.put(f"/api/v2/models/{name}/aliases/{alias}", json={"version": version})
 
     # ------------------------------------------------------------ sweeps (issue 38)
 

@@ -388,3 +388,40 @@ class SweepModel(Base):
     max_concurrent: Mapped[int] = mapped_column(Integer, nullable=False)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, nullable=False)
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+
+class ModelVersionModel(Base):
+    """A registered model version (issue 38): a checkpoint step or a Hugging Face folder of one user, under a
+    name, numbered 1, 2, … per name, with its lineage (the task, its resolved spec, environment and verl, the
+    hashes of its data and reward files) and the scores of its evaluation, as they were when registered."""
+
+    __tablename__ = "model_versions"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id"), nullable=False)
+    name: Mapped[str] = mapped_column(String(64), nullable=False)
+    version: Mapped[int] = mapped_column(Integer, nullable=False)
+    kind: Mapped[str] = mapped_column(String(16), nullable=False)  # checkpoint | hf
+    path: Mapped[str] = mapped_column(String(4096), nullable=False)  # as the owner writes it ($HOME/…)
+    source_task: Mapped[str | None] = mapped_column(String(64), index=True)
+    step: Mapped[int | None] = mapped_column(Integer)
+    lineage: Mapped[dict[str, Any]] = mapped_column(JSON, nullable=False)
+    scores: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, nullable=False)
+
+    __table_args__ = (Index("ix_model_versions_name", "user_id", "name", "version", unique=True),)
+
+
+class ModelAliasModel(Base):
+    """``name@alias`` → a version (issue 38): ``candidate``, ``production``; moved by its owner, audited."""
+
+    __tablename__ = "model_aliases"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id"), nullable=False)
+    name: Mapped[str] = mapped_column(String(64), nullable=False)
+    alias: Mapped[str] = mapped_column(String(32), nullable=False)
+    version: Mapped[int] = mapped_column(Integer, nullable=False)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, nullable=False)
+
+    __table_args__ = (Index("ix_model_aliases_name", "user_id", "name", "alias", unique=True),)

@@ -42,7 +42,9 @@ from argus.services.principal import Principal
 KINDS = ("webhook", "email")
 # What a channel can subscribe to. SUCCEEDED/FAILED/CANCELED come from switch_task_status; STALLED, RESUMED and
 # IDLE_GPU from the monitor (through ``notify``). TEST is sent on request only and needs no subscription.
-EVENTS = ("SUCCEEDED", "FAILED", "CANCELED", "STALLED", "RESUMED", "IDLE_GPU")
+# MODEL_ALIAS (issue 38): one of the user's model aliases moved (services/registry.py), sent with the version's task.
+MODEL_ALIAS = "MODEL_ALIAS"
+EVENTS = ("SUCCEEDED", "FAILED", "CANCELED", "STALLED", "RESUMED", "IDLE_GPU", MODEL_ALIAS)
 TEST_EVENT = "TEST"
 MAX_CHANNELS_PER_USER = 20
 MAX_URL_CHARS = 2000

@@ -36,7 +36,7 @@ class ChannelIn(BaseModel):
     kind: str | None = Field(None, description="webhook | email")
     target: str | None = Field(None, description="the webhook's http(s) URL, or the e-mail address")
     events: list[str] | None = Field(None, description="events to send; left out: all of them "
-                                     "(SUCCEEDED, FAILED, CANCELED, STALLED, RESUMED, IDLE_GPU)")
+                                     "(SUCCEEDED, FAILED, CANCELED, STALLED, RESUMED, IDLE_GPU, MODEL_ALIAS)")
 
 
 class ChannelOut(BaseModel):
