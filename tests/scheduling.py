@@ -49,7 +49,7 @@ SHARED: dict[str, tuple[str, ...]] = {
         "test_envs", "test_gang_on_workers", "test_team_fairshare_on_ray", "test_ray_dashboard",
         "test_templates_on_ray", "test_export_on_ray", "test_resume_on_ray", "test_usage_restart",
         "test_sdk_readme", "test_server_restart", "test_team_folder_on_ray", "test_rl_cpu_on_ray",
-        "test_noisy_neighbours", "test_sweeps_on_ray")),
+        "test_noisy_neighbours", "test_sweeps_on_ray", "test_pipelines_on_ray")),
     "web-up": tuple(f"tests/web/{m}.py" for m in (
         "test_browser", "test_browser_admin", "test_browser_logs", "test_browser_new_task_help",
         "test_browser_phone", "test_envs_page", "test_browser_data", "test_browser_charts",

@@ -23,7 +23,7 @@ import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import httpx
 import uvicorn
@@ -380,10 +380,20 @@ def _scheduler_components(ctx: AppContext) -> list[Component]:
     from argus.scheduler.wiring import build_scheduler
 
     sched = build_scheduler(ctx.db, ctx.settings, **ctx.extras.get("ray_endpoints", {}))
+    attach_scheduler(ctx, sched)
+    return [sched.component]
+
+
+def attach_scheduler(ctx: AppContext, sched: Any) -> None:
+    """What the API and the scheduler hand each other (a ``scheduler.wiring.Scheduler``): the API wakes its loops
+    and reads its nodes view and queue estimates; its pipeline loop admits a pipeline's steps with the API's
+    policy and checks (verl's validation), read when a step starts."""
+    from argus.services import pipelines
+
     ctx.wake = sched.runner.wake
     ctx.nodes = sched.nodes
     ctx.queue_estimates = sched.queue
-    return [sched.component]
+    sched.runner.ctx.admission = lambda: pipelines.Admission(ctx.policy, ctx.checks, ctx.settings.max_spec_bytes)
 
 
 class _ThreadPart:

@@ -20,6 +20,7 @@ import httpx
 from argus.core.states import TaskStatus, can_transition
 from argus.scheduler.runner import SchedulerRunner
 from argus.scheduler.wiring import Scheduler, build_scheduler
+from argus.server import attach_scheduler
 from argus.settings import Settings
 from tests.helpers import LiveServer, live_server, submit_spec
 from tests.waiting import wait_until
@@ -137,7 +138,7 @@ def argus_on(cluster: Any, settings: Settings) -> Iterator[Stack]:
     def configure(ctx):  # noqa: ANN001, ANN202
         sched = build_scheduler(ctx.db, ctx.settings, ray_address=stack.gcs_address,
                                 dashboard=stack.dashboard_url)
-        ctx.wake, ctx.nodes, ctx.queue_estimates = sched.runner.wake, sched.nodes, sched.queue
+        attach_scheduler(ctx, sched)  # as argus.server wires it
         stack.scheduler = sched
 
     with live_server(settings, configure) as srv:

@@ -49,9 +49,10 @@ def cluster_data(verl_server, alice, tmp_path_factory):  # noqa: ANN001, ANN201
 @pytest.mark.parametrize("example", sorted(p.name for p in EXAMPLES.glob("*.yaml")))
 def test_each_example_is_accepted(cluster_data, example: str) -> None:
     body = (EXAMPLES / example).read_text()
-    sweep = "\nkind: sweep\n" in f"\n{body}"  # a sweep: every trial checked (a dry run: nothing queued)
-    r = cluster_data.post("/api/v2/sweeps" if sweep else "/api/v2/tasks", content=body.encode(),
-                          params={"dry_run": "true"} if sweep else None, headers={"Content-Type": "application/yaml"})
+    kind = next((k for k in ("sweep", "pipeline") if f"\nkind: {k}\n" in f"\n{body}"), None)
+    # a sweep or a pipeline: every trial or step checked, as a dry run (nothing queued)
+    r = cluster_data.post(f"/api/v2/{kind}s" if kind else "/api/v2/tasks", content=body.encode(),
+                          params={"dry_run": "true"} if kind else None, headers={"Content-Type": "application/yaml"})
     assert r.status_code == 201, r.text
-    if sweep:
+    if kind == "sweep":
         assert len(r.json()["trials"]) == 4, r.json()

@@ -29,6 +29,7 @@ from argus.api.routers import (
     models,
     nodes,
     notifications,
+    pipelines,
     priority_classes,
     prometheus,
     ray_dashboard,
@@ -85,7 +86,7 @@ def create_app(ctx: AppContext, extra_routers: tuple = ()) -> FastAPI:
     for r in (health.router, session.router, tasks.router, users.router, metrics.router, files.router, logs.router, nodes.router,
               audit.router, usage.router, resources.router, checkpoints.router, ray_dashboard.router, envs.router,
               prometheus.router, retention.router, notifications.router, teams.router, priority_classes.router, verl.router,
-              sweeps.router, models.router,
+              sweeps.router, models.router, pipelines.router,
               *extra_routers):
         app.include_router(r)
     _install_error_handlers(app)

@@ -17,6 +17,7 @@ from argus.cli import (
     models,
     notify,
     ops,
+    pipelines,
     sweeps,
     tasks,
     teams,
@@ -40,6 +41,7 @@ notify.register(app)
 teams.register(app)
 sweeps.register(app)
 models.register_commands(app)
+pipelines.register(app)
 
 
 PORT = {"min": 1, "max": 65535}

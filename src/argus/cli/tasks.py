@@ -41,10 +41,11 @@ def submit(
     answers 502/503/504: a retried submit never queues the task twice."""
     text = sys.stdin.read() if str(file) == "-" else file.read_text()
     ctype = "application/json" if file.suffix == ".json" else "application/yaml"
-    if _is_sweep(text):
-        from argus.cli.sweeps import submit_text
+    kind = _kind(text)
+    if kind in ("sweep", "pipeline"):  # issue 38: their own endpoints
+        from argus.cli import pipelines, sweeps
 
-        submit_text(text, dry_run=dry_run, output=output)
+        (sweeps if kind == "sweep" else pipelines).submit_text(text, dry_run=dry_run, output=output)
         return
     if dry_run:
         out = client().post("/api/v2/tasks", content=text.encode(), headers={"Content-Type": ctype},
@@ -70,16 +71,16 @@ def submit(
         console.print(f"  {key}: {value}", markup=False)
 
 
-def _is_sweep(text: str) -> bool:
-    """A ``kind: sweep`` document (issue 38) goes to ``/api/v2/sweeps``; anything unreadable is the server's to
-    explain."""
+def _kind(text: str) -> str | None:
+    """A document's ``kind``: a sweep or a pipeline (issue 38) goes to its own endpoint; anything unreadable is the
+    server's to explain."""
     import yaml
 
     try:
         doc = yaml.safe_load(text)
     except yaml.YAMLError:
-        return False
-    return isinstance(doc, dict) and doc.get("kind") == "sweep"
+        return None
+    return doc.get("kind") if isinstance(doc, dict) and isinstance(doc.get("kind"), str) else None
 
 
 @handle_errors

@@ -263,6 +263,24 @@ class Client:
         return self.http.post(f"/api/v2/tasks/{task_id}/rerun", json={"env": env},
                               params={"dry_run": "true"} if dry_run else None)
 
+    # ------------------------------------------------------------ pipelines (issue 38)
+
+    def submit_pipeline(self, spec: str | os.PathLike[str] | dict[str, Any], dry_run: bool = False) -> Any:
+        """Submit a pipeline (``kind: pipeline``): the pipeline with its steps' states (None for a dry run)."""
+        body, ctype = _spec_body(spec)
+        return self.http.post("/api/v2/pipelines", content=body, headers={"Content-Type": ctype},
+                              params={"dry_run": "true"} if dry_run else None)
+
+    def pipelines(self) -> list[dict[str, Any]]:
+        return self.http.get("/api/v2/pipelines")
+
+    def pipeline(self, pipeline_id: str) -> dict[str, Any]:
+        """One pipeline: each step's status, task, tries, gate, artifacts and message."""
+        return self.http.get(f"/api/v2/pipelines/{pipeline_id}")
+
+    def cancel_pipeline(self, pipeline_id: str) -> dict[str, Any]:
+        return self.http.post(f"/api/v2/pipelines/{pipeline_id}/cancel")
+
     # ------------------------------------------------------------ model registry (issue 38)
 
     def register_model(self, name: str, *, task_id: str | None = None, step: int | None = None,

@@ -236,9 +236,9 @@ def parse_taskspec(doc: dict[str, Any]) -> TaskSpec | list[FieldError]:
         if isinstance(doc, list):
             return doc
         kind = "basic"
-    if kind == "sweep":
-        return [FieldError("kind", kind, "a sweep is submitted as a sweep: argus sweep submit FILE (argus submit does "
-                           "that for you), or POST /api/v2/sweeps")]
+    if kind in ("sweep", "pipeline"):
+        return [FieldError("kind", kind, f"a {kind} is submitted as a {kind}: argus {kind} submit FILE (argus submit "
+                           f"does that for you), or POST /api/v2/{kind}s")]
     if kind not in ("basic", "advanced"):
         return [FieldError("kind", kind, "must be 'basic' (or omitted), 'advanced' or 'eval'")]
     model: type[_Spec] = AdvancedTaskSpec if kind == "advanced" else BasicTaskSpec

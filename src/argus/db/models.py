@@ -143,6 +143,9 @@ class TaskModel(Base):
     sweep_id: Mapped[str | None] = mapped_column(String(64), index=True)
     sweep_trial: Mapped[int | None] = mapped_column(Integer)
     sweep_params: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    # The pipeline this task is a step of (issue 38) and the step's name.
+    pipeline_id: Mapped[str | None] = mapped_column(String(64), index=True)
+    pipeline_step: Mapped[str | None] = mapped_column(String(32))
     # The team the task is charged to (issue 26), by name: kept as written when the team is deleted, so a
     # task's history still says whose budget it used. None: no team.
     team: Mapped[str | None] = mapped_column(String(32))
@@ -425,3 +428,23 @@ class ModelAliasModel(Base):
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, nullable=False)
 
     __table_args__ = (Index("ix_model_aliases_name", "user_id", "name", "alias", unique=True),)
+
+
+class PipelineModel(Base):
+    """A pipeline (issue 38): its spec as written and normalized, and each step's state in ``state``:
+    ``{step: {status, task_id, tries, artifacts, message}}`` with status waiting, running, succeeded, failed,
+    skipped or canceled. The pipeline is RUNNING until every step is settled; then SUCCEEDED (no step failed),
+    FAILED or CANCELED."""
+
+    __tablename__ = "pipelines"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id"), nullable=False, index=True)
+    name: Mapped[str] = mapped_column(String(128), nullable=False)
+    spec_raw: Mapped[str] = mapped_column(Text, nullable=False)
+    spec: Mapped[dict[str, Any]] = mapped_column(JSON, nullable=False)
+    state: Mapped[dict[str, Any]] = mapped_column(JSON, nullable=False)
+    status: Mapped[str] = mapped_column(String(16), nullable=False, index=True)
+    message: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, nullable=False)
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)

@@ -65,7 +65,7 @@ def register(session: Session, principal: Principal, name: str, *, layout: DataL
     scores = None
     if task_id is not None:
         task = own_task(session, principal, task_id, "register")
-        target = _export_target(task)
+        target = export_target(task)
         if target is not None:
             if task.status != TaskStatus.SUCCEEDED.value:
                 raise Conflict(f"export task {task.id} is {task.status}: register its model once it has succeeded",
@@ -93,7 +93,7 @@ def register(session: Session, principal: Principal, name: str, *, layout: DataL
     return row
 
 
-def _export_target(task: TaskModel) -> str | None:
+def export_target(task: TaskModel) -> str | None:
     """The ``--target_dir`` of a ``verl.model_merger`` export task (as its spec wrote it), else None."""
     words = ck.command_words(list(task.argv))
     if EXPORT_MODULE not in words:

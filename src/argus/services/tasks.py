@@ -43,6 +43,7 @@ from argus.core.states import TERMINAL, TaskStatus, TerminationReason, can_trans
 from argus.core.taskspec import AdvancedTaskSpec, BasicTaskSpec, load_spec_document, parse_taskspec
 from argus.db.models import (
     IdCounterModel,
+    PipelineModel,
     SweepModel,
     TaskAttemptModel,
     TaskEventModel,
@@ -101,6 +102,8 @@ class Origin:
     sweep_id: str | None = None  # a sweep's trial (issue 38): its sweep, number and parameter values
     sweep_trial: int | None = None
     sweep_params: dict[str, Any] | None = None
+    pipeline_id: str | None = None  # a pipeline's step (issue 38): its pipeline and the step's name
+    pipeline_step: str | None = None
 
 
 def submit_task(
@@ -287,6 +290,8 @@ def queue_task(session: Session, principal: Principal, checked: Checked, *, poli
         "sweep_id": origin.sweep_id if origin else None,
         "sweep_trial": origin.sweep_trial if origin else None,
         "sweep_params": origin.sweep_params if origin else None,
+        "pipeline_id": origin.pipeline_id if origin else None,
+        "pipeline_step": origin.pipeline_step if origin else None,
         "team": charge.team,
         "priority_class": charge.priority_class,
         "class_value": charge.class_value,
@@ -464,8 +469,8 @@ def list_task_attempts(session: Session, task_id: str) -> list[TaskAttemptModel]
     )
 
 
-def user_name_of(session: Session, task: TaskModel | SweepModel) -> str:
-    """The name of the user who owns a task (or a sweep)."""
+def user_name_of(session: Session, task: TaskModel | SweepModel | PipelineModel) -> str:
+    """The name of the user who owns a task (or a sweep, a pipeline)."""
     name = session.scalar(select(UserModel.name).where(UserModel.id == task.user_id))
     assert name is not None
     return name

@@ -1,0 +1,114 @@
+"""/api/v2/pipelines: submit a pipeline (checked whole), list, read, cancel (issue 38)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from fastapi import APIRouter, Depends, Query, Request
+from pydantic import BaseModel, Field
+from sqlalchemy.orm import Session
+from starlette.concurrency import run_in_threadpool
+
+from argus.api.context import AppContext
+from argus.api.deps import Credentials, credentials, current_principal, get_ctx, get_session
+from argus.api.routers.tasks import SPEC_BODY, read_capped
+from argus.api.schemas import ErrorOut
+from argus.errors import ClientError, FieldError
+from argus.services import pipelines as svc
+from argus.services import tasks as tasks_svc
+from argus.services.principal import Principal
+
+router = APIRouter(prefix="/api/v2/pipelines", tags=["pipelines"])
+
+
+class StepOut(BaseModel):
+    name: str
+    action: str = Field(description="spec (a task), export, evaluate or register")
+    needs: list[str]
+    status: str = Field(description="waiting, running, succeeded, failed, skipped (a gate, or a step it needs "
+                        "did not succeed) or canceled")
+    task_id: str | None = None
+    tries: int = 0
+    message: str | None = None
+    gate: str | None = Field(None, description="how its gate was passed")
+    artifacts: dict[str, Any] = Field({}, description="task_id, job_dir, checkpoint, hf_path, scores; model, path")
+
+
+class PipelineOut(BaseModel):
+    pipeline_id: str
+    name: str
+    user: str
+    status: str = Field(description="RUNNING, SUCCEEDED (every step settled, none failed), FAILED or CANCELED")
+    message: str | None
+    created_at: datetime
+    finished_at: datetime | None
+    steps: list[StepOut]
+
+
+def _out(session: Session, row: Any) -> PipelineOut:
+    spec = row.spec["steps"]
+    return PipelineOut(
+        pipeline_id=row.id, name=row.name, user=tasks_svc.user_name_of(session, row), status=row.status,
+        message=row.message, created_at=row.created_at, finished_at=row.finished_at,
+        steps=[StepOut(name=n, action=next(k for k in ("spec", "export", "evaluate", "register") if k in spec[n]),
+                       needs=spec[n].get("needs", []), status=st["status"], task_id=st.get("task_id"),
+                       tries=st.get("tries", 0), message=st.get("message"), gate=st.get("gate"),
+                       artifacts=st.get("artifacts") or {}) for n, st in row.state.items()])
+
+
+@router.post("", status_code=201, response_model=PipelineOut | None, openapi_extra=SPEC_BODY,
+             responses={400: {"model": ErrorOut}})
+async def submit_pipeline(
+    request: Request,
+    dry_run: bool = Query(False, description="check the pipeline and its steps; store nothing (answers null)"),
+    creds: Credentials = Depends(credentials),
+    ctx: AppContext = Depends(get_ctx),
+) -> PipelineOut | None:
+    """Submit a pipeline (``kind: pipeline``: named steps, each a task ``spec`` or an ``export``, ``evaluate``
+    or ``register`` of a step it ``needs``; ``{{ steps.X.checkpoint }}``-style references; ``retries``; a
+    ``when`` gate). Every step's spec is checked first (placeholders for the references); then its first steps
+    start on the scheduler's next look."""
+    raw = await read_capped(request, ctx.settings.max_spec_bytes)
+    content_type = request.headers.get("content-type")
+
+    def work() -> PipelineOut | None:
+        principal = creds.principal()
+        try:
+            body = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ClientError("body is not UTF-8 text", code="invalid_pipeline", errors=[
+                FieldError("(body)", None, "send the pipeline as UTF-8 YAML or JSON")]) from None
+        with ctx.db.session() as session:
+            row = svc.submit_pipeline(session, principal, body, content_type=content_type, dry_run=dry_run,
+                                      admission=svc.Admission(ctx.policy, ctx.checks, ctx.settings.max_spec_bytes))
+            return _out(session, row) if row is not None else None
+
+    out = await run_in_threadpool(work)
+    ctx.wake()
+    return out
+
+
+@router.get("", response_model=list[PipelineOut])
+def list_pipelines(principal: Principal = Depends(current_principal),
+                   session: Session = Depends(get_session, scope="function")) -> list[PipelineOut]:
+    """Your pipelines, newest first (an admin's: everyone's), with their steps."""
+    return [_out(session, r) for r in svc.list_pipelines(session, principal)]
+
+
+@router.get("/{pipeline_id}", response_model=PipelineOut, responses={404: {"model": ErrorOut}})
+def get_pipeline(pipeline_id: str, principal: Principal = Depends(current_principal),
+                 session: Session = Depends(get_session, scope="function")) -> PipelineOut:
+    """One pipeline: each step's status, task, tries, gate, artifacts and why it failed or was skipped."""
+    return _out(session, svc.get_pipeline(session, principal, pipeline_id))
+
+
+@router.post("/{pipeline_id}/cancel", response_model=PipelineOut,
+             responses={404: {"model": ErrorOut}, 409: {"model": ErrorOut}})
+def cancel_pipeline(pipeline_id: str, principal: Principal = Depends(current_principal),
+                    session: Session = Depends(get_session, scope="function"),
+                    ctx: AppContext = Depends(get_ctx)) -> PipelineOut:
+    """Cancel the pipeline: its running step's task is stopped, the steps not yet run are canceled."""
+    row = svc.cancel_pipeline(session, principal, pipeline_id)
+    ctx.wake()
+    return _out(session, row)
