@@ -14,7 +14,6 @@ from argus.api.context import AppContext
 from argus.api.deps import current_principal, get_ctx, get_session
 from argus.api.routers.envs import registry as env_registry
 from argus.api.schemas import ErrorOut
-from argus.db.models import ModelVersionModel
 from argus.services import registry as svc
 from argus.services.principal import Principal
 
@@ -68,7 +67,7 @@ class AliasIn(BaseModel):
     version: int = Field(ge=1)
 
 
-def _version(row: ModelVersionModel, alias_map: dict[str, int]) -> VersionOut:
+def _version(row: Any, alias_map: dict[str, int]) -> VersionOut:  # a services.registry version row
     return VersionOut(name=row.name, version=row.version, kind=row.kind, path=row.path, source_task=row.source_task,
                       step=row.step, scores=row.scores, lineage=row.lineage, created_at=row.created_at,
                       aliases=sorted(a for a, v in alias_map.items() if v == row.version))
