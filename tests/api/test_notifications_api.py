@@ -84,7 +84,7 @@ def test_email_channel_receives_its_test_through_smtp(server: LiveServer, mailbo
     r = bob.post("/api/v2/notifications", json={"kind": "email", "target": "bob@example.com"})
     assert r.status_code == 201, r.text
     ch = r.json()
-    assert ch["secret"] is None and ch["events"] == ["SUCCEEDED", "FAILED", "CANCELED", "STALLED", "RESUMED", "IDLE_GPU"]
+    assert ch["secret"] is None and ch["events"] == ["SUCCEEDED", "FAILED", "CANCELED", "STALLED", "RESUMED", "IDLE_GPU", "MODEL_ALIAS"]
     assert bob.post(f"/api/v2/notifications/{ch['id']}/test").status_code == 202
     (mail_from, rcpt, msg), = mailbox.wait_for(1)
     assert mail_from == "argus@cluster.example.com" and rcpt == ["bob@example.com"]
@@ -97,7 +97,7 @@ def test_options_say_what_a_channel_can_be(server: LiveServer) -> None:
     alice = server.new_user("alice")
     assert alice.get("/api/v2/notifications/options").json() == {
         "kinds": ["webhook", "email"], "email_enabled": True,
-        "events": ["SUCCEEDED", "FAILED", "CANCELED", "STALLED", "RESUMED", "IDLE_GPU"]}
+        "events": ["SUCCEEDED", "FAILED", "CANCELED", "STALLED", "RESUMED", "IDLE_GPU", "MODEL_ALIAS"]}
 
 
 def test_without_smtp_email_channels_are_refused_naming_the_setting(live) -> None:

@@ -61,7 +61,7 @@ def test_add_a_webhook_send_a_test_see_it_delivered_and_remove_it(
         row.wait_for()
         assert receiver.url in row.inner_text() and "SUCCEEDED" not in row.inner_text() and "FAILED" in row.inner_text()
         [ch] = alice.get("/api/v2/notifications").json()
-        assert ch["events"] == ["FAILED", "CANCELED", "STALLED", "RESUMED", "IDLE_GPU"]
+        assert ch["events"] == ["FAILED", "CANCELED", "STALLED", "RESUMED", "IDLE_GPU", "MODEL_ALIAS"]
 
         receiver.secret = secret
         row.locator(".notify-test").click()

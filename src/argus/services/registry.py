@@ -47,7 +47,7 @@ EXPORT_MODULE = "verl.model_merger"
 
 def _check_name(name: str) -> None:
     if not NAME_RE.fullmatch(name or ""):
-        raise ClientError("bad model name", code="bad_name", errors=[FieldError(
+        raise ClientError(f"bad model name {name!r}: 1-64 letters, digits, '.', '_' or '-'", code="bad_name", errors=[FieldError(
             "name", name, "1-64 letters, digits, '.', '_' or '-', starting with a letter or digit, e.g. gsm8k-grpo")])
 
 
@@ -106,13 +106,14 @@ def _hf_folder(layout: DataLayout, user: str, path: str) -> str:
     home = Path(str(layout.home(user)))
     real = normalize(layout.expand(path.strip(), user))
     if not is_under(real, PurePosixPath(str(home))) or str(real) == str(home):
-        raise ClientError("bad model path", code="bad_path", errors=[FieldError(
+        raise ClientError(f"bad model path {path!r}: give a Hugging Face folder in your home", code="bad_path", errors=[FieldError(
             "path", path, "a Hugging Face folder in your home, e.g. $HOME/models/tiny-grpo")])
     try:
         fd = open_in_home(home, (*PurePosixPath(str(real)).relative_to(str(home)).parts, "config.json"), os.O_RDONLY)
         os.close(fd)
     except OSError:
-        raise ClientError("not a Hugging Face folder", code="bad_path", errors=[FieldError(
+        raise ClientError(f"{path!r} is not a Hugging Face folder (no config.json reached without links)",
+                          code="bad_path", errors=[FieldError(
             "path", path, "must be a folder holding config.json (e.g. what `argus export` wrote), reached without "
             "links")]) from None
     return layout.to_virtual(str(real), user)
@@ -215,7 +216,8 @@ def resolve(session: Session, principal: Principal, ref: str) -> ModelVersionMod
 def set_alias(session: Session, principal: Principal, name: str, alias: str, version: int) -> ModelAliasModel:
     """Point ``name@alias`` at ``version``: audited, and the owner's channels hear MODEL_ALIAS."""
     if not ALIAS_RE.fullmatch(alias or ""):
-        raise ClientError("bad alias", code="bad_alias", errors=[FieldError(
+        raise ClientError(f"bad alias {alias!r}: 1-32 lower-case letters, digits, '_' or '-', starting with a letter",
+                          code="bad_alias", errors=[FieldError(
             "alias", alias, "1-32 lower-case letters, digits, '_' or '-', starting with a letter, e.g. production")])
     row = next((r for r in versions(session, principal, name) if r.version == version), None)
     if row is None:

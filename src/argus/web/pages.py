@@ -23,6 +23,7 @@ from argus.api.routers.envs import registry as env_registry
 from argus.api.static_assets import asset_index
 from argus.errors import NotFound
 from argus.services import audit, first_run
+from argus.services.pipelines import get_pipeline
 from argus.services.principal import Principal
 from argus.services.sweeps import get_sweep
 from argus.services.tasks import get_task
@@ -211,6 +212,27 @@ def sweep_page(sweep_id: str, request: Request, ctx: AppContext = Depends(get_ct
     except NotFound:
         return not_found(request, principal)
     return render(request, "sweeps.html", title_key="sweeps.title", principal=principal, sweep_id=sweep_id)
+
+
+@router.get("/pipelines")
+@router.get("/pipelines/{pipeline_id}")
+def pipelines_page(request: Request, pipeline_id: str | None = None, ctx: AppContext = Depends(get_ctx),
+                   principal: Principal = Depends(signed_in)) -> Response:
+    """Your pipelines, or one: its steps' states, tasks, gates and artifacts (GET /api/v2/pipelines[/{id}])."""
+    if pipeline_id is not None:
+        try:
+            with ctx.db.session() as session:
+                get_pipeline(session, principal, pipeline_id)
+        except NotFound:
+            return not_found(request, principal)
+    return render(request, "pipelines.html", title_key="pipelines.title", principal=principal, pipeline_id=pipeline_id)
+
+
+@router.get("/models")
+@router.get("/models/{name}")
+def models_page(request: Request, name: str | None = None, principal: Principal = Depends(signed_in)) -> Response:
+    """Your registered models, or one: its versions with lineage and scores, and its aliases (GET /api/v2/models)."""
+    return render(request, "models.html", title_key="models.title", principal=principal, model=name)
 
 
 @router.get("/admin")

@@ -1,0 +1,77 @@
+"""The Pipelines and Models pages (issue 38), in a real Chromium against a real ``argus up``: a pipeline of two quick
+runs (argus.jobs.steps: the second resumes from the first's checkpoint) and a gated registration; the page shows
+each step's state and what it left; the model it registered is on the Models page, where an alias is moved."""
+
+from __future__ import annotations
+
+import yaml
+
+from tests.waiting import wait_until
+from tests.web.conftest import Pages, Up, shot
+
+METRIC = "val-core/steps/score/mean@1"
+STEPS = ("python3 -m argus.jobs.steps trainer.default_local_dir=ckpt trainer.test_freq=2 trainer.save_freq=2 "
+         "step_seconds=0.2 trainer.total_training_steps=4")
+
+
+def _job(command: str) -> dict:
+    return {"kind": "advanced", "workload": "job", "nnodes": 1, "n_gpus_per_node": 0, "cpus_per_node": 0.5,
+            "command": command}
+
+
+PIPELINE = {"kind": "pipeline", "name": "web chain", "steps": {
+    "first": {"spec": _job(f"{STEPS} val_per_step=0.5")},
+    "second": {"needs": ["first"], "spec": _job(f"{STEPS.replace('=4', '=6')} val_per_step=0.5 "
+                                                "trainer.resume_mode=resume_path "
+                                                "trainer.resume_from_path={{ steps.first.checkpoint }}")},
+    "keep": {"needs": ["second"], "register": {"from": "second", "name": "web-model", "alias": "candidate"},
+             "when": {"step": "second", "metric": METRIC, "op": ">=", "value": 1.0}},
+    "weak": {"needs": ["first"], "register": {"from": "first", "name": "web-weak"},
+             "when": {"step": "first", "metric": METRIC, "op": ">=", "value": 9.0}}}}
+
+
+def test_a_pipeline_page_shows_its_steps_and_the_model_page_moves_an_alias(up: Up, pages: Pages) -> None:
+    with up.api("alice") as c:
+        r = c.post("/api/v2/pipelines", content=yaml.safe_dump(PIPELINE, sort_keys=False).encode(),
+                   headers={"Content-Type": "application/yaml"})
+        assert r.status_code == 201, r.text
+        pid = r.json()["pipeline_id"]
+        wait_until(lambda: c.get(f"/api/v2/pipelines/{pid}").json()["status"] != "RUNNING" or None, 300, every=1.0,
+                   what=f"pipeline {pid} to end")
+        assert c.get(f"/api/v2/pipelines/{pid}").json()["status"] == "SUCCEEDED"
+    page = pages.new(user="alice")
+    page.goto(f"{up.url}/pipelines")
+    page.locator(f'tr[data-pipeline="{pid}"] a').click()
+    page.wait_for_url(f"{up.url}/pipelines/{pid}")
+    page.locator('#pipeline-one[data-loaded="1"]').wait_for()
+    assert page.locator("#steps-body tr").count() == 4
+    assert page.locator('#steps-body tr[data-step="first"]').get_attribute("data-status") == "succeeded"
+    assert "checkpoint: $HOME/jobs/" in page.locator('#steps-body tr[data-step="first"]').inner_text()
+    keep = page.locator('#steps-body tr[data-step="keep"]')
+    assert keep.get_attribute("data-status") == "succeeded"
+    weak = page.locator('#steps-body tr[data-step="weak"]')
+    assert weak.get_attribute("data-status") == "skipped" and "gate not passed: first" in weak.inner_text()
+    assert page.locator("#pipeline-cancel").is_hidden()
+    shot(page, "pipeline-en")
+
+    page.goto(f"{up.url}/models")
+    page.locator('tr[data-model="web-model"] a').click()
+    page.wait_for_url(f"{up.url}/models/web-model")
+    page.locator('#model-one[data-loaded="1"]').wait_for()
+    row = page.locator('#versions-body tr[data-version="1"]')
+    assert "@candidate" in row.inner_text() and "/ckpt/global_step_6" in row.inner_text()
+    page.fill("#alias-name", "production")
+    page.click("#alias-move")
+    page.locator('#model-result[data-ok="1"]').wait_for()
+    assert page.locator("#model-result").inner_text() == "web-model@production → version 1."
+    page.locator('#versions-body tr[data-version="1"] td.aliases', has_text="@production").wait_for()
+    page.fill("#alias-name", "Not Valid!")
+    page.click("#alias-move")
+    page.locator('#model-result[data-ok="0"]').wait_for()
+    assert "lower-case letters" in page.locator("#model-result").inner_text()
+    shot(page, "model-en")
+    with up.api("alice") as c:
+        assert c.get("/api/v2/models/web-model@production").json()["versions"][0]["version"] == 1
+    other = pages.new(user="bob")
+    other.goto(f"{up.url}/pipelines/{pid}")
+    assert other.locator("#pipeline-one").count() == 0  # the not-found page, not alice's pipeline
