@@ -178,7 +178,8 @@ def test_chinese_ui(up: Up, pages: Pages) -> None:
     assert page.locator("h1").inner_text() == "登录"
     shot(page, "login-zh")
     sign_in(page, up, "alice")
-    assert page.locator("nav a").all_inner_texts() == ["任务", "新建任务", "数据", "节点", "环境", "团队", "账户"]
+    assert page.locator("nav a").all_inner_texts() == ["任务", "新建任务", "数据", "节点", "扫描", "流水线", "模型", "环境",
+                                                       "团队", "账户"]
     assert page.locator("th").first.inner_text() == "ID"
     page.locator("#tasks-body tr").first.wait_for()
     shot(page, "tasks-zh")
@@ -199,7 +200,8 @@ def test_chinese_ui(up: Up, pages: Pages) -> None:
         page.select_option("#lang-switch", "en")
     assert page.locator("#not-found h1").inner_text() == "Not found"
     page.goto(f"{up.url}/tasks")
-    assert page.locator("nav a").all_inner_texts() == ["Tasks", "New task", "Data", "Nodes", "Environments", "Teams", "Account"]
+    assert page.locator("nav a").all_inner_texts() == ["Tasks", "New task", "Data", "Nodes", "Sweeps", "Pipelines",
+                                                       "Models", "Environments", "Teams", "Account"]
 
 
 def test_bob_cannot_open_alices_task(up: Up, pages: Pages) -> None:

@@ -42,7 +42,7 @@ def test_add_a_webhook_send_a_test_see_it_delivered_and_remove_it(
         page.goto(f"{server.url}/account")
         page.wait_for_function("() => document.body.dataset.notifyLoaded === '1'")
         assert page.locator("#notify-body tr").count() == 0
-        assert page.locator("#notify-events input[type=checkbox]").count() == 6
+        assert page.locator("#notify-events input[type=checkbox]").count() == 7
         assert not page.locator('#notify-kind option[value="email"]').is_disabled()  # SMTP is configured
 
         page.fill("#notify-target", "ftp://example.com/<b>x</b>")  # refused by the API, shown as text
