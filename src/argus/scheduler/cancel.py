@@ -285,10 +285,10 @@ class CancelTasks:
             task = s.get(TaskModel, task_id)
             if task is None or task.status != TaskStatus.CANCELING.value:
                 return 0
-            # who asked keeps its word: a sweep's stop (early stop, budget) stays that, with its reason first
-            reason = (TerminationReason.SWEEP_STOPPED if task.termination_reason == TerminationReason.SWEEP_STOPPED
-                      else TerminationReason.USER_CANCELED)
-            if reason is TerminationReason.SWEEP_STOPPED and task.status_message:
+            # it ends with the reason its stop was asked for (services.tasks.request_stop); a stop asked for another
+            # reason than a user's cancel (a sweep's early stop or budget) keeps its message first
+            reason = TerminationReason(task.termination_reason or TerminationReason.USER_CANCELED)
+            if reason is not TerminationReason.USER_CANCELED and task.status_message:
                 note = f"{task.status_message}; {note}"
             try:
                 switch_task_status(s, task, TaskStatus.CANCELED, actor=ACTOR, reason=reason, message=note)

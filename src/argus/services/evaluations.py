@@ -21,13 +21,12 @@ from argus.core import evaluation as ev
 from argus.core.admission import AdmissionPolicy, SpecCheck
 from argus.core.paths import DataLayout
 from argus.core.states import TaskStatus
-from argus.core.taskspec import load_spec_document
 from argus.db.models import TaskEventModel, TaskModel, utcnow
 from argus.errors import ClientError, Conflict, FieldError
 from argus.services.checkpoints import Listing, Step, task_listing
 from argus.services.metrics import task_series
 from argus.services.principal import Principal
-from argus.services.tasks import Origin, Submitted, own_task, submit_task, user_name_of
+from argus.services.tasks import Origin, Submitted, own_task, stored_spec, submit_task, user_name_of
 
 
 @dataclass(frozen=True)
@@ -94,9 +93,7 @@ def evaluate_task(session: Session, principal: Principal, task_id: str, *, step:
                        code="not_evaluable")
     listing = task_listing(policy.layout, principal.name, old.id, list(old.argv), old.status)
     chosen = listing.pick(step)
-    doc = load_spec_document(old.spec_raw, None)
-    if not isinstance(doc, dict):  # it was accepted once; a later parser change must not crash
-        raise Conflict(f"task {task_id}'s spec can no longer be read", code="spec_unreadable")
+    doc = stored_spec(old)
     shown = policy.layout.to_virtual(chosen.path, principal.name)
     spec = ev.eval_spec(doc, shown, name=ev.eval_name(old.id, chosen.step), val_file=val_file,
                         reward_path=reward_path, reward_name=reward_name)

@@ -41,6 +41,8 @@ from argus.services.tasks import (
     allocate_id,
     cancel_task,
     check_spec,
+    owned_row,
+    owned_rows,
     policy_for,
     queue_task,
     user_name_of,
@@ -104,17 +106,11 @@ def submit_pipeline(session: Session, principal: Principal, body: str, *, admiss
 
 
 def get_pipeline(session: Session, principal: Principal, pipeline_id: str) -> PipelineModel:
-    row = session.get(PipelineModel, pipeline_id)
-    if row is None or (row.user_id != principal.id and not principal.is_admin):
-        raise NotFound(f"no pipeline {pipeline_id!r}", code="pipeline_not_found")
-    return row
+    return owned_row(session, principal, PipelineModel, pipeline_id, "pipeline")
 
 
 def list_pipelines(session: Session, principal: Principal, *, limit: int = 100) -> list[PipelineModel]:
-    query = select(PipelineModel).order_by(PipelineModel.created_at.desc(), PipelineModel.id.desc()).limit(limit)
-    if not principal.is_admin:
-        query = query.where(PipelineModel.user_id == principal.id)
-    return list(session.scalars(query))
+    return owned_rows(session, principal, PipelineModel, limit=limit)
 
 
 def cancel_pipeline(session: Session, principal: Principal, pipeline_id: str) -> PipelineModel:

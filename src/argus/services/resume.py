@@ -27,14 +27,13 @@ from argus.core.admission import AdmissionPolicy, SpecCheck
 from argus.core.evaluation import Mode
 from argus.core.paths import is_under, normalize
 from argus.core.states import TERMINAL, TaskStatus
-from argus.core.taskspec import load_spec_document
 from argus.db.models import TaskEventModel, TaskModel, utcnow
 from argus.errors import ClientError, Conflict, FieldError
 from argus.services.checkpoints import Listing, Step, task_listing
 from argus.services.evaluations import pick_step
 from argus.services.home_files import open_in_home
 from argus.services.principal import Principal
-from argus.services.tasks import Origin, Submitted, get_task, own_task, submit_task, user_name_of
+from argus.services.tasks import Origin, Submitted, get_task, own_task, stored_spec, submit_task, user_name_of
 
 _NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
@@ -58,9 +57,7 @@ def resume_task(session: Session, principal: Principal, task_id: str, *, step: i
                        "continue now)", code="task_active")
     listing = task_listing(policy.layout, principal.name, old.id, list(old.argv), old.status)
     chosen = pick_step(session, listing, old.id, policy.layout, step=step, best=best, mode=mode)
-    doc = load_spec_document(old.spec_raw, None)
-    if not isinstance(doc, dict):  # it was accepted once; a later parser change must not crash
-        raise Conflict(f"task {task_id}'s spec can no longer be read", code="spec_unreadable")
+    doc = stored_spec(old)
     shown = policy.layout.to_virtual(chosen.path, principal.name)
     body = yaml.safe_dump(ck.resume_spec(doc, shown), sort_keys=False, allow_unicode=True)
     done = submit_task(session, principal, body, policy=policy, content_type="application/yaml",

@@ -31,7 +31,7 @@ from argus.core.paths import DataLayout
 from argus.core.states import TERMINAL, TaskStatus, TerminationReason
 from argus.core.taskspec import AdvancedTaskSpec, BasicTaskSpec, load_spec_document
 from argus.db.models import SweepModel, TaskAttemptModel, TaskModel, utcnow
-from argus.errors import ClientError, Conflict, FieldError, NotFound
+from argus.errors import ClientError, Conflict, FieldError
 from argus.services.metrics import task_series
 from argus.services.principal import Principal
 from argus.services.tasks import (
@@ -40,8 +40,10 @@ from argus.services.tasks import (
     allocate_id,
     cancel_task,
     check_spec,
+    owned_row,
+    owned_rows,
     queue_task,
-    switch_task_status,
+    request_stop,
     user_name_of,
 )
 
@@ -140,17 +142,11 @@ def _rung_errors(spec: sw.SweepSpec) -> list[FieldError]:
 
 
 def get_sweep(session: Session, principal: Principal, sweep_id: str) -> SweepModel:
-    row = session.get(SweepModel, sweep_id)
-    if row is None or (row.user_id != principal.id and not principal.is_admin):
-        raise NotFound(f"no sweep {sweep_id!r}", code="sweep_not_found")
-    return row
+    return owned_row(session, principal, SweepModel, sweep_id, "sweep")
 
 
 def list_sweeps(session: Session, principal: Principal, *, limit: int = 100) -> list[SweepModel]:
-    query = select(SweepModel).order_by(SweepModel.created_at.desc(), SweepModel.id.desc()).limit(limit)
-    if not principal.is_admin:
-        query = query.where(SweepModel.user_id == principal.id)
-    return list(session.scalars(query))
+    return owned_rows(session, principal, SweepModel, limit=limit)
 
 
 def trials_of(session: Session, sweep_id: str) -> list[TaskModel]:
@@ -230,18 +226,12 @@ def cancel_sweep(session: Session, principal: Principal, sweep_id: str) -> Sweep
 
 
 def _stop(session: Session, task: TaskModel, sweep_id: str, message: str) -> int:
-    """Stop one trial for its sweep: a queued one ends now, a started one is stopped by the cancel loop (which
-    keeps the reason, SWEEP_STOPPED, and this message). 1 when it was stopped now."""
-    status = TaskStatus(task.status)
-    if status in TERMINAL or status == TaskStatus.CANCELING:
-        return 0
-    new = TaskStatus.CANCELED if status == TaskStatus.QUEUED else TaskStatus.CANCELING
+    """Stop one trial for its sweep (reason SWEEP_STOPPED, kept by the cancel loop). 1 when it was stopped now."""
     try:
-        switch_task_status(session, task, new, reason=TerminationReason.SWEEP_STOPPED, message=message,
-                           actor=f"sweep {sweep_id}")
+        return int(request_stop(session, task, reason=TerminationReason.SWEEP_STOPPED, message=message,
+                                actor=f"sweep {sweep_id}"))
     except Conflict:  # it changed meanwhile (ended, or the monitor moved it): the next look decides again
         return 0
-    return 1
 
 
 def tick(session: Session, layout: DataLayout, now: datetime) -> int:

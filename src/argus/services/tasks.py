@@ -394,6 +394,33 @@ def own_task(session: Session, principal: Principal, task_id: str, what: str) ->
     return task
 
 
+
+def stored_spec(task: TaskModel) -> dict[str, Any]:
+    """The spec document a task was submitted with, to make a new task from (resume, evaluate). It was accepted
+    once; a later parser change that cannot read it is a Conflict, not a crash."""
+    doc = load_spec_document(task.spec_raw, None)
+    if not isinstance(doc, dict):
+        raise Conflict(f"task {task.id}'s spec can no longer be read", code="spec_unreadable")
+    return doc
+
+
+def owned_row(session: Session, principal: Principal, model: type[Any], row_id: str, what: str) -> Any:
+    """A sweep or pipeline (any row with ``id`` and ``user_id``) the principal owns, or any for an admin; another
+    user's is NotFound (``<what>_not_found``), never Forbidden: no existence leak."""
+    row = session.get(model, row_id)
+    if row is None or (row.user_id != principal.id and not principal.is_admin):
+        raise NotFound(f"no {what} {row_id!r}", code=f"{what}_not_found")
+    return row
+
+
+def owned_rows(session: Session, principal: Principal, model: type[Any], *, limit: int = 100) -> list[Any]:
+    """The principal's rows of ``model`` (an admin's: everyone's), newest first."""
+    query = select(model).order_by(model.created_at.desc(), model.id.desc()).limit(limit)
+    if not principal.is_admin:
+        query = query.where(model.user_id == principal.id)
+    return list(session.scalars(query))
+
+
 SUMMARY_COLUMNS = (TaskModel.id, TaskModel.user_id, TaskModel.name, TaskModel.kind, TaskModel.workload,
                    TaskModel.status, TaskModel.priority, TaskModel.nnodes, TaskModel.n_gpus_per_node,
                    TaskModel.termination_reason, TaskModel.status_message, TaskModel.pending_reason,
@@ -502,17 +529,26 @@ def cancel_task(session: Session, principal: Principal, task_id: str) -> TaskMod
         raise Forbidden(f"only the owner and the admins of team {task.team!r} may cancel {task_id}",
                         code="forbidden")
     status = TaskStatus(task.status)
-    if status in (TaskStatus.CANCELING, TaskStatus.CANCELED):
-        return task
-    if status in TERMINAL:
+    if status in TERMINAL and status != TaskStatus.CANCELED:
         raise Conflict(f"task {task_id} already ended with {status}", code="task_finished")
-    new = TaskStatus.CANCELED if status == TaskStatus.QUEUED else TaskStatus.CANCELING
-    switch_task_status(session, task, new, reason=TerminationReason.USER_CANCELED,
-                       message=f"canceled by {principal.name}", actor=principal.name)
+    if not request_stop(session, task, reason=TerminationReason.USER_CANCELED, message=f"canceled by {principal.name}",
+                        actor=principal.name):
+        return task
     if task.user_id != principal.id:  # an admin stopping someone's task: the owner may ask who
         audit.record(session, actor=principal.name, action=audit.TASK_CANCELED_BY_OTHER, target=task.id,
                      detail={"owner": user_name_of(session, task), "status_was": status.value})
     return task
+
+
+def request_stop(session: Session, task: TaskModel, *, reason: TerminationReason, message: str, actor: str) -> bool:
+    """Stop a task for ``reason``: QUEUED → CANCELED now; SUBMITTED/RUNNING → CANCELING (the cancel loop stops its
+    Ray job and ends it CANCELED with this reason). False when it has ended or is already being stopped."""
+    status = TaskStatus(task.status)
+    if status in TERMINAL or status == TaskStatus.CANCELING:
+        return False
+    new = TaskStatus.CANCELED if status == TaskStatus.QUEUED else TaskStatus.CANCELING
+    switch_task_status(session, task, new, reason=reason, message=message, actor=actor)
+    return True
 
 
 def stop_for_lost_team(session: Session, user_id: int, team: str, *, actor: str) -> list[str]:

@@ -196,22 +196,25 @@ def teams_page(request: Request, principal: Principal = Depends(signed_in)) -> R
     return render(request, "teams.html", title_key="teams.title", principal=principal)
 
 
+def _owned_page(request: Request, ctx: AppContext, principal: Principal, lookup: Any, row_id: str | None,
+                template: str, key: str) -> Response:
+    """A list page (``row_id`` None) or one row's page, which the principal must be able to read (else the
+    not-found page); the page's script fetches the rest from the API."""
+    if row_id is not None:
+        try:
+            with ctx.db.session() as session:
+                lookup(session, principal, row_id)
+        except NotFound:
+            return not_found(request, principal)
+    return render(request, f"{template}.html", title_key=f"{template}.title", principal=principal, **{key: row_id})
+
+
 @router.get("/sweeps")
-def sweeps_page(request: Request, principal: Principal = Depends(signed_in)) -> Response:
-    """Your sweeps (issue 38); the page fetches /api/v2/sweeps."""
-    return render(request, "sweeps.html", title_key="sweeps.title", principal=principal, sweep_id=None)
-
-
 @router.get("/sweeps/{sweep_id}")
-def sweep_page(sweep_id: str, request: Request, ctx: AppContext = Depends(get_ctx),
-               principal: Principal = Depends(signed_in)) -> Response:
-    """One sweep: its trials on one chart of its metric, their table, the best trial (GET /api/v2/sweeps/{id})."""
-    try:
-        with ctx.db.session() as session:
-            get_sweep(session, principal, sweep_id)
-    except NotFound:
-        return not_found(request, principal)
-    return render(request, "sweeps.html", title_key="sweeps.title", principal=principal, sweep_id=sweep_id)
+def sweeps_page(request: Request, sweep_id: str | None = None, ctx: AppContext = Depends(get_ctx),
+                principal: Principal = Depends(signed_in)) -> Response:
+    """Your sweeps (issue 38), or one: its trials on one chart of its metric, their table, the best trial."""
+    return _owned_page(request, ctx, principal, get_sweep, sweep_id, "sweeps", "sweep_id")
 
 
 @router.get("/pipelines")
@@ -219,13 +222,7 @@ def sweep_page(sweep_id: str, request: Request, ctx: AppContext = Depends(get_ct
 def pipelines_page(request: Request, pipeline_id: str | None = None, ctx: AppContext = Depends(get_ctx),
                    principal: Principal = Depends(signed_in)) -> Response:
     """Your pipelines, or one: its steps' states, tasks, gates and artifacts (GET /api/v2/pipelines[/{id}])."""
-    if pipeline_id is not None:
-        try:
-            with ctx.db.session() as session:
-                get_pipeline(session, principal, pipeline_id)
-        except NotFound:
-            return not_found(request, principal)
-    return render(request, "pipelines.html", title_key="pipelines.title", principal=principal, pipeline_id=pipeline_id)
+    return _owned_page(request, ctx, principal, get_pipeline, pipeline_id, "pipelines", "pipeline_id")
 
 
 @router.get("/models")
