@@ -266,10 +266,14 @@ class Client:
     # ------------------------------------------------------------ pipelines (issue 38)
 
     def submit_pipeline(self, spec: str | os.PathLike[str] | dict[str, Any], dry_run: bool = False) -> Any:
-        """Submit a pipeline (``kind: pipeline``): the pipeline with its steps' states (None for a dry run)."""
+        """Submit a pipeline (``kind: pipeline``): the pipeline with its steps' states (None for a dry run).
+        Sent with a fresh ``Idempotency-Key`` and retried like :meth:`submit`: never two pipelines."""
         body, ctype = _spec_body(spec)
-        return self.http.post("/api/v2/pipelines", content=body, headers={"Content-Type": ctype},
-                              params={"dry_run": "true"} if dry_run else None)
+        if dry_run:
+            return self.http.post("/api/v2/pipelines", content=body, headers={"Content-Type": ctype},
+                                  params={"dry_run": "true"})
+        return self.http.post_retrying("/api/v2/pipelines", key=str(uuid.uuid4()), content=body,
+                                       headers={"Content-Type": ctype})
 
     def pipelines(self) -> list[dict[str, Any]]:
         return self.http.get("/api/v2/pipelines")
@@ -306,10 +310,14 @@ class Client:
     def submit_sweep(self, spec: str | os.PathLike[str] | dict[str, Any], dry_run: bool = False) -> dict[str, Any]:
         """Submit a sweep (``kind: sweep``: base, parameters, method, max_trials, max_concurrent, budget_gpu_hours,
         metric, early_stop): ``{sweep_id, trials: [{trial, params, task_id}]}``. Every trial is checked first;
-        ``dry_run`` answers the trials' specs and queues nothing."""
+        ``dry_run`` answers the trials' specs and queues nothing. Sent with a fresh ``Idempotency-Key`` and retried
+        like :meth:`submit`: never two sweeps."""
         body, ctype = _spec_body(spec)
-        return self.http.post("/api/v2/sweeps", content=body, headers={"Content-Type": ctype},
-                              params={"dry_run": "true"} if dry_run else None)
+        if dry_run:
+            return self.http.post("/api/v2/sweeps", content=body, headers={"Content-Type": ctype},
+                                  params={"dry_run": "true"})
+        return self.http.post_retrying("/api/v2/sweeps", key=str(uuid.uuid4()), content=body,
+                                       headers={"Content-Type": ctype})
 
     def sweeps(self) -> list[dict[str, Any]]:
         """Your sweeps, newest first, each with its trials."""

@@ -1,5 +1,5 @@
 """Idempotent submit (issue 11): the same ``Idempotency-Key`` from the same user within 24 h
-gets the first answer back, never a second task.
+gets the first answer back, never a second task (nor a second sweep or pipeline: issue 38).
 
 A client whose POST was cut (a server crash, a dropped connection) cannot know whether its
 task exists; it sends the same request with the same key again. The key's row is written in
@@ -16,11 +16,18 @@ either both or neither — never a task without its key, or a key without its ta
   ``created_at`` keeps that cheap).
 * Two requests with one key at the same moment: the second's insert hits the primary key,
   its whole transaction (task included) rolls back, and it answers with the winner's row.
+* One table for every submit endpoint (tasks, sweeps, pipelines): a key is the user's, whatever it
+  was sent to. The ``task_id`` column holds the id of what the key made (``sweep-…``,
+  ``pipeline-…``), and the hash of a sweep or pipeline includes its endpoint, so the same text sent
+  with one key to another endpoint is a different request (409), never the other kind's answer.
+  :func:`submit_once` is the whole flow for an endpoint whose work runs in one transaction.
 """
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -69,10 +76,19 @@ def parse_key(value: str | None) -> str | None:
                       errors=[FieldError(HEADER, shown.encode("ascii", "backslashreplace").decode(), problem)])
 
 
-def request_hash(body: str, content_type: str | None) -> str:
-    """What makes two requests "the same": the body and its media type (parameters ignored)."""
+def request_hash(body: str, content_type: str | None, endpoint: str | None = None) -> str:
+    """What makes two requests "the same": the body and its media type (parameters ignored), and the
+    ``endpoint`` (``sweeps``, ``pipelines``) for every submit but a task's (whose hash, stored since
+    issue 11, stays what it was)."""
     media = (content_type or "").split(";", 1)[0].strip().lower()
-    return hashlib.sha256(f"{media}\n{body}".encode()).hexdigest()
+    scope = f"{endpoint}\n" if endpoint else ""
+    return hashlib.sha256(f"{scope}{media}\n{body}".encode()).hexdigest()
+
+
+def _made(made_id: str | None) -> str:
+    """What a key made, named: ``sweep sweep-…``, ``pipeline pipeline-…``, else ``task …``."""
+    noun = next((n for n in ("sweep", "pipeline") if (made_id or "").startswith(f"{n}-")), "task")
+    return f"{noun} {made_id}"
 
 
 def prune(session: Session, now: datetime | None = None) -> int:
@@ -90,14 +106,15 @@ def lookup(session: Session, user_id: int, key: str, req_hash: str, now: datetim
     if row is None or row.created_at < (now or utcnow()) - TTL:
         return None
     if row.request_hash != req_hash:
-        raise Conflict(f"{HEADER} {key!r} was already used for a different request (task {row.task_id}); "
+        raise Conflict(f"{HEADER} {key!r} was already used for a different request ({_made(row.task_id)}); "
                        "send a new key for a new spec", code="idempotency_key_reused")
     return Replay(row.status_code, dict(row.response), row.task_id)
 
 
 def remember(session: Session, user_id: int, key: str, req_hash: str, *, task_id: str | None,
              status_code: int, response: dict[str, Any], now: datetime | None = None) -> None:
-    """Store the answer in the caller's transaction (the one that created the task).
+    """Store the answer in the caller's transaction (the one that created the task; ``task_id``: the id of
+    what it made, a sweep's or a pipeline's too).
 
     Raises KeyRace when a concurrent request stored the same key first; the caller's
     transaction must then roll back (its task with it)."""
@@ -109,3 +126,39 @@ def remember(session: Session, user_id: int, key: str, req_hash: str, *, task_id
         session.flush()
     except IntegrityError as exc:
         raise KeyRace(key) from exc
+
+
+def winner(session: Session, user_id: int, key: str, req_hash: str) -> Replay:
+    """After a :class:`KeyRace`: the answer of the request that stored the key first."""
+    replay = lookup(session, user_id, key, req_hash)
+    if replay is None:  # the winner's row vanished (expired this instant): let the client retry
+        raise Conflict(f"{HEADER} {key!r} is in use by a concurrent request; retry", code="idempotency_key_busy")
+    return replay
+
+
+@dataclass(frozen=True)
+class Made:
+    """What a keyed submit made: its id and the answer to store (and send) for it."""
+
+    made_id: str
+    status_code: int
+    response: dict[str, Any]
+
+
+def submit_once(transaction: Callable[[], AbstractContextManager[Session]], user_id: int, key: str, req_hash: str,
+                make: Callable[[Session], Made]) -> Made | Replay:
+    """``make`` and the key's row in one ``transaction`` (both or neither), unless the key already has an answer:
+    then that answer (:class:`Replay`; a different request under the key: Conflict). A refusal that ``make``
+    raises stores nothing. Two at once: the loser's transaction rolls back and it answers the winner's answer."""
+    with transaction() as session:
+        if replay := lookup(session, user_id, key, req_hash):
+            return replay
+    try:
+        with transaction() as session:
+            made = make(session)
+            remember(session, user_id, key, req_hash, task_id=made.made_id, status_code=made.status_code,
+                     response=made.response)
+        return made
+    except KeyRace:
+        with transaction() as session:
+            return winner(session, user_id, key, req_hash)

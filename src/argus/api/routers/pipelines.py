@@ -5,16 +5,18 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Depends, Header, Query, Request
+from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
 from argus.api.context import AppContext
 from argus.api.deps import Credentials, credentials, current_principal, get_ctx, get_session
-from argus.api.routers.tasks import SPEC_BODY, read_capped
+from argus.api.routers.tasks import SPEC_BODY, keyed_answer, read_capped
 from argus.api.schemas import ErrorOut
 from argus.errors import ClientError, FieldError
+from argus.services import idempotency
 from argus.services import pipelines as svc
 from argus.services import tasks as tasks_svc
 from argus.services.principal import Principal
@@ -58,35 +60,58 @@ def _out(session: Session, row: Any) -> PipelineOut:
 
 
 @router.post("", status_code=201, response_model=PipelineOut | None, openapi_extra=SPEC_BODY,
-             responses={400: {"model": ErrorOut}})
+             responses={400: {"model": ErrorOut}, 409: {"model": ErrorOut}})
 async def submit_pipeline(
     request: Request,
+    idempotency_key: str | None = Header(None, alias=idempotency.HEADER,
+                                         description="makes a retry safe: same key within 24 h, same answer"),
     dry_run: bool = Query(False, description="check the pipeline and its steps; store nothing (answers null)"),
     creds: Credentials = Depends(credentials),
     ctx: AppContext = Depends(get_ctx),
-) -> PipelineOut | None:
+) -> JSONResponse:
     """Submit a pipeline (``kind: pipeline``: named steps, each a task ``spec`` or an ``export``, ``evaluate``
     or ``register`` of a step it ``needs``; ``{{ steps.X.checkpoint }}``-style references; ``retries``; a
     ``when`` gate). Every step's spec is checked first (placeholders for the references); then its first steps
-    start on the scheduler's next look."""
+    start on the scheduler's next look.
+
+    An ``Idempotency-Key`` header works as for ``POST /api/v2/tasks``: the same key from the same user within
+    24 h answers the first answer again (header ``Idempotent-Replayed: true``) and never makes a second
+    pipeline; the same key with a different pipeline is refused (409 ``idempotency_key_reused``). A dry run
+    ignores it."""
     raw = await read_capped(request, ctx.settings.max_spec_bytes)
     content_type = request.headers.get("content-type")
 
-    def work() -> PipelineOut | None:
+    def work() -> idempotency.Made | idempotency.Replay | None:
         principal = creds.principal()
         try:
             body = raw.decode("utf-8")
         except UnicodeDecodeError:
             raise ClientError("body is not UTF-8 text", code="invalid_pipeline", errors=[
                 FieldError("(body)", None, "send the pipeline as UTF-8 YAML or JSON")]) from None
-        with ctx.db.session() as session:
-            row = svc.submit_pipeline(session, principal, body, content_type=content_type, dry_run=dry_run,
-                                      admission=svc.Admission(ctx.policy, ctx.checks, ctx.settings.max_spec_bytes))
-            return _out(session, row) if row is not None else None
+        admission = svc.Admission(ctx.policy, ctx.checks, ctx.settings.max_spec_bytes)
+        if dry_run:  # before any Idempotency-Key handling: a dry run stores nothing, a key included
+            with ctx.db.session() as session:
+                svc.submit_pipeline(session, principal, body, content_type=content_type, dry_run=True,
+                                    admission=admission)
+            return None
+        key = idempotency.parse_key(idempotency_key)
+
+        def make(session: Session) -> idempotency.Made:
+            row = svc.submit_pipeline(session, principal, body, content_type=content_type, admission=admission)
+            assert row is not None
+            return idempotency.Made(row.id, 201, _out(session, row).model_dump(mode="json"))
+
+        if key is None:
+            with ctx.db.session() as session:
+                return make(session)
+        return idempotency.submit_once(ctx.db.session, principal.id, key,
+                                       idempotency.request_hash(body, content_type, "pipelines"), make)
 
     out = await run_in_threadpool(work)
+    if out is None:
+        return JSONResponse(None, status_code=201)
     ctx.wake()
-    return out
+    return keyed_answer(out)
 
 
 @router.get("", response_model=list[PipelineOut])

@@ -5,17 +5,19 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Depends, Header, Query, Request
+from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
 from argus.api.context import AppContext
 from argus.api.deps import Credentials, credentials, current_principal, get_ctx, get_session
-from argus.api.routers.tasks import SPEC_BODY, read_capped
+from argus.api.routers.tasks import SPEC_BODY, keyed_answer, read_capped
 from argus.api.schemas import ErrorOut
 from argus.core.metrics import json_value
 from argus.errors import ClientError, FieldError
+from argus.services import idempotency
 from argus.services import sweeps as svc
 from argus.services import tasks as tasks_svc
 from argus.services.principal import Principal
@@ -73,40 +75,56 @@ def _out(session: Session, view: svc.SweepView) -> SweepOut:
 
 
 @router.post("", status_code=201, response_model=SweepSubmitOut, openapi_extra=SPEC_BODY,
-             responses={400: {"model": ErrorOut}})
+             responses={400: {"model": ErrorOut}, 409: {"model": ErrorOut}})
 async def submit_sweep(
     request: Request,
+    idempotency_key: str | None = Header(None, alias=idempotency.HEADER,
+                                         description="makes a retry safe: same key within 24 h, same answer"),
     dry_run: bool = Query(False, description="check the sweep and every trial; answer the trials, queue nothing"),
     creds: Credentials = Depends(credentials),
     ctx: AppContext = Depends(get_ctx),
-) -> SweepSubmitOut:
+) -> JSONResponse:
     """Submit a sweep (YAML or JSON: ``base``, ``parameters``, ``method``, ``max_trials``, ``max_concurrent``,
     ``budget_gpu_hours``, ``metric``, ``mode``, ``early_stop``; see the user guide). Every trial's spec is
     checked like a submit before any is queued; a refused trial refuses the sweep, its errors under
-    ``trials[i].<field>``. Then every trial is queued as a task of its own."""
+    ``trials[i].<field>``. Then every trial is queued as a task of its own.
+
+    An ``Idempotency-Key`` header works as for ``POST /api/v2/tasks``: the same key from the same user within
+    24 h answers the first answer again (header ``Idempotent-Replayed: true``) and never makes a second sweep;
+    the same key with a different sweep is refused (409 ``idempotency_key_reused``). A dry run ignores it."""
     raw = await read_capped(request, ctx.settings.max_spec_bytes)
     content_type = request.headers.get("content-type")
 
-    def work() -> SweepSubmitOut:
+    def work() -> idempotency.Made | idempotency.Replay:
         principal = creds.principal()
         try:
             body = raw.decode("utf-8")
         except UnicodeDecodeError:
             raise ClientError("body is not UTF-8 text", code="invalid_sweep",
                               errors=[FieldError("(body)", None, "send the sweep as UTF-8 YAML or JSON")]) from None
-        with ctx.db.session() as session:
+        key = None if dry_run else idempotency.parse_key(idempotency_key)  # a dry run stores nothing, a key included
+
+        def make(session: Session) -> idempotency.Made:
             policy = tasks_svc.policy_for(session, principal, ctx.policy)
             done = svc.submit_sweep(session, principal, body, policy=policy, content_type=content_type,
                                     max_bytes=ctx.settings.max_spec_bytes, checks=ctx.checks, dry_run=dry_run)
-            return SweepSubmitOut(
+            out = SweepSubmitOut(
                 sweep_id=done.sweep.id if done.sweep else None,
                 trials=[TrialOut(trial=t.index, params=t.params, task_id=tid, status="QUEUED" if tid else None,
                                  spec=None if tid else t.spec)
                         for t, tid in zip(done.trials, done.task_ids or [None] * len(done.trials), strict=True)])
+            return idempotency.Made(out.sweep_id or "", 201, out.model_dump(mode="json"))
+
+        if key is None:
+            with ctx.db.session() as session:
+                return make(session)
+        return idempotency.submit_once(ctx.db.session, principal.id, key,
+                                       idempotency.request_hash(body, content_type, "sweeps"), make)
 
     out = await run_in_threadpool(work)
-    ctx.wake()
-    return out
+    if isinstance(out, idempotency.Made):
+        ctx.wake()
+    return keyed_answer(out)
 
 
 @router.get("", response_model=list[SweepOut])

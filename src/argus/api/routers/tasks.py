@@ -34,7 +34,7 @@ from argus.core import messages
 from argus.core.admission import AdmissionPolicy
 from argus.core.resources import training_device
 from argus.core.states import TaskStatus
-from argus.errors import ClientError, Conflict, FieldError
+from argus.errors import ClientError, FieldError
 from argus.services import eta as eta_svc
 from argus.services import evaluations, idempotency, task_list, telemetry
 from argus.services import rerun as rerun_svc
@@ -150,11 +150,7 @@ async def submit(
 
     def after_race(principal: Principal, key: str, req_hash: str) -> idempotency.Replay:
         with ctx.db.session() as session:
-            replay = idempotency.lookup(session, principal.id, key, req_hash)
-        if replay is None:  # the winner's row vanished (expired this instant): let the client retry
-            raise Conflict(f"{idempotency.HEADER} {key!r} is in use by a concurrent request; retry",
-                           code="idempotency_key_busy")
-        return replay
+            return idempotency.winner(session, principal.id, key, req_hash)
 
     out = await run_in_threadpool(admit_and_queue)
     if isinstance(out, DryRunOut):
@@ -163,6 +159,13 @@ async def submit(
         return JSONResponse(out.response, status_code=out.status_code, headers={idempotency.REPLAYED_HEADER: "true"})
     ctx.wake()
     return JSONResponse(out.model_dump(mode="json"), status_code=201)  # byte for byte what a replay sends
+
+
+def keyed_answer(out: idempotency.Made | idempotency.Replay) -> JSONResponse:
+    """A keyed submit's answer (a sweep's, a pipeline's): a replay as first sent, marked ``Idempotent-Replayed``."""
+    if isinstance(out, idempotency.Replay):
+        return JSONResponse(out.response, status_code=out.status_code, headers={idempotency.REPLAYED_HEADER: "true"})
+    return JSONResponse(out.response, status_code=out.status_code)  # byte for byte what a replay sends
 
 
 async def read_capped(request: Request, limit: int) -> bytes:
