@@ -125,3 +125,84 @@ def test_a_gate_that_fails_skips_and_cancel_stops_the_running_step(live) -> None
     assert alice.get(f"/api/v2/tasks/{steps['flaky']['task_id']}").json()["status"] == "CANCELED"
     assert alice.post(f"/api/v2/pipelines/{pid}/cancel").status_code == 409
     assert [p["pipeline_id"] for p in alice.get("/api/v2/pipelines").json()] == [pid]
+
+
+
+def _export(to: str) -> dict:
+    return {"kind": "pipeline", "name": f"export to {to}", "steps": {
+        "train": {"spec": job(f"{STEPS} val_per_step=0.1")},
+        "export": {"needs": ["train"], "retries": 2, "export": {"from": "train", "to": to}}}}
+
+
+def _trained(live, alice, to: str) -> tuple[str, Path]:
+    """A pipeline exporting to ``to`` whose train step ended with a checkpoint at step 4: its id and alice's home."""
+    pid = _post(alice, _export(to)).json()["pipeline_id"]
+    assert _tick(live) == 1
+    home = Path(live.ctx.settings.root) / "users" / "alice"
+    train = _steps(alice, pid)["train"]["task_id"]
+    write_step(home / "jobs" / train / "ckpt", 4)
+    _succeed_with_log(live, train, "")
+    return pid, home
+
+
+def _refused(alice, pid: str, why: str) -> None:
+    step = _steps(alice, pid)["export"]
+    assert step["status"] == "failed", step
+    assert step["message"] == f"refused when it was to start: {why}: choose another --to or remove it", step
+
+
+def test_a_retried_export_step_writes_again_into_the_folder_its_own_earlier_tries_left(live) -> None:
+    alice = live.new_user("alice")
+    pid, home = _trained(live, alice, "merged")
+    assert _tick(live) == 1
+    first = _steps(alice, pid)["export"]["task_id"]
+    (home / "models" / "merged").mkdir(parents=True)  # the first try got this far, then failed
+    (home / "models" / "merged" / "config.json").write_text("{}")
+    _fail(live, first)
+    assert _tick(live) == 1
+    step = _steps(alice, pid)["export"]
+    assert (step["status"], step["tries"]) == ("running", 2) and step["task_id"] != first, step
+    spec = alice.get(f"/api/v2/tasks/{step['task_id']}/spec").json()
+    assert spec["command_expanded"].endswith(f"--target_dir '{home}/models/merged'"), spec
+    _fail(live, step["task_id"])  # and again: the folder is still the step's own
+    assert _tick(live) == 1
+    assert _steps(alice, pid)["export"]["tries"] == 3
+
+
+def test_an_export_step_never_takes_over_a_folder_that_is_not_its_own(live) -> None:
+    alice = live.new_user("alice")
+    home = Path(live.ctx.settings.root) / "users" / "alice"
+    (home / "models" / "before").mkdir(parents=True)  # there before the pipeline: its first try is refused
+    pid, _ = _trained(live, alice, "before")
+    assert _tick(live) == 0
+    _refused(alice, pid, "$HOME/models/before already exists")
+    assert _steps(alice, pid)["export"]["tries"] == 0
+
+    pid, _ = _trained(live, alice, "unran")  # its first try failed before it ran: it made nothing
+    _tick(live)
+    first = _steps(alice, pid)["export"]["task_id"]
+    with live.ctx.db.session() as s:
+        s.get(TaskModel, first).status = "FAILED"
+    (home / "models" / "unran").mkdir()
+    _tick(live)
+    _refused(alice, pid, "$HOME/models/unran already exists, and the earlier try of this step never ran, so it did "
+             "not make it")
+
+    pid, _ = _trained(live, alice, "shared")  # another export to the folder, queued while the first try was
+    _tick(live)
+    steps = _steps(alice, pid)
+    r = alice.post(f"/api/v2/tasks/{steps['train']['task_id']}/export", json={"to": "shared"})
+    assert r.status_code == 201, r.text
+    (home / "models" / "shared").mkdir()
+    _fail(live, steps["export"]["task_id"])
+    _tick(live)
+    _refused(alice, pid, f"$HOME/models/shared already exists and task {r.json()['task_id']} also exports to it")
+
+    pid, _ = _trained(live, alice, "linked")  # a link is never a folder a try made
+    _tick(live)
+    (home / "models" / "linked").symlink_to(home / "jobs")
+    _fail(live, _steps(alice, pid)["export"]["task_id"])
+    _tick(live)
+    _refused(alice, pid, "$HOME/models/linked exists and is not a folder (a link or a file): an earlier try of this "
+             "step cannot have made it")
+    assert (home / "jobs").is_dir() and (home / "models" / "linked").is_symlink()

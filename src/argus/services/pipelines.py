@@ -8,7 +8,8 @@
 * **Run** (``tick``, from the scheduler's loop, as the owner): a step whose needs all succeeded and whose gate
   passes is started — a task (``spec``), an export or an evaluation of a needed step's checkpoint (the same
   services as the API's), or a registration in the model registry. A failed task is submitted again up to
-  ``retries`` times; then the step fails, the steps after it are skipped and the pipeline FAILED. Cancelling
+  ``retries`` times (an export's retry writes again into the folder its own earlier try left; any other folder
+  at the target still refuses it); then the step fails, the steps after it are skipped and the pipeline FAILED. Cancelling
   the pipeline cancels its running step. The state lives in the pipeline's row and the steps' tasks, so a
   restart resumes where it was.
 """
@@ -200,9 +201,10 @@ def _start(session: Session, row: PipelineModel, layout: DataLayout, admission: 
                                      max_bytes=admission.max_bytes, checks=admission.checks)
                 done: Submitted | None = queue_task(session, owner, checked, policy=policy,
                                                     origin=Origin(pipeline_id=row.id, pipeline_step=name))
-            elif step.export is not None:
+            elif step.export is not None:  # a retry may write again into the folder its own earlier try left
                 done = resume_svc.export_task(session, owner, source, step=step.export.step, to=step.export.to,
-                                              policy=policy, checks=admission.checks, max_bytes=admission.max_bytes)
+                                              policy=policy, checks=admission.checks, max_bytes=admission.max_bytes,
+                                              retry_of=_tries(session, row.id, name))
             elif step.evaluate is not None:
                 e = step.evaluate
                 done = evaluations.evaluate_task(session, owner, source, step=e.step, val_file=e.val_file,
@@ -230,6 +232,12 @@ def _start(session: Session, row: PipelineModel, layout: DataLayout, admission: 
     session.execute(update(TaskModel).where(TaskModel.id == done.task.id)
                     .values(pipeline_id=row.id, pipeline_step=name))
     st.update(status=STARTED, task_id=done.task.id, tries=st.get("tries", 0) + 1, message=None)
+
+
+def _tries(session: Session, pipeline_id: str, name: str) -> list[str]:
+    """The tasks of this pipeline step's earlier tries."""
+    return list(session.scalars(select(TaskModel.id).where(TaskModel.pipeline_id == pipeline_id,
+                                                           TaskModel.pipeline_step == name)))
 
 
 def _settle(session: Session, layout: DataLayout, owner: Principal, step: pl.Step, st: dict[str, Any]) -> None:

@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Collection
 from pathlib import Path, PurePosixPath
 
 import yaml
-from sqlalchemy import select
+from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 
 from argus.core import checkpoints as ck
@@ -27,8 +28,9 @@ from argus.core.admission import AdmissionPolicy, SpecCheck
 from argus.core.evaluation import Mode
 from argus.core.paths import is_under, normalize
 from argus.core.states import TERMINAL, TaskStatus
-from argus.db.models import TaskEventModel, TaskModel, utcnow
+from argus.db.models import ModelVersionModel, TaskEventModel, TaskModel, utcnow
 from argus.errors import ClientError, Conflict, FieldError
+from argus.services import registry
 from argus.services.checkpoints import Listing, Step, task_listing
 from argus.services.evaluations import pick_step
 from argus.services.home_files import open_in_home
@@ -92,6 +94,44 @@ def export_target(policy: AdmissionPolicy, user: str, task_id: str, step: int, t
     return policy.layout.to_virtual(str(real), user)
 
 
+def _rewritable(session: Session, principal: Principal, policy: AdmissionPolicy, target: str, real: Path,
+                retry_of: Collection[str]) -> None:
+    """Raise Conflict ``exists`` unless the existing ``target`` is the folder an earlier try of the same pipeline
+    step was exporting to: a real folder (no link), that try ended after it ran (a try never started wrote
+    nothing; one still running may still write), and no other export of the owner that was live since the
+    first such try names it, nor a registered model version. A folder made before the pipeline fails the
+    step's first try, so it never gets here with a try of its own."""
+    layout, user = policy.layout, principal.name
+
+    def same(path: str | None) -> bool:
+        return path is not None and normalize(layout.expand(path, user)) == normalize(str(real))
+
+    tries = [t for t in (session.get(TaskModel, i) for i in retry_of)
+             if t is not None and t.user_id == principal.id and same(registry.export_target(t))]
+    why = None
+    if not tries:
+        why = "already exists"
+    elif real.is_symlink() or not real.is_dir():
+        why = "exists and is not a folder (a link or a file): an earlier try of this step cannot have made it"
+    elif running := [t.id for t in tries if TaskStatus(t.status) not in TERMINAL]:
+        why = f"is still being written by task {running[0]} (an earlier try of this step)"
+    elif not any(t.attempts for t in tries):
+        why = "already exists, and the earlier try of this step never ran, so it did not make it"
+    else:
+        first = min(t.created_at for t in tries)
+        ids = [t.id for t in tries]
+        others = session.scalars(select(TaskModel).where(
+            TaskModel.user_id == principal.id, TaskModel.id.not_in(ids),
+            or_(TaskModel.finished_at.is_(None), TaskModel.finished_at >= first)))
+        if other := next((o.id for o in others if same(registry.export_target(o))), None):
+            why = f"already exists and task {other} also exports to it"
+        elif version := next((v for v in session.scalars(select(ModelVersionModel).where(
+                ModelVersionModel.user_id == principal.id)) if same(v.path)), None):
+            why = f"already exists and is registered as {version.name}:{version.version}"
+    if why is not None:
+        raise Conflict(f"{target} {why}: choose another --to or remove it", code="exists")
+
+
 def _backend(home: Path, folder: str) -> str:
     """megatron when the checkpoint holds verl's Megatron ``dist_ckpt/`` folder, else fsdp."""
     try:
@@ -106,9 +146,12 @@ def _backend(home: Path, folder: str) -> str:
 
 def export_task(session: Session, principal: Principal, task_id: str, *, step: int | None, to: str | None,
                 policy: AdmissionPolicy, checks: tuple[SpecCheck, ...] = (), max_bytes: int = 256 * 1024,
-                best: str | None = None, mode: Mode = "max") -> Submitted:
+                best: str | None = None, mode: Mode = "max", retry_of: Collection[str] = ()) -> Submitted:
     """Queue a CPU task that merges a complete checkpoint (``step``, the latest, or the best by ``best``)
-    into a Hugging Face folder with verl.model_merger."""
+    into a Hugging Face folder with verl.model_merger.
+
+    A target that exists is refused, except the folder an earlier try of the same pipeline step left
+    (``retry_of``: those tries' task ids; see :func:`_rewritable`): verl's merger writes into it again."""
     old = own_task(session, principal, task_id, "export")
     listing = task_listing(policy.layout, principal.name, old.id, list(old.argv), old.status)
     chosen: Step = pick_step(session, listing, old.id, policy.layout, step=step, best=best, mode=mode)
@@ -116,7 +159,7 @@ def export_task(session: Session, principal: Principal, task_id: str, *, step: i
     target = export_target(policy, user, old.id, chosen.step, to)
     real_target = Path(policy.layout.expand(target, user))
     if real_target.exists() or real_target.is_symlink():
-        raise Conflict(f"{target} already exists: choose another --to or remove it", code="exists")
+        _rewritable(session, principal, policy, target, real_target, retry_of)
     has_actor = any(c.name == "actor" for c in chosen.components)
     source = f"{chosen.path}/actor" if has_actor else chosen.path  # PPO: actor/; SFT: the step folder itself
     home = Path(str(policy.layout.home(user)))
