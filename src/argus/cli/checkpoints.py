@@ -83,13 +83,25 @@ def evaluate(
     reward_path: str | None = typer.Option(None, "--reward-path", help="a reward file under $HOME/code/ "
                                            "[default: the task's own]"),
     reward_name: str | None = typer.Option(None, "--reward-name", help="the function in it [default: compute_score]"),
+    lm_tasks: str | None = typer.Option(None, "--lm-eval", help="evaluate with lm-eval instead: comma-separated "
+                                        "task names (any task's checkpoint, merged first)"),
+    include_path: list[str] = typer.Option([], "--include-path", help="with --lm-eval: a folder of task YAMLs"),
+    limit: float | None = typer.Option(None, "--limit", help="with --lm-eval: examples per task"),
+    num_fewshot: int | None = typer.Option(None, "--num-fewshot", help="with --lm-eval: few-shot examples"),
     output: Output = output_option(),
 ) -> None:
-    """Evaluate a ppo/grpo checkpoint with verl's own validation (trainer.val_only), as a queued task.
+    """Evaluate a checkpoint as a queued task: a ppo/grpo one with verl's own validation (trainer.val_only), or
+    any with lm-eval (--lm-eval TASKS).
 
     Its scores show on the step in `argus checkpoints ID` once it succeeded; pick the best step for resume
     or export with --best METRIC."""
-    out = sdk().evaluate(task_id, step, val_file=val_file, reward_path=reward_path, reward_name=reward_name)
+    lm_eval = None
+    if lm_tasks is not None:
+        lm_eval = {"tasks": [t for t in lm_tasks.split(",") if t], "include_path": include_path or None,
+                   "limit": None if limit is None else int(limit) if limit >= 1 else limit, "num_fewshot": num_fewshot}
+        lm_eval = {k: v for k, v in lm_eval.items() if v is not None}
+    out = sdk().evaluate(task_id, step, val_file=val_file, reward_path=reward_path, reward_name=reward_name,
+                         lm_eval=lm_eval)
     if emit(out, output):
         return
     info = out.get("info") or {}

@@ -241,10 +241,13 @@ class Client:
         return self.http.get(f"/api/v2/tasks/{task_id}/checkpoints/best", params={"metric": metric, "mode": mode})
 
     def evaluate(self, task_id: str, step: int | None = None, *, val_file: str | None = None,
-                 reward_path: str | None = None, reward_name: str | None = None) -> dict[str, Any]:
+                 reward_path: str | None = None, reward_name: str | None = None,
+                 lm_eval: dict[str, Any] | None = None) -> dict[str, Any]:
         """Queue a task evaluating a checkpoint with verl's validation (``trainer.val_only``), on ``val_file`` and
-        the reward given or the task's own; its scores then show on the step and in ``evaluations``."""
-        body = {"step": step, "val_file": val_file, "reward_path": reward_path, "reward_name": reward_name}
+        the reward given or the task's own — or with lm-eval (``lm_eval={"tasks": [...], "include_path": ...}``,
+        the checkpoint merged first); its scores then show on the step and in ``evaluations``."""
+        body = {"step": step, "val_file": val_file, "reward_path": reward_path, "reward_name": reward_name,
+                "lm_eval": lm_eval}
         return self.http.post(f"/api/v2/tasks/{task_id}/evaluate", json={k: v for k, v in body.items() if v is not None})
 
     def evaluations(self, task_id: str) -> list[dict[str, Any]]:

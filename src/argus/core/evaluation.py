@@ -16,12 +16,20 @@ A ``kind: eval`` spec evaluates a model the user names — a Hugging Face folder
 and, optionally, a verl checkpoint of a run of it — without a source task: ``eval_basic_doc`` turns it
 into a basic GRPO document with validation only (no critic, no reference model: nothing is trained),
 which admission then checks like any basic spec, under the same field names.
+
+With an ``lm_eval:`` block instead of ``val_file``, a ``kind: eval`` spec runs EleutherAI's lm-eval harness
+(``argus.jobs.lm_eval``, the ``lm_eval`` package of the training environment) on the model folder or on a
+checkpoint it merges first: ``eval_lm_doc`` turns it into the advanced spec of that program, whose command
+admission checks like any other (its paths in the user's home or ``common/``). The program prints its scores
+as a verl console metric line (``lm-eval/<task>/<metric>``), so they are the task's scores like verl's.
 """
 
 from __future__ import annotations
 
 import difflib
 import math
+import re
+import shlex
 from typing import Any, Literal
 
 from argus.core import checkpoints as ck
@@ -74,10 +82,17 @@ def eval_spec(doc: dict[str, Any], step_folder: str, *, name: str, val_file: str
     return out
 
 
+LM_EVAL_MODULE = "argus.jobs.lm_eval"
+
+
 def is_evaluation(argv: list[str]) -> bool:
-    """Does this command only validate (``trainer.val_only`` true, the last value Hydra takes)? Then what it
-    logs are scores: an evaluation made by Argus, a ``kind: eval`` spec or a command written that way."""
-    return (ck.last_value(ck.command_words(argv), "trainer.val_only") or "").lower() == "true"
+    """Does this command only evaluate? Then what it logs are scores: ``trainer.val_only`` true (the last
+    value Hydra takes: an evaluation made by Argus, a ``kind: eval`` spec or a command written that way), or
+    the lm-eval program."""
+    words = ck.command_words(argv)
+    if any(w == LM_EVAL_MODULE for w in words):
+        return True
+    return (ck.last_value(words, "trainer.val_only") or "").lower() == "true"
 
 
 def is_validation_key(key: str) -> bool:
@@ -114,8 +129,13 @@ EVAL_FIELDS = frozenset({
     "kind", "name", "priority", "nnodes", "n_gpus_per_node", "device", "cpus_per_node", "memory_per_node", "env",
     "stall_after", "stall_first_step", "on_stall", "team", "priority_class",
     "model_id", "checkpoint", "val_file", "reward_path", "reward_name", "max_prompt_length", "max_response_length",
-    "rollout_name", "overrides",
+    "rollout_name", "overrides", "lm_eval",
 })
+# What only verl's validation reads: an ``lm_eval`` spec refuses them rather than ignoring them.
+_VERL_ONLY = ("val_file", "reward_path", "reward_name", "max_prompt_length", "max_response_length",
+              "rollout_name", "overrides")
+LM_EVAL_FIELDS = frozenset({"tasks", "include_path", "num_fewshot", "limit", "batch_size"})
+_TASK_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")
 # Nothing is trained: no reference model (GRPO's KL loss) and no checkpoint written; one sample per prompt.
 _EVAL_ONLY = ("actor_rollout_ref.actor.use_kl_loss=False", "algorithm.use_kl_in_reward=False")
 
@@ -127,21 +147,14 @@ def eval_basic_doc(doc: dict[str, Any]) -> dict[str, Any] | list[FieldError]:
     from ``model_id`` and loads the step's weights into it (``trainer.resume_mode=resume_path``). The
     validation file doubles as the training file verl's trainer insists on building (it is never trained on),
     and the batch is one prompt per worker so a small validation set is enough."""
-    errors = []
-    for key in doc:
-        if key not in EVAL_FIELDS:
-            close = difflib.get_close_matches(key, sorted(EVAL_FIELDS), n=1)
-            hint = f"did you mean '{close[0]}'? " if close else ""
-            errors.append(FieldError(key, doc[key], f"unknown field of an eval spec; {hint}allowed fields: "
-                                     f"{', '.join(sorted(EVAL_FIELDS))}"))
+    errors = _unknown(doc, EVAL_FIELDS, "", "an eval spec")
+    if "lm_eval" in doc:
+        return eval_lm_doc(doc, errors)
     for key, example in (("model_id", "$HOME/models/tiny"), ("val_file", "$HOME/datasets/gsm8k/test.parquet")):
         if key not in doc:
             errors.append(FieldError(key, None, f"required field is missing; add '{key}: {example}'"))
     checkpoint = doc.get("checkpoint")
-    if checkpoint is not None and not (isinstance(checkpoint, str) and ck.step_of(checkpoint.rstrip("/")
-                                                                                   .rpartition("/")[2]) is not None):
-        errors.append(FieldError("checkpoint", checkpoint, "must be a verl step folder, e.g. "
-                                 "$HOME/jobs/<task>/checkpoints/global_step_4 (argus checkpoints <task> lists them)"))
+    errors += _checkpoint_errors(checkpoint)
     overrides = doc.get("overrides", [])
     if errors:
         return errors
@@ -153,4 +166,110 @@ def eval_basic_doc(doc: dict[str, Any]) -> dict[str, Any] | list[FieldError]:
     out.setdefault("name", f"eval {str(doc['model_id'])[-100:]}")
     resume = ck.resume_overrides(checkpoint.rstrip("/")) if checkpoint else []
     out["overrides"] = [*(overrides if isinstance(overrides, list) else [overrides]), *_EVAL_ONLY, *resume, *VAL_ONLY]
+    return out
+
+
+def _unknown(doc: dict[str, Any], allowed: frozenset[str], where: str, what: str) -> list[FieldError]:
+    errors = []
+    for key in doc:
+        if key not in allowed:
+            close = difflib.get_close_matches(str(key), sorted(allowed), n=1)
+            hint = f"did you mean '{close[0]}'? " if close else ""
+            errors.append(FieldError(f"{where}{key}", doc[key], f"unknown field of {what}; {hint}allowed fields: "
+                                     f"{', '.join(sorted(allowed))}"))
+    return errors
+
+
+def _checkpoint_errors(checkpoint: Any) -> list[FieldError]:
+    if checkpoint is None or isinstance(checkpoint, str) and \
+            ck.step_of(checkpoint.rstrip("/").rpartition("/")[2]) is not None:
+        return []
+    return [FieldError("checkpoint", checkpoint, "must be a verl step folder, e.g. "
+                       "$HOME/jobs/<task>/checkpoints/global_step_4 (argus checkpoints <task> lists them)")]
+
+
+def _strings(value: Any) -> list[str] | None:
+    """A string or a list of strings as a list; None for anything else."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return list(value)
+    return None
+
+
+def _lm_eval_args(block: Any) -> list[str] | list[FieldError]:
+    """The program's arguments from an ``lm_eval:`` block, or every error in it."""
+    if not isinstance(block, dict):
+        return [FieldError("lm_eval", block, "must be a mapping, e.g. {tasks: [my_task], include_path: "
+                           "$HOME/code/lm_tasks, limit: 32}")]
+    errors = _unknown(block, LM_EVAL_FIELDS, "lm_eval.", "an lm_eval block")
+    args: list[str] = []
+    tasks = _strings(block.get("tasks"))
+    if not tasks or not all(_TASK_NAME.match(t) for t in tasks):
+        errors.append(FieldError("lm_eval.tasks", block.get("tasks"), "must name one or more lm-eval tasks or groups "
+                                 "(letters, digits, '_', '.', '-'), e.g. tasks: [my_task]: a task YAML's 'task:' "
+                                 "under include_path, or one of lm-eval's own whose data is in common/hf"))
+    else:
+        args += ["--tasks", ",".join(tasks)]
+    include = _strings(block.get("include_path", []))
+    if include is None or not all(p.strip() for p in include):
+        errors.append(FieldError("lm_eval.include_path", block.get("include_path"),
+                                 "must be a folder (or a list of folders) of task YAMLs, e.g. $HOME/code/lm_tasks"))
+    else:
+        for folder in include:
+            args += ["--include-path", folder.strip()]
+    for key, flag, low in (("num_fewshot", "--num-fewshot", 0), ("batch_size", "--batch-size", 1)):
+        value = block.get(key)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= 4096:
+            errors.append(FieldError(f"lm_eval.{key}", value, f"must be a whole number from {low} to 4096"))
+        else:
+            args += [flag, str(value)]
+    limit = block.get("limit")
+    if limit is not None:
+        ok = not isinstance(limit, bool) and (isinstance(limit, int) and 1 <= limit <= 10**9 or
+                                              isinstance(limit, float) and 0 < limit < 1)
+        if not ok:
+            errors.append(FieldError("lm_eval.limit", limit, "must be a number of examples per task (≥ 1) or a "
+                                     "fraction of each task's examples (between 0 and 1), e.g. limit: 32"))
+        else:
+            args += ["--limit", str(limit)]
+    return errors or args
+
+
+def eval_lm_doc(doc: dict[str, Any], errors: list[FieldError]) -> dict[str, Any] | list[FieldError]:
+    """The advanced document of a ``kind: eval`` spec with ``lm_eval``: the lm-eval program (``LM_EVAL_MODULE``)
+    on ``model_id`` (a Hugging Face folder) or on ``checkpoint`` (a verl step folder, merged first), on one
+    worker: a GPU, or with ``device: cpu`` the node's cores."""
+    for key in _VERL_ONLY:
+        if key in doc:
+            errors.append(FieldError(key, doc[key], "is read by verl's validation only; an lm_eval spec's tasks "
+                                     "bring their own data and metrics: remove it, or evaluate with verl in "
+                                     "another eval spec (without lm_eval)"))
+    model, checkpoint = doc.get("model_id"), doc.get("checkpoint")
+    if (model is None) == (checkpoint is None):
+        errors.append(FieldError("model_id" if model is not None else "checkpoint", model or checkpoint,
+                                 "an lm_eval spec evaluates one model: give model_id (a Hugging Face folder, e.g. "
+                                 "$HOME/models/tiny) or checkpoint (a verl step folder, merged first), not both"
+                                 if model is not None else
+                                 "an lm_eval spec needs the model: add 'model_id: $HOME/models/tiny' or "
+                                 "'checkpoint: $HOME/jobs/<task>/checkpoints/global_step_N'"))
+    if model is not None and not (isinstance(model, str) and model.strip()):
+        errors.append(FieldError("model_id", model, "must be a folder path, e.g. $HOME/models/tiny"))
+    errors += _checkpoint_errors(checkpoint)
+    for key in ("nnodes", "n_gpus_per_node"):
+        if doc.get(key, 1) != 1:
+            errors.append(FieldError(key, doc[key], "lm-eval runs as one process on one worker: set it to 1"))
+    args = _lm_eval_args(doc["lm_eval"])
+    if errors or args and isinstance(args[0], FieldError):
+        return errors + [a for a in args if isinstance(a, FieldError)]
+    source = ["--checkpoint", str(checkpoint).strip().rstrip("/")] if checkpoint else ["--model", str(model).strip()]
+    device = "cpu" if doc.get("device") == "cpu" else "cuda"
+    argv = ["python3", "-m", LM_EVAL_MODULE, *source, *args, "--device", device]
+    out = {k: v for k, v in doc.items() if k not in ("kind", "model_id", "checkpoint", "lm_eval")}
+    out.update(kind="advanced", workload="job", nnodes=1, n_gpus_per_node=1, command=shlex.join(argv))
+    if device == "cuda":
+        out.setdefault("cpus_per_node", 1)  # a utility job counts no CPU by default; this one is busy
+    out.setdefault("name", f"lm-eval {str(model or checkpoint)[-100:]}")
     return out

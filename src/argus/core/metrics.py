@@ -57,7 +57,8 @@ def _number(text: str) -> float | None:
     return value
 
 
-VALIDATION_PREFIXES = ("val-", "val/")  # verl ≥ 0.6: val-core/…, val-aux/…; older verl: val/…
+# verl ≥ 0.6: val-core/…, val-aux/…; older verl: val/…; Argus's lm-eval program (argus.jobs.lm_eval): lm-eval/…
+VALIDATION_PREFIXES = ("val-", "val/", "lm-eval/")
 
 
 def is_training_step(values: dict[str, float]) -> bool:

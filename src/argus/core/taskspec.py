@@ -235,7 +235,7 @@ def parse_taskspec(doc: dict[str, Any]) -> TaskSpec | list[FieldError]:
         doc = eval_basic_doc(doc)  # type: ignore[assignment]
         if isinstance(doc, list):
             return doc
-        kind = "basic"
+        kind = doc["kind"]  # basic (verl's validation) or advanced (the lm-eval program)
     if kind in ("sweep", "pipeline"):
         return [FieldError("kind", kind, f"a {kind} is submitted as a {kind}: argus {kind} submit FILE (argus submit "
                            f"does that for you), or POST /api/v2/{kind}s")]

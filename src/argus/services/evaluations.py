@@ -81,12 +81,22 @@ def pick_step(session: Session, listing: Listing, task_id: str, layout: DataLayo
     return listing.pick(chosen)
 
 
+# What an lm-eval evaluation of a checkpoint keeps of its source task's spec: where and as whom it runs.
+_LM_EVAL_KEPT = ("env", "device", "team", "priority", "priority_class", "memory_per_node")
+
+
 def evaluate_task(session: Session, principal: Principal, task_id: str, *, step: int | None,
                   val_file: str | None, reward_path: str | None, reward_name: str | None,
                   policy: AdmissionPolicy, checks: tuple[SpecCheck, ...] = (),
-                  max_bytes: int = 256 * 1024) -> Submitted:
-    """Queue a task that runs verl's validation on a complete checkpoint of one of the principal's tasks."""
+                  max_bytes: int = 256 * 1024, lm_eval: dict | None = None) -> Submitted:
+    """Queue a task that evaluates a complete checkpoint of one of the principal's tasks: verl's validation,
+    or with ``lm_eval`` (an ``lm_eval:`` block of a ``kind: eval`` spec) lm-eval on the merged checkpoint —
+    which any verl checkpoint allows, SFT's included."""
     old = own_task(session, principal, task_id, "evaluate")
+    if lm_eval is not None:
+        return _lm_evaluate(session, principal, old, step=step, lm_eval=lm_eval, policy=policy, checks=checks,
+                            max_bytes=max_bytes, verl_only={"val_file": val_file, "reward_path": reward_path,
+                                                         "reward_name": reward_name})
     if old.workload not in ev.EVALUABLE_WORKLOADS:
         raise Conflict(f"task {task_id} is a {old.workload} task: evaluation runs verl's PPO trainer's validation "
                        f"(trainer.val_only), which only a {' or '.join(ev.EVALUABLE_WORKLOADS)} checkpoint can load",
@@ -97,14 +107,33 @@ def evaluate_task(session: Session, principal: Principal, task_id: str, *, step:
     shown = policy.layout.to_virtual(chosen.path, principal.name)
     spec = ev.eval_spec(doc, shown, name=ev.eval_name(old.id, chosen.step), val_file=val_file,
                         reward_path=reward_path, reward_name=reward_name)
+    return _submit_evaluation(session, principal, old.id, chosen.step, spec, policy=policy, checks=checks,
+                              max_bytes=max_bytes, how=f"({shown}) with verl's validation (trainer.val_only)")
+
+
+def _lm_evaluate(session: Session, principal: Principal, old: TaskModel, *, step: int | None, lm_eval: dict,
+                 policy: AdmissionPolicy, checks: tuple[SpecCheck, ...], max_bytes: int,
+                 verl_only: dict[str, str | None]) -> Submitted:
+    listing = task_listing(policy.layout, principal.name, old.id, list(old.argv), old.status)
+    chosen = listing.pick(step)
+    doc = stored_spec(old)
+    shown = policy.layout.to_virtual(chosen.path, principal.name)
+    spec = {"kind": "eval", "name": ev.eval_name(old.id, chosen.step), "checkpoint": shown, "lm_eval": lm_eval,
+            **{k: doc[k] for k in _LM_EVAL_KEPT if k in doc},
+            **{k: v for k, v in verl_only.items() if v is not None}}  # refused by the spec check, by name
+    return _submit_evaluation(session, principal, old.id, chosen.step, spec, policy=policy, checks=checks,
+                              max_bytes=max_bytes, how=f"({shown}) with lm-eval")
+
+
+def _submit_evaluation(session: Session, principal: Principal, source: str, step: int, spec: dict, *,
+                       policy: AdmissionPolicy, checks: tuple[SpecCheck, ...], max_bytes: int,
+                       how: str) -> Submitted:
     body = yaml.safe_dump(spec, sort_keys=False, allow_unicode=True)
     done = submit_task(session, principal, body, policy=policy, content_type="application/yaml",
-                       max_bytes=max_bytes, checks=checks,
-                       origin=Origin(evaluates_task=old.id, evaluates_step=chosen.step))
+                       max_bytes=max_bytes, checks=checks, origin=Origin(evaluates_task=source, evaluates_step=step))
     session.add(TaskEventModel(task_id=done.task.id, at=utcnow(), from_status=TaskStatus.QUEUED.value,
                                to_status=TaskStatus.QUEUED.value, reason=None, actor=principal.name,
-                               message=f"evaluates {old.id} checkpoint {ck.STEP_PREFIX}{chosen.step} ({shown}) "
-                                       "with verl's validation (trainer.val_only)"))
+                               message=f"evaluates {source} checkpoint {ck.STEP_PREFIX}{step} {how}"))
     session.flush()
-    done.info = {**done.info, "evaluates_task": old.id, "step": chosen.step}
+    done.info = {**done.info, "evaluates_task": source, "step": step}
     return done

@@ -4,7 +4,7 @@ made from them."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 from fastapi import APIRouter, Body, Depends, Query
 from pydantic import BaseModel, ConfigDict, Field
@@ -90,6 +90,10 @@ class EvaluateIn(BaseModel):
     reward_path: str | None = Field(None, max_length=4096, description="a reward file under $HOME/code/; default: "
                                     "the task's own reward")
     reward_name: str | None = Field(None, max_length=256, description="the function in reward_path (compute_score)")
+    lm_eval: dict[str, Any] | None = Field(
+        None, description="evaluate with lm-eval instead of verl's validation (any verl checkpoint, SFT's too: it is "
+        "merged first): a kind eval spec's lm_eval block, {tasks, include_path, num_fewshot, limit, batch_size}",
+        examples=[{"tasks": ["my_task"], "include_path": "$HOME/code/lm_tasks", "limit": 32}])
 
 
 def _out(task_id: str, listing: Listing, show, evals: list[Evaluation]) -> CheckpointsOut:  # noqa: ANN001
@@ -211,14 +215,14 @@ async def evaluate(
 ) -> SubmitOut:
     """Queue a task that evaluates a complete checkpoint of this ppo/grpo task with verl's own validation: its
     spec resuming from the step with ``trainer.val_only=True`` (on ``val_file`` and the reward given, else the
-    task's own). It goes through admission like any submit; its scores appear on the step (``checkpoints``),
+    task's own); or, with ``lm_eval``, lm-eval on the checkpoint merged into a Hugging Face folder (any task's). It goes through admission like any submit; its scores appear on the step (``checkpoints``),
     in ``evaluations`` and on the new task. 409 ``no_checkpoint`` / ``not_evaluable``; 400 ``bad_step``."""
     def work() -> SubmitOut:
         with ctx.db.session() as session:
             policy = tasks_svc.policy_for(session, principal, ctx.policy)
             r = ev_svc.evaluate_task(session, principal, task_id, step=body.step, val_file=body.val_file,
                                      reward_path=body.reward_path, reward_name=body.reward_name, policy=policy,
-                                     checks=ctx.checks, max_bytes=ctx.settings.max_spec_bytes)
+                                     checks=ctx.checks, max_bytes=ctx.settings.max_spec_bytes, lm_eval=body.lm_eval)
             return SubmitOut(task_id=r.task.id, status=r.task.status, warnings=r.warnings, info=r.info)
 
     out = await run_in_threadpool(work)
