@@ -197,3 +197,12 @@ def test_no_estimate_names_another_task() -> None:
     held = [h("secret-running", ("n",), user="bob", gpus=4)]
     est = run([q("secret-queued", "bob", gpus=4, age=1), q("mine", "alice", gpus=4, age=2)], held, nodes, {})
     assert "secret" not in repr(est["mine"])
+
+
+def test_a_sweeps_max_concurrent_holds_its_next_trial_until_a_running_trial_ends() -> None:
+    limits = Limits(64, 0, sweeps={"s": 1})  # issue 38: at most one trial of sweep s at once
+    held = [HeldTask("t0", "u", 1, 1, ("n",), sweep="s"), h("other", ("n",), user="v")]
+    queued = [QueuedTask("t1", "u", 0, 1, 1, 1, sweep="s"), QueuedTask("t2", "u", 0, 2, 1, 1, sweep="s")]
+    est = run(queued, held, [node("n", 8, 6)], {"t0": mins(10), "other": mins(20)}, limits=limits)
+    assert est["t1"].eta == mins(10)  # when t0 ends, not now: 6 GPUs are free
+    assert est["t2"].eta is None  # t1 runs on with no known end; another task's end frees no sweep slot

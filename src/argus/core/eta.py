@@ -196,7 +196,7 @@ def simulate(order: Sequence[QueuedTask], running: Sequence[Running], nodes: Seq
                 if w.task_id in placed:
                     starts[w.task_id] = t
                     held.append(Running(HeldTask(w.task_id, w.user, w.nnodes, w.gpus_per_node, placed[w.task_id],
-                                                 w.cpus_per_node, w.memory_per_node, w.team), None))
+                                                 w.cpus_per_node, w.memory_per_node, w.team, w.sweep), None))
             waiting = [w for w in waiting if w.task_id not in placed]
             if left is not None:
                 left.difference_update(placed)

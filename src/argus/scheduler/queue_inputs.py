@@ -4,7 +4,8 @@
 (:mod:`argus.core.eta`, through :class:`argus.services.eta.QueueEstimates`). Those must come from
 what the scheduler itself plans with — the QUEUED tasks and the ledger of held ones
 (:func:`submit.load_queue`, :func:`submit.load_held`), the nodes as the policy sees them
-(:func:`submit.node_states`), the limits and each user's decayed usage (:class:`UsageLedger`) — so
+(:func:`submit.node_states`), the limits (a running sweep's ``max_concurrent`` among them) and each user's
+decayed usage (:class:`UsageLedger`) — so
 this module, on the scheduler's side of the layering, reads them and the composition root hands it
 to the API as a plain callable (as it does ``nodes_view``).
 
@@ -30,6 +31,7 @@ from argus.scheduler.submit import (
     fair_order,
     load_held,
     load_queue,
+    load_sweep_limits,
     load_team_limits,
     node_states,
     queue_fingerprint,
@@ -65,6 +67,7 @@ class QueueInputs:
             fingerprint = queue_fingerprint(session)
             held, user_limits = load_held(session)
             teams = load_team_limits(session)
+            sweeps = load_sweep_limits(session)
             ledger = tuple(sorted((t.task_id, t.nodes) for t in held))
             if self._queue[0] != (fingerprint, ledger):  # with the held set, it changes when the membership does
                 self._queue = ((fingerprint, ledger), load_queue(session)[0] if fingerprint[0] else [])
@@ -72,7 +75,7 @@ class QueueInputs:
             usage = self.ledger.read(session, utcnow())
             team_usage = self.ledger.teams
         limits = policy.Limits(s.max_running_tasks, s.max_running_tasks_per_user, s.max_gpus_per_user, user_limits,
-                               teams)
+                               teams, sweeps)
         key = (fingerprint, ledger, tuple(states), tuple(sorted(user_limits.items())), tuple(sorted(teams.items())),
-               fair_order(usage, held, team_usage, teams), error)
+               tuple(sorted(sweeps.items())), fair_order(usage, held, team_usage, teams), error)
         return key, eta.Inputs(queued, held, states, limits, usage, error, team_usage)
