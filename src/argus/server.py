@@ -386,8 +386,9 @@ def _scheduler_components(ctx: AppContext) -> list[Component]:
 
 def attach_scheduler(ctx: AppContext, sched: Any) -> None:
     """What the API and the scheduler hand each other (a ``scheduler.wiring.Scheduler``): the API wakes its loops
-    and reads its nodes view and queue estimates; its pipeline loop admits a pipeline's steps with the API's
-    policy and checks (verl's validation), read when a step starts."""
+    and reads its nodes view and queue estimates; its pipeline loop admits a pipeline's steps, and its evaluations
+    loop each checkpoint's evaluation (``evaluate_checkpoints``), with the API's policy and checks (verl's
+    validation), read when a step starts."""
     from argus.services import pipelines
 
     ctx.wake = sched.runner.wake

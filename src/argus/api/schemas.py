@@ -169,6 +169,10 @@ class TaskOut(TaskSummaryOut):
     sweep_id: str | None = Field(None, description="the sweep this task is a trial of (issue 38)")
     sweep_trial: int | None = Field(None, description="its trial number in the sweep")
     sweep_params: dict[str, Any] | None = Field(None, description="the parameter values the sweep gave it")
+    evaluate_checkpoints: dict[str, Any] | None = Field(
+        None, description="its spec's evaluate_checkpoints (issue 38): each complete checkpoint is evaluated as it is "
+        "written; {} for verl's validation with the task's own data and reward, else the val_file, reward_path, "
+        "reward_name or lm_eval it was given; null: off")
     queue: QueueOut | None = Field(None, description="QUEUED tasks: place in the queue and estimated start")
     progress: ProgressOut | None = Field(None, description="RUNNING tasks: step, rate, GPU-hours, expected end")
     failure_kind: str | None = Field(None, description="a failed task's cause, typed: host_oom, gpu_oom, "

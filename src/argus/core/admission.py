@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from argus.core import evaluate_every
 from argus.core.builders import transfer_queue_settings
 from argus.core.command import (
     SFT_ENTRIES,
@@ -120,11 +121,42 @@ def admit(spec: TaskSpec, user: str, policy: AdmissionPolicy) -> Admitted | Reje
                     "verl training needs GPUs: set n_gpus_per_node ≥ 1 (0 is only for CPU jobs such as argus.jobs.doctor)",
                 )
             )
+    if admitted is not None and spec.evaluate_checkpoints is not None:
+        _check_evaluate_every(spec, admitted, user, policy.layout, errors, warnings)
     if admitted is not None:
         admitted.warnings = warnings + admitted.warnings
     if errors or admitted is None:
         return Rejected(errors, admitted)
     return admitted
+
+
+def _check_evaluate_every(spec: TaskSpec, admitted: Admitted, user: str, layout: DataLayout,
+                          errors: list[FieldError], warnings: list[str]) -> None:
+    """``evaluate_checkpoints`` against the rest of the spec (core.evaluate_every: the workload, save_freq), and
+    its paths judged like the fields of the same names, so a refusal comes now rather than at each checkpoint."""
+    option = spec.evaluate_checkpoints
+    assert option is not None
+    if isinstance(spec, BasicTaskSpec):
+        save_freq, fld = str(spec.save_freq), "save_freq"
+        for i, item in enumerate(spec.overrides):  # an override of trainer.save_freq wins over the field
+            key, sep, value = item.lstrip("+").partition("=")
+            if sep and key == evaluate_every.SAVE_FREQ_KEY:
+                save_freq, fld = value, f"overrides[{i}]"
+    else:
+        save_freq, fld = admitted.overrides.get(evaluate_every.SAVE_FREQ_KEY), f"command: {evaluate_every.SAVE_FREQ_KEY}"
+    found, said = evaluate_every.spec_problems(option, workload=spec.workload, save_freq=save_freq, save_freq_field=fld)
+    errors += found
+    warnings += said
+    where = evaluate_every.FIELD
+    if isinstance(option.get("val_file"), str):
+        check_data_paths(layout.expand(option["val_file"], user), user, layout, errors, fld=f"{where}.val_file")
+    if isinstance(option.get("reward_path"), str):
+        check_reward_path(layout.expand(option["reward_path"], user), user, layout, errors, fld=f"{where}.reward_path")
+    block = option.get("lm_eval")
+    include = block.get("include_path") if isinstance(block, dict) else None
+    for folder in [include] if isinstance(include, str) else include if isinstance(include, list) else []:
+        if isinstance(folder, str):
+            check_foreign_paths(layout.expand(folder, user), user, layout, errors, fld=f"{where}.lm_eval.include_path")
 
 
 def scan_invalid_spec(doc: dict[str, Any], user: str, policy: AdmissionPolicy) -> list[FieldError]:

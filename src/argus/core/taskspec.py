@@ -17,6 +17,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
+from argus.core import evaluate_every
 from argus.core.command import infer_workload
 from argus.core.evaluation import eval_basic_doc
 from argus.core.resources import parse_cpus, parse_memory
@@ -55,6 +56,17 @@ class _Spec(BaseModel):
     team: str | None = Field(default=None, min_length=1, max_length=32)
     # An admin-defined priority class (issue 26, `argus priority-class list`): orders work across users.
     priority_class: str | None = Field(default=None, min_length=1, max_length=32)
+    # Evaluate each complete checkpoint as it is written (issue 38, core.evaluate_every): true (verl's validation),
+    # or a mapping of what POST /tasks/{id}/evaluate takes; stored as None (off), {} (true) or that mapping.
+    evaluate_checkpoints: dict[str, Any] | None = None
+
+    @field_validator("evaluate_checkpoints", mode="before")
+    @classmethod
+    def _evaluate_every(cls, value: Any) -> Any:
+        problems = evaluate_every.option_problems(value)
+        if problems:  # parse_taskspec reports each of them; this keeps a model built elsewhere honest
+            raise ValueError(problems[0].message)
+        return evaluate_every.option_of(value)
 
     @field_validator("stall_after", "stall_first_step", mode="before")
     @classmethod
@@ -247,6 +259,9 @@ def parse_taskspec(doc: dict[str, Any]) -> TaskSpec | list[FieldError]:
         spec = model.model_validate(doc)
     except ValidationError as exc:
         errors = [_field_error(model, err) for err in exc.errors()]
+        if evaluate_every.FIELD in doc:  # each of the option's problems under its own name (one ValueError above)
+            errors = [e for e in errors if e.field != evaluate_every.FIELD]
+            errors += evaluate_every.option_problems(doc[evaluate_every.FIELD])
         seen = {e.field for e in errors}
         return [*errors, *(e for e in unsafe if e.field not in seen)]
     if isinstance(spec, AdvancedTaskSpec) and spec.workload is None:

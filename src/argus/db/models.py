@@ -153,6 +153,15 @@ class TaskModel(Base):
     # later does not reorder tasks already waiting. 0: no class.
     priority_class: Mapped[str | None] = mapped_column(String(32))
     class_value: Mapped[int] = mapped_column(Integer, default=0, server_default="0", nullable=False)
+    # Its spec's evaluate_checkpoints (issue 38, core.evaluate_every): {} for verl's validation with the run's own
+    # data, else what POST /tasks/{id}/evaluate takes; None: off. The scheduler's look (scheduler/evaluations.py)
+    # reads the tasks still ``evaluate_watching`` (true until the task has ended and its last steps are settled)
+    # and moves ``evaluated_through``, the highest step it settled (queued, found evaluated, or refused), with a
+    # guarded update: two looks never queue one step twice, and a restart goes on from there.
+    evaluate_checkpoints: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    evaluate_watching: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false(), nullable=False,
+                                                    index=True)
+    evaluated_through: Mapped[int | None] = mapped_column(Integer)
 
     user: Mapped[UserModel] = relationship()
 

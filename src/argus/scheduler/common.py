@@ -61,8 +61,9 @@ class LoopContext:
     sandbox: bool = False  # tasks must run in their sandbox (settings.task_jail on and bubblewrap here)
     now: Callable[[], datetime] = utcnow
     extra_env: dict[str, str] = field(default_factory=dict)
-    # How a pipeline's steps are admitted when they start: a callable answering a services.pipelines.Admission (the
-    # server's policy and checks, set by argus.server.attach_scheduler); None: pipelines wait (a bare scheduler).
+    # How a pipeline's steps, and the evaluations of evaluate_checkpoints, are admitted when they start: a callable
+    # answering a services.pipelines.Admission (the server's policy and checks, set by argus.server.attach_scheduler);
+    # None: both wait (a bare scheduler).
     admission: Callable[[], Any] | None = None
 
     @property

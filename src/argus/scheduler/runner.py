@@ -1,4 +1,5 @@
-"""The scheduler thread: recovery first, then cancel → monitor → sweeps → pipelines → submit, woken or ticking.
+"""The scheduler thread: recovery first, then cancel → monitor → sweeps → pipelines → evaluations → submit, woken or
+ticking.
 
 One thread runs every loop in sequence, so the loops never race one another inside this
 process (the guarded status updates still protect against the API and other processes).
@@ -17,6 +18,7 @@ import time
 from argus.cluster.types import ClusterUnavailable
 from argus.scheduler.cancel import CancelTasks
 from argus.scheduler.common import LoopContext, log
+from argus.scheduler.evaluations import WatchEvaluations
 from argus.scheduler.monitor import MonitorActiveTasks
 from argus.scheduler.pipelines import WatchPipelines
 from argus.scheduler.recover import RecoverOnStart
@@ -32,6 +34,7 @@ class SchedulerRunner:
         self.monitor = MonitorActiveTasks(ctx)
         self.sweeps = WatchSweeps(ctx)
         self.pipelines = WatchPipelines(ctx)
+        self.evaluations = WatchEvaluations(ctx)
         self.submit = SubmitQueuedTasks(ctx)
         self.recover = RecoverOnStart(ctx, cancel=self.cancel, monitor=self.monitor)
         self._wake = threading.Event()
@@ -61,7 +64,7 @@ class SchedulerRunner:
                 self.submit.wait_all(f"Ray cluster unreachable: {exc}")
                 return
             self.recovered = True
-        for loop in (self.cancel, self.monitor, self.sweeps, self.pipelines, self.submit):
+        for loop in (self.cancel, self.monitor, self.sweeps, self.pipelines, self.evaluations, self.submit):
             try:
                 loop.run_once()
             except Exception:  # noqa: BLE001 - e.g. Ray refusing one stop: the other loops still run

@@ -137,11 +137,7 @@ def list_folder(home: Path, folder: PurePosixPath, *, active: bool) -> Listing:
     except OSError:
         return listing
     try:
-        raw = read_plain(home, Path(folder) / ck.TRACKER, 64)
-        try:
-            latest = int((raw or b"").decode().strip()) if raw else None
-        except ValueError:
-            latest = None
+        latest = _tracker(home, folder)
         walk, steps = _Walk(), []
         for name in os.listdir(fd):
             n = ck.step_of(name)
@@ -159,6 +155,53 @@ def list_folder(home: Path, folder: PurePosixPath, *, active: bool) -> Listing:
         os.close(fd)
     steps.sort(key=lambda s: s.step)
     return Listing(str(folder), latest, steps)
+
+
+def _tracker(home: Path, folder: PurePosixPath) -> int | None:
+    """The step verl's ``latest_checkpointed_iteration.txt`` names (None: absent, unreadable, not a number)."""
+    raw = read_plain(home, Path(folder) / ck.TRACKER, 64)
+    try:
+        return int((raw or b"").decode().strip()) if raw else None
+    except ValueError:
+        return None
+
+
+def complete_steps(layout: DataLayout, user: str, task_id: str, argv: list[str], *,
+                   after: int | None = None) -> tuple[int | None, list[int]]:
+    """(verl's tracker, the numbers of the complete steps past ``after``) of a task, oldest first — what a
+    listing says is complete, read without sizing anything: the scheduler's look at ``evaluate_checkpoints``
+    asks every pass, and a listing walks every file of every step. When the tracker has not passed ``after``,
+    only the tracker is read."""
+    home = Path(str(layout.home(user)))
+    folder = ck.checkpoint_folder(argv, layout.job_dir(user, task_id))
+    if not is_under(folder, PurePosixPath(home)) or folder == PurePosixPath(home):
+        return None, []
+    latest = _tracker(home, folder)
+    if latest is None or (after is not None and latest <= after):
+        return latest, []
+    try:
+        fd = open_in_home(home, tuple(Path(folder).relative_to(home).parts), _DIR)
+    except OSError:
+        return latest, []
+    try:
+        steps = [n for name in os.listdir(fd) if (n := ck.step_of(name)) is not None and n <= latest
+                 and (after is None or n > after) and _holds_files(fd, name)]
+    finally:
+        os.close(fd)
+    return latest, sorted(steps)
+
+
+def _holds_files(dir_fd: int, name: str) -> bool:
+    """A step folder (not a link) with a file or folder in it: a listing's complete step has components."""
+    try:
+        sub = os.open(name, _DIR | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+    except OSError:
+        return False
+    try:
+        with os.scandir(sub) as entries:
+            return any(e.is_dir(follow_symlinks=False) or e.is_file(follow_symlinks=False) for e in entries)
+    finally:
+        os.close(sub)
 
 
 def _step(fd: int, n: int, path: str, latest: int | None, active: bool, walk: _Walk) -> Step:

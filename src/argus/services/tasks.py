@@ -18,6 +18,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 from sqlalchemy.orm.attributes import set_committed_value
 
+from argus.core import evaluate_every
 from argus.core.admission import (
     AdmissionPolicy,
     Admitted,
@@ -295,6 +296,7 @@ def queue_task(session: Session, principal: Principal, checked: Checked, *, poli
         "team": charge.team,
         "priority_class": charge.priority_class,
         "class_value": charge.class_value,
+        **_evaluate_every(spec, argv, origin),
     }
     conn = session.connection()
     conn.execute(_INSERT_TASK, row)
@@ -302,6 +304,15 @@ def queue_task(session: Session, principal: Principal, checked: Checked, *, poli
                                  "to_status": TaskStatus.QUEUED.value, "reason": None, "message": "accepted",
                                  "actor": principal.name})
     return Submitted(task=TaskModel(**row), warnings=checked.warnings, info=checked.info)
+
+
+def _evaluate_every(spec: AdvancedTaskSpec | BasicTaskSpec, argv: list[str], origin: Origin | None) -> dict[str, Any]:
+    """The scheduler's columns for a spec's ``evaluate_checkpoints`` (core.evaluate_every): watched from the start,
+    its mark at the step it resumes from (the steps up to there are the resumed run's). An evaluation is never
+    watched, whatever its spec copied from its source: it writes no checkpoint, and must not evaluate itself."""
+    option = None if origin is not None and origin.evaluates_task else spec.evaluate_checkpoints
+    return {"evaluate_checkpoints": option, "evaluate_watching": option is not None,
+            "evaluated_through": evaluate_every.first_step_after(argv) if option is not None else None}
 
 
 _TASK_COLUMNS = tuple(c.key for c in TaskModel.__table__.columns)
