@@ -104,6 +104,7 @@ def test_each_complete_step_is_evaluated_once_then_an_ended_run_is_no_longer_loo
     row = _row(live, tid)
     assert (row.evaluate_checkpoints, row.evaluate_watching, row.evaluated_through) == (
         {"val_file": "$HOME/datasets/math/test.parquet"}, True, None)
+    assert alice.get(f"/api/v2/tasks/{tid}").json()["evaluate_checkpoints"] == row.evaluate_checkpoints
     folder = home / "runs" / "ppo"
     checks = (_files_exist(live),)
     write_step(folder, 2)

@@ -16,6 +16,7 @@ def test_a_basic_spec_resumes_validates_only_and_keeps_the_rest() -> None:
     assert out["overrides"] == ["data.shuffle=False", "trainer.resume_mode=resume_path",
                                 f"trainer.resume_from_path={STEP}", *VAL_ONLY]
     assert BASIC["overrides"][0] == "trainer.val_only=False"  # the source document is not changed
+    assert "evaluate_checkpoints" not in eval_spec({**BASIC, "evaluate_checkpoints": {}}, STEP, name="x")
     other = eval_spec(BASIC, STEP, name="e", val_file="$HOME/d/math.parquet", reward_path="$HOME/code/m.py",
                       reward_name="score")
     assert (other["val_file"], other["reward_path"], other["reward_name"]) == (
@@ -99,8 +100,8 @@ def test_an_lm_eval_spec_is_the_lm_eval_program_on_one_worker() -> None:
 
     spec = parse_taskspec(LM)
     assert not isinstance(spec, list), spec
-    assert (spec.kind, spec.workload, spec.nnodes, spec.n_gpus_per_node, spec.device, spec.env) == (
-        "advanced", "job", 1, 1, "cpu", "verl-0.9.1-vllm-cpu")
+    assert (spec.kind, spec.workload, spec.nnodes, spec.n_gpus_per_node, spec.device, spec.env, spec.cpus_per_node) == (
+        "advanced", "job", 1, 1, "cpu", "verl-0.9.1-vllm-cpu", 1)  # one busy CPU counted, as for GPU below
     assert spec.command == ("python3 -m argus.jobs.lm_eval --model '$HOME/models/tiny' --tasks tiny_arith,tiny_words "
                             "--include-path '$HOME/code/lm tasks' --num-fewshot 0 --batch-size 4 --limit 8 --device cpu")
     assert is_evaluation(spec.command.split())  # its metric line is the task's scores

@@ -60,6 +60,7 @@ def eval_spec(doc: dict[str, Any], step_folder: str, *, name: str, val_file: str
     given, and gets the resume and val-only overrides last (earlier ones with the same keys dropped). An
     advanced spec's command gets the same as Hydra overrides appended (the last one wins in Hydra)."""
     out = ck.resume_spec(doc, step_folder)
+    out.pop("evaluate_checkpoints", None)  # an evaluation does not evaluate its own checkpoints (core.evaluate_every)
     out["name"] = name
     if out.get("kind") == "advanced":
         extra = [*VAL_ONLY]
@@ -269,7 +270,6 @@ def eval_lm_doc(doc: dict[str, Any], errors: list[FieldError]) -> dict[str, Any]
     argv = ["python3", "-m", LM_EVAL_MODULE, *source, *args, "--device", device]
     out = {k: v for k, v in doc.items() if k not in ("kind", "model_id", "checkpoint", "lm_eval")}
     out.update(kind="advanced", workload="job", nnodes=1, n_gpus_per_node=1, command=shlex.join(argv))
-    if device == "cuda":
-        out.setdefault("cpus_per_node", 1)  # a utility job counts no CPU by default; this one is busy
+    out.setdefault("cpus_per_node", 1)  # a utility job (argus.jobs.*) counts no CPU by default; this one computes
     out.setdefault("name", f"lm-eval {str(model or checkpoint)[-100:]}")
     return out

@@ -259,6 +259,7 @@ def get_task(
         sweep_id=task.sweep_id,
         sweep_trial=task.sweep_trial,
         sweep_params=task.sweep_params,
+        evaluate_checkpoints=task.evaluate_checkpoints,
         failure_kind=task.failure_kind,
         failure_hint=task.failure_hint,
         **_failure_hint_code(task.failure_kind, task.failure_hint),
