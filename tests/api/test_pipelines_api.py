@@ -206,3 +206,45 @@ def test_an_export_step_never_takes_over_a_folder_that_is_not_its_own(live) -> N
     _refused(alice, pid, "$HOME/models/linked exists and is not a folder (a link or a file): an earlier try of this "
              "step cannot have made it")
     assert (home / "jobs").is_dir() and (home / "models" / "linked").is_symlink()
+
+
+def test_a_register_step_of_a_team_task_uses_the_teams_registry(live) -> None:
+    """A pipeline's task charged to a team registers into the team's registry (issue 38); moving the team's alias
+    needs its admin role, so a plain member's step fails saying so, and a team admin's succeeds."""
+    admin = live.admin()
+    alice, bob = live.new_user("alice"), live.new_user("bob")
+    admin.post("/api/v2/teams", json={"name": "nlp"})
+    admin.post("/api/v2/teams/nlp/members", json={"user": "alice"})
+    admin.post("/api/v2/teams/nlp/members", json={"user": "bob", "role": "admin"})
+    doc = {"kind": "pipeline", "name": "team", "steps": {
+        "run": {"spec": job(f"{STEPS} val_per_step=0.1")},
+        "keep": {"needs": ["run"], "register": {"from": "run", "name": "m", "alias": "candidate"}}}}
+    ids = {}
+    for who, client in (("alice", alice), ("bob", bob)):
+        pid = _post(client, doc).json()["pipeline_id"]
+        _tick(live)
+        tid = _steps(client, pid)["run"]["task_id"]
+        write_step(Path(live.ctx.settings.root) / "users" / who / "jobs" / tid / "ckpt", 2)
+        with live.ctx.db.session() as s:
+            row = s.get(TaskModel, tid)
+            row.status, row.attempts = "SUCCEEDED", 1
+        _tick(live)
+        ids[who] = (pid, tid)
+    keep = _steps(alice, ids["alice"][0])["keep"]
+    assert keep["status"] == "failed" and "needs the team's admin role" in keep["message"], keep
+    keep = _steps(bob, ids["bob"][0])["keep"]
+    assert keep["status"] == "succeeded", keep
+    assert keep["message"] == f"registered nlp/m:1 as @candidate (task {ids['bob'][1]} is charged to team nlp)"
+    assert keep["artifacts"]["model"] == "nlp/m:1"
+    assert alice.get("/api/v2/models/nlp/m@candidate").json()["versions"][0]["source_task"] == ids["bob"][1]
+
+
+def test_an_export_steps_hf_path_is_shown_as_the_owner_writes_it(live) -> None:
+    alice = live.new_user("alice")
+    pid, home = _trained(live, alice, "merged")
+    assert _tick(live) == 1
+    _succeed_with_log(live, _steps(alice, pid)["export"]["task_id"], "")
+    _tick(live)
+    step = _steps(alice, pid)["export"]
+    assert step["status"] == "succeeded" and step["artifacts"]["hf_path"] == "$HOME/models/merged", step
+    assert str(home) not in str(alice.get(f"/api/v2/pipelines/{pid}").json())  # no server path in the answer

@@ -1,8 +1,10 @@
 """The Alembic migrations and the ORM models describe the same schema."""
 
+import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import inspect, text
+from sqlalchemy.exc import IntegrityError
 
 from argus.db.models import Base
 from argus.db.session import Database
@@ -118,3 +120,61 @@ def pending_reason_code_up_and_down(engine) -> None:  # noqa: ANN001
 
 def test_pending_reason_code_migrates_up_and_down_on_sqlite(tmp_path):
     pending_reason_code_up_and_down(Database(f"sqlite:///{tmp_path / 'm.db'}").engine)
+
+
+def team_model_registries_up_and_down(engine) -> None:  # noqa: ANN001
+    """0015 (issue 38, team model registries) keeps every personal version and alias (team_id NULL), lets a user's
+    ``m:1`` and their team's ``nlp/m:1`` coexist while each registry stays unique, and a downgrade drops only the
+    teams' rows."""
+    from alembic import command
+    from alembic.config import Config
+
+    from argus.db.session import MIGRATIONS_DIR
+
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+
+    def to(revision: str, down: bool = False) -> None:
+        with engine.begin() as conn:
+            cfg.attributes["connection"] = conn
+            (command.downgrade if down else command.upgrade)(cfg, revision)
+
+    at = "'2026-01-01 00:00:00+00:00'"
+    version = ("INSERT INTO model_versions (user_id, {team}name, version, kind, path, lineage, created_at) "
+               "VALUES (1, {tid}'m', {n}, 'hf', '$HOME/models/m', '{{}}', " + at + ")")
+    to("0014")
+    with engine.begin() as conn:
+        conn.execute(text("INSERT INTO users (id, name, is_admin, disabled, created_at) VALUES (1, 'alice', false, "
+                          "false, " + at + ")"))
+        conn.execute(text("INSERT INTO teams (id, name, weight, created_at) VALUES (1, 'nlp', 1, " + at + ")"))
+        conn.execute(text(version.format(team="", tid="", n=1)))
+        conn.execute(text("INSERT INTO model_aliases (user_id, name, alias, version, updated_at) "
+                          "VALUES (1, 'm', 'production', 1, " + at + ")"))
+    to("head")
+    with engine.begin() as conn:
+        assert conn.execute(text("SELECT user_id, team_id, name, version FROM model_versions")).all() == [
+            (1, None, "m", 1)]
+        assert conn.execute(text("SELECT team_id, alias, version FROM model_aliases")).all() == [
+            (None, "production", 1)]
+        conn.execute(text(version.format(team="team_id, ", tid="1, ", n=1)))  # nlp/m:1 beside alice's m:1
+        conn.execute(text("INSERT INTO model_aliases (user_id, team_id, name, alias, version, updated_at) "
+                          "VALUES (1, 1, 'm', 'production', 1, " + at + ")"))
+    for duplicate in (version.format(team="", tid="", n=1), version.format(team="team_id, ", tid="1, ", n=1)):
+        with pytest.raises(IntegrityError), engine.begin() as conn:
+            conn.execute(text(duplicate))
+    with engine.begin() as conn:  # the team's rows go with the team
+        conn.execute(text("INSERT INTO teams (id, name, weight, created_at) VALUES (2, 'cv', 1, " + at + ")"))
+        conn.execute(text(version.format(team="team_id, ", tid="2, ", n=1)))
+        conn.execute(text("DELETE FROM teams WHERE id = 2"))
+        assert conn.execute(text("SELECT count(*) FROM model_versions WHERE team_id = 2")).scalar() == 0
+    to("0014", down=True)
+    with engine.begin() as conn:
+        assert conn.execute(text("SELECT user_id, name, version FROM model_versions")).all() == [(1, "m", 1)]
+        assert conn.execute(text("SELECT user_id, alias FROM model_aliases")).all() == [(1, "production")]
+    with pytest.raises(IntegrityError), engine.begin() as conn:
+        conn.execute(text(version.format(team="", tid="", n=1)))
+    to("head")
+
+
+def test_team_model_registries_migrate_up_and_down_on_sqlite(tmp_path):
+    team_model_registries_up_and_down(Database(f"sqlite:///{tmp_path / 'm.db'}").engine)

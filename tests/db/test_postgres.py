@@ -81,3 +81,11 @@ def test_pending_reason_code_migrates_up_and_down_on_postgres(pg_url):
     db = Database(pg_url)
     pending_reason_code_up_and_down(db.engine)
     db.dispose()
+
+
+def test_team_model_registries_migrate_up_and_down_on_postgres(pg_url):
+    from tests.db.test_migrations import team_model_registries_up_and_down
+
+    db = Database(pg_url)
+    team_model_registries_up_and_down(db.engine)
+    db.dispose()

@@ -75,3 +75,34 @@ def test_a_pipeline_page_shows_its_steps_and_the_model_page_moves_an_alias(up: U
     other = pages.new(user="bob")
     other.goto(f"{up.url}/pipelines/{pid}")
     assert other.locator("#pipeline-one").count() == 0  # the not-found page, not alice's pipeline
+
+    # a team's model (issue 38, team registries): listed with its team, opened at /models/<team>/<name>; a member
+    # who is not the team's admin is told who moves its aliases; someone outside the team finds no such model
+    with up.api() as a:
+        assert a.post("/api/v2/teams", json={"name": "webreg"}).status_code == 201
+        assert a.post("/api/v2/teams/webreg/members", json={"user": "alice"}).status_code == 201
+    try:
+        with up.api("alice") as c:
+            r = c.post("/api/v2/files/mkdir", json={"path": "/teams/webreg/models/m", "parents": True})
+            assert r.status_code in (200, 201), r.text
+            r = c.put("/api/v2/files/content", params={"path": "/teams/webreg/models/m/config.json"}, content=b"{}")
+            assert r.status_code in (200, 201, 204), r.text
+            r = c.post("/api/v2/models", json={"name": "web-model", "path": "$HOME/teams/webreg/models/m"})
+            assert r.status_code == 201 and r.json()["ref"] == "webreg/web-model:1", r.text
+        page.goto(f"{up.url}/models")
+        team_row = page.locator('tr[data-model="webreg/web-model"]')
+        assert team_row.locator("td").nth(1).inner_text() == "webreg"
+        assert page.locator('tr[data-model="web-model"] td').nth(1).inner_text() == "yours"
+        team_row.locator("a").click()
+        page.wait_for_url(f"{up.url}/models/webreg/web-model")
+        page.locator('#model-one[data-loaded="1"]').wait_for()
+        assert page.locator("#model-title").inner_text() == "webreg/web-model"
+        assert page.locator('#versions-body tr[data-version="1"] td[data-shared="1"]').count() == 1
+        assert page.locator("#alias-move").is_disabled() and page.locator("#alias-admins").is_visible()
+        shot(page, "model-team-en")
+        other.goto(f"{up.url}/models/webreg/web-model")
+        other.locator("#models-error").wait_for()
+        assert "no model 'webreg/web-model'" in other.locator("#models-error").inner_text()
+    finally:
+        with up.api() as a:
+            a.delete("/api/v2/teams/webreg")

@@ -1,5 +1,6 @@
-"""`argus model register NAME (--task ID [--step N | --best METRIC] | --path P) | ls | show REF | alias NAME ALIAS N`
-(issue 38), on the SDK."""
+"""`argus model register NAME (--task ID [--step N | --best METRIC] | --path P) [--team T] | ls | show REF |
+alias MODEL ALIAS N` (issue 38), on the SDK. A team's models are written TEAM/NAME (TEAM/NAME:N, TEAM/NAME@ALIAS)
+wherever a model is named; which registry a version goes to, and who may move an alias, is the server's to say."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ from rich.markup import escape
 
 from argus.cli.common import Output, console, emit, handle_errors, output_option, sdk, table, when
 
-model_app = typer.Typer(help="The model registry: your checkpoints and exported models under names, versions and "
-                        "aliases (@candidate, @production), with their lineage and scores.", no_args_is_help=True)
+model_app = typer.Typer(help="The model registries: your checkpoints and exported models, and your teams' (TEAM/NAME), "
+                        "under names, versions and aliases (@candidate, @production), with their lineage and scores.",
+                        no_args_is_help=True)
 
 
 def _scores(scores: dict[str, Any] | None) -> str:
@@ -24,25 +26,33 @@ def _scores(scores: dict[str, Any] | None) -> str:
 @handle_errors
 def register(
     name: str,
-    task: str | None = typer.Option(None, "--task", help="a task of yours: its checkpoint, or an export's folder"),
+    task: str | None = typer.Option(None, "--task", help="a task of yours: its checkpoint, or an export's folder "
+                                    "(a task charged to a team registers into the team's registry)"),
     step: int | None = typer.Option(None, "--step", min=0, help="with --task: the step [default: the latest]"),
     best: str | None = typer.Option(None, "--best", help="with --task: the step its evaluations scored best on"),
     mode: str = typer.Option("max", "--mode", help="with --best: max or min"),
-    path: str | None = typer.Option(None, "--path", help="instead of --task: a Hugging Face folder in your home"),
+    path: str | None = typer.Option(None, "--path", help="instead of --task: a Hugging Face folder in your home, or "
+                                    "in a team's folder ($HOME/teams/TEAM/…: that team's registry)"),
+    team: str | None = typer.Option(None, "--team", help="register into this team's registry (one of your teams)"),
     output: Output = output_option(),
 ) -> None:
     """Register the next version of NAME, with its lineage (task, spec, environment, verl, data hashes) and scores."""
-    v = sdk().register_model(name, task_id=task, step=step, best=best, mode=mode, path=path)
+    v = sdk().register_model(name, task_id=task, step=step, best=best, mode=mode, path=path, team=team)
     if emit(v, output):
         return
-    console.print(f"[green]registered[/green] {escape(v['name'])}:{v['version']} ({v['kind']}) {escape(v['path'])}")
+    console.print(f"[green]registered[/green] {escape(v['ref'])} ({v['kind']}) {escape(v['path'])}")
+    if v.get("team"):
+        why = f": {v['why']}" if v.get("why") else ""
+        console.print(f"  in team {escape(v['team'])}'s registry{escape(why)}")
+    if v.get("hint"):
+        console.print(f"  not shared: {escape(v['hint'])}", style="yellow")
     if v.get("scores"):
         console.print(f"  scores: {escape(_scores(v['scores']))}")
 
 
 @handle_errors
 def ls(output: Output = output_option()) -> None:
-    """Your models."""
+    """Your models, and your teams' (TEAM/NAME)."""
     out = sdk().models()
     if emit(out, output):
         return
@@ -50,31 +60,36 @@ def ls(output: Output = output_option()) -> None:
         console.print("no models yet (argus model register NAME --task ID)", style="dim")
         return
     table(["MODEL", "VERSIONS", "LATEST", "ALIASES"],
-          ((m["name"], m["versions"], m["latest"], ", ".join(f"@{a}={v}" for a, v in m["aliases"].items()))
+          ((m["ref"], m["versions"], m["latest"], ", ".join(f"@{a}={v}" for a, v in m["aliases"].items()))
            for m in out))
 
 
 @handle_errors
 def show(ref: str, output: Output = output_option()) -> None:
-    """A model's versions (NAME), or one (NAME:N, NAME@ALIAS): path, source, scores, aliases."""
+    """A model's versions ([TEAM/]NAME), or one ([TEAM/]NAME:N, [TEAM/]NAME@ALIAS): path, source, scores, aliases."""
     m = sdk().model(ref)
     if emit(m, output):
         return
-    table(["VERSION", "KIND", "PATH", "FROM", "SCORES", "ALIASES", "REGISTERED"],
-          ((v["version"], v["kind"], v["path"], f"{v['source_task'] or '—'}" + (f" step {v['step']}" if v["step"]
-                                                                              is not None else ""),
-            _scores(v["scores"]), ", ".join(f"@{a}" for a in v["aliases"]), when(v["created_at"]))
+    table(["VERSION", "KIND", "PATH", "FROM", "BY", "SCORES", "ALIASES", "REGISTERED"],
+          ((v["ref"], v["kind"], v["path"], f"{v['source_task'] or '—'}" + (f" step {v['step']}" if v["step"]
+                                                                          is not None else ""),
+            v["registered_by"], _scores(v["scores"]), ", ".join(f"@{a}" for a in v["aliases"]), when(v["created_at"]))
            for v in m["versions"]), wrap=("PATH", "SCORES"))
+    for v in m["versions"]:
+        if v.get("hint"):
+            console.print(f"{escape(v['ref'])} not shared: {escape(v['hint'])}", style="yellow")
 
 
 @handle_errors
-def alias(name: str, alias_name: str = typer.Argument(..., metavar="ALIAS"), version: int = typer.Argument(...),
+def alias(name: str = typer.Argument(..., metavar="MODEL", help="NAME, or TEAM/NAME for a team's model (its "
+                                     "admins move its aliases)"),
+          alias_name: str = typer.Argument(..., metavar="ALIAS"), version: int = typer.Argument(...),
           output: Output = output_option()) -> None:
-    """Point NAME@ALIAS at VERSION (audited; your notification channels hear MODEL_ALIAS)."""
+    """Point MODEL@ALIAS at VERSION (audited; MODEL_ALIAS notified: your channels, or every team member's)."""
     m = sdk().set_alias(name, alias_name, version)
     if emit(m, output):
         return
-    console.print(f"{escape(name)}@{escape(alias_name)} → version {version}")
+    console.print(f"{escape(m['ref'])}@{escape(alias_name)} → version {version}")
 
 
 def register_commands(app: typer.Typer) -> None:

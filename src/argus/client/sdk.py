@@ -291,22 +291,30 @@ class Client:
     # ------------------------------------------------------------ model registry (issue 38)
 
     def register_model(self, name: str, *, task_id: str | None = None, step: int | None = None,
-                       best: str | None = None, mode: str = "max", path: str | None = None) -> dict[str, Any]:
+                       best: str | None = None, mode: str = "max", path: str | None = None,
+                       team: str | None = None) -> dict[str, Any]:
         """Register the next version of ``name``: a task's checkpoint (``step``, latest, or ``best`` by a metric),
-        an export task's folder, or a Hugging Face folder in your home (``path``). Returns the version."""
-        body = {"name": name, "task_id": task_id, "step": step, "best": best, "mode": mode, "path": path}
+        an export task's folder, or a Hugging Face folder in your home or a team's folder (``path``). A task
+        charged to a team, or a team's folder, registers into that team's registry; ``team`` names one of yours
+        for a folder in your home. Returns the version (``team``, ``ref``; ``why`` it went to a team's)."""
+        body = {"name": name, "task_id": task_id, "step": step, "best": best, "mode": mode, "path": path,
+                "team": team}
         return self.http.post("/api/v2/models", json={k: v for k, v in body.items() if v is not None})
 
     def models(self) -> list[dict[str, Any]]:
+        """Your models and your teams' (``team``; ``ref`` is ``team/name`` for a team's)."""
         return self.http.get("/api/v2/models")
 
     def model(self, ref: str) -> dict[str, Any]:
-        """``name`` (every version), ``name:N`` or ``name@alias`` (that version): paths, lineage, scores, aliases."""
-        return self.http.get(f"/api/v2/models/{ref}")
+        """``[team/]name`` (every version), ``[team/]name:N`` or ``[team/]name@alias`` (that version): paths,
+        lineage, scores, aliases."""
+        return self.http.get(f"/api/v2/models/{quote(ref, safe='/:@')}")
 
     def set_alias(self, name: str, alias: str, version: int) -> dict[str, Any]:
-        """Point ``name@alias`` at ``version`` (audited; your channels hear MODEL_ALIAS)."""
-        return self.http.put(f"/api/v2/models/{name}/aliases/{alias}", json={"version": version})
+        """Point ``name@alias`` (``name`` or ``team/name``) at ``version`` (audited; notified as MODEL_ALIAS). A
+        team's aliases are moved by its admins."""
+        return self.http.put(f"/api/v2/models/{quote(name, safe='/')}/aliases/{quote(alias, safe='')}",
+                             json={"version": version})
 
     # ------------------------------------------------------------ sweeps (issue 38)
 

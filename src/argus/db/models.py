@@ -403,14 +403,20 @@ class SweepModel(Base):
 
 
 class ModelVersionModel(Base):
-    """A registered model version (issue 38): a checkpoint step or a Hugging Face folder of one user, under a
-    name, numbered 1, 2, … per name, with its lineage (the task, its resolved spec, environment and verl, the
-    hashes of its data and reward files) and the scores of its evaluation, as they were when registered."""
+    """A registered model version (issue 38): a checkpoint step or a Hugging Face folder, under a name, numbered
+    1, 2, … per name and registry, with its lineage (the task, its resolved spec, environment and verl, the
+    hashes of its data and reward files) and the scores of its evaluation, as they were when registered.
+
+    A registry is a user's own (``team_id`` None) or a team's (``team_id`` set; ``user_id`` is then who
+    registered it): the numbering is unique per (user, name) among personal versions — a partial index, so
+    a user's own ``m:1`` and their team's ``nlp/m:1`` coexist — and per (team, name) in a team's. A deleted
+    team's registry goes with it (no file is touched: the registry never copies)."""
 
     __tablename__ = "model_versions"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id"), nullable=False)
+    team_id: Mapped[int | None] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"))
     name: Mapped[str] = mapped_column(String(64), nullable=False)
     version: Mapped[int] = mapped_column(Integer, nullable=False)
     kind: Mapped[str] = mapped_column(String(16), nullable=False)  # checkpoint | hf
@@ -421,22 +427,33 @@ class ModelVersionModel(Base):
     scores: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, nullable=False)
 
-    __table_args__ = (Index("ix_model_versions_name", "user_id", "name", "version", unique=True),)
+    __table_args__ = (
+        Index("ix_model_versions_name", "user_id", "name", "version", unique=True,
+              sqlite_where=team_id.column.is_(None), postgresql_where=team_id.column.is_(None)),
+        Index("ix_model_versions_team_name", "team_id", "name", "version", unique=True),
+    )
 
 
 class ModelAliasModel(Base):
-    """``name@alias`` → a version (issue 38): ``candidate``, ``production``; moved by its owner, audited."""
+    """``name@alias`` → a version (issue 38): ``candidate``, ``production``; moved by its owner, audited. A team's
+    (``team_id`` set, ``nlp/name@production``) is moved by the team's admins; ``user_id`` is then who moved it
+    last. Unique per (user, name, alias) among personal aliases, per (team, name, alias) in a team's."""
 
     __tablename__ = "model_aliases"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id"), nullable=False)
+    team_id: Mapped[int | None] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"))
     name: Mapped[str] = mapped_column(String(64), nullable=False)
     alias: Mapped[str] = mapped_column(String(32), nullable=False)
     version: Mapped[int] = mapped_column(Integer, nullable=False)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, nullable=False)
 
-    __table_args__ = (Index("ix_model_aliases_name", "user_id", "name", "alias", unique=True),)
+    __table_args__ = (
+        Index("ix_model_aliases_name", "user_id", "name", "alias", unique=True,
+              sqlite_where=team_id.column.is_(None), postgresql_where=team_id.column.is_(None)),
+        Index("ix_model_aliases_team_name", "team_id", "name", "alias", unique=True),
+    )
 
 
 class PipelineModel(Base):

@@ -24,7 +24,7 @@ import secrets
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -42,7 +42,8 @@ from argus.services.principal import Principal
 KINDS = ("webhook", "email")
 # What a channel can subscribe to. SUCCEEDED/FAILED/CANCELED come from switch_task_status; STALLED, RESUMED and
 # IDLE_GPU from the monitor (through ``notify``). TEST is sent on request only and needs no subscription.
-# MODEL_ALIAS (issue 38): one of the user's model aliases moved (services/registry.py), sent with the version's task.
+# MODEL_ALIAS (issue 38): one of the user's model aliases moved (services/model_registries.py), sent with the
+# version's task; a team's alias: to every member of the team (``enqueue_to``).
 MODEL_ALIAS = "MODEL_ALIAS"
 EVENTS = ("SUCCEEDED", "FAILED", "CANCELED", "STALLED", "RESUMED", "IDLE_GPU", MODEL_ALIAS)
 TEST_EVENT = "TEST"
@@ -123,6 +124,24 @@ def enqueue(session: Session, task: TaskModel, event: str, message: str | None) 
     payload = task_payload(task, event, message, now)
     session.execute(insert(NotificationOutboxModel), [
         {"channel_id": cid, "task_id": task.id, "event": event, "payload": payload, "attempts": 0,
+         "next_attempt_at": now, "created_at": now} for cid in wanted])
+    return len(wanted)
+
+
+def enqueue_to(session: Session, user_ids: Collection[int], event: str, payload: dict[str, Any],
+               task_id: str | None = None) -> int:
+    """``enqueue`` for an event that concerns several users (a team's model alias moved): one outbox row per
+    enabled channel of any of ``user_ids`` that subscribes to ``event``, each with ``payload``; how many."""
+    if not user_ids:
+        return 0
+    rows = session.execute(select(NotificationChannelModel.id, NotificationChannelModel.events).where(
+        NotificationChannelModel.user_id.in_(sorted(set(user_ids))), NotificationChannelModel.enabled.is_(True)))
+    wanted = [cid for cid, events in rows if event in (events or ())]
+    if not wanted:
+        return 0
+    now = utcnow()
+    session.execute(insert(NotificationOutboxModel), [
+        {"channel_id": cid, "task_id": task_id, "event": event, "payload": payload, "attempts": 0,
          "next_attempt_at": now, "created_at": now} for cid in wanted])
     return len(wanted)
 

@@ -240,7 +240,7 @@ def _smtp_reply(recipients: dict[str, tuple[int, bytes]]) -> str:
 def email_message(sender: str, to: str, event: str, payload: dict[str, Any], base_url: str) -> EmailMessage:
     """Subject ``[argus] grpo-20261125-0003 FAILED``; the body: the message, the reason, the task's page."""
     msg = EmailMessage()
-    task = payload.get("task_id")
+    task = payload.get("task_id") or payload.get("model")  # a team's alias moved: maybe no task, always a model
     msg["Subject"] = f"[argus] {task} {event}" if task else "[argus] test notification"
     msg["From"] = sender
     msg["To"] = to

@@ -30,8 +30,8 @@ from argus.core.paths import DataLayout
 from argus.core.states import TERMINAL, TaskStatus
 from argus.core.taskspec import load_spec_document
 from argus.db.models import PipelineModel, TaskModel, UserModel, utcnow
-from argus.errors import ClientError, Conflict, FieldError, NotFound
-from argus.services import evaluations, registry
+from argus.errors import ClientError, Conflict, FieldError, Forbidden, NotFound
+from argus.services import evaluations, model_registries, registry
 from argus.services import resume as resume_svc
 from argus.services.checkpoints import task_listing
 from argus.services.metrics import task_series
@@ -213,17 +213,17 @@ def _start(session: Session, row: PipelineModel, layout: DataLayout, admission: 
             else:
                 assert step.register_ is not None
                 r = step.register_
-                version = registry.register(session, owner, r.name, layout=layout, task_id=source, step=r.step)
-                if r.alias:
-                    registry.set_alias(session, owner, r.name, r.alias, version.version)
-                st.update(status=DONE, message=f"registered {r.name}:{version.version}"
-                          + (f" as @{r.alias}" if r.alias else ""),
-                          artifacts={"model": f"{r.name}:{version.version}", "path": version.path})
+                done_ = registry.register(session, owner, r.name, layout=layout, task_id=source, step=r.step)
+                if r.alias:  # a team's registry (the source task is charged to a team) needs a team admin
+                    model_registries.set_alias(session, owner, done_.model, r.alias, done_.version.version)
+                st.update(status=DONE, message=f"registered {done_.ref}" + (f" as @{r.alias}" if r.alias else "")
+                          + (f" ({done_.why})" if done_.why else ""),
+                          artifacts={"model": done_.ref, "path": done_.version.path})
                 return
     except KeyError as exc:  # a {{ steps.X.artifact }} the step X did not leave (no checkpoint, not an export)
         st.update(status=FAILED, message=f"refused when it was to start: a step it needs left no {exc.args[0]}")
         return
-    except (ClientError, Conflict, NotFound) as exc:
+    except (ClientError, Conflict, NotFound, Forbidden) as exc:
         details = "; ".join(f"{e.field}: {e.message}" for e in getattr(exc, "errors", []) or [])
         st.update(status=FAILED, message=f"refused when it was to start: {exc.message}"
                   + (f" ({details})" if details else ""))

@@ -28,9 +28,9 @@ from argus.core.admission import AdmissionPolicy, SpecCheck
 from argus.core.evaluation import Mode
 from argus.core.paths import is_under, normalize
 from argus.core.states import TERMINAL, TaskStatus
-from argus.db.models import ModelVersionModel, TaskEventModel, TaskModel, utcnow
+from argus.db.models import TaskEventModel, TaskModel, utcnow
 from argus.errors import ClientError, Conflict, FieldError
-from argus.services import registry
+from argus.services import model_registries, registry
 from argus.services.checkpoints import Listing, Step, task_listing
 from argus.services.evaluations import pick_step
 from argus.services.home_files import open_in_home
@@ -79,19 +79,24 @@ def resumed_by(session: Session, task_id: str) -> list[str]:
 
 
 def export_target(policy: AdmissionPolicy, user: str, task_id: str, step: int, to: str | None) -> str:
-    """``$HOME/models/<name>`` as the user writes it: ``to`` may be a bare name, ``$HOME/…`` or ``~/…``."""
+    """``$HOME/models/<name>`` as the user writes it: ``to`` may be a bare name, ``$HOME/…`` or ``~/…`` — or a
+    path in the folder of one of their teams (``$HOME/teams/<team>/…``, ``policy.layout.teams``: ``policy_for``),
+    where every member can read the model (a team's registry shares it from there). The export task's sandbox
+    shows the owner's team folders read-write, as any of their tasks."""
     if to is None or not to.strip():
         return f"$HOME/models/{task_id}-step{step}"
     to = to.strip()
     if _NAME_RE.fullmatch(to):
         return f"$HOME/models/{to}"
-    real = normalize(policy.layout.expand(to, user))
-    home = PurePosixPath(str(policy.layout.home(user)))
-    if not to.startswith(("$HOME/", "~/")) or not is_under(real, home) or real == home:
+    layout = policy.layout
+    real = normalize(layout.expand(to, user))
+    team = layout.team_of(real)
+    area = layout.team_dir(team) if team and team in layout.teams else PurePosixPath(str(layout.home(user)))
+    if not to.startswith(("$HOME/", "~/")) or not is_under(real, area) or real == area:
         raise ClientError("bad export target", code="bad_target", errors=[FieldError(
             "to", to, "give a name (exported to $HOME/models/<name>) or a path in your home such as "
-            "$HOME/models/my-model")])
-    return policy.layout.to_virtual(str(real), user)
+            "$HOME/models/my-model, or in a team's folder you are in: $HOME/teams/<team>/models/my-model")])
+    return layout.to_virtual(str(real), user)
 
 
 def _rewritable(session: Session, principal: Principal, policy: AdmissionPolicy, target: str, real: Path,
@@ -125,9 +130,9 @@ def _rewritable(session: Session, principal: Principal, policy: AdmissionPolicy,
             or_(TaskModel.finished_at.is_(None), TaskModel.finished_at >= first)))
         if other := next((o.id for o in others if same(registry.export_target(o))), None):
             why = f"already exists and task {other} also exports to it"
-        elif version := next((v for v in session.scalars(select(ModelVersionModel).where(
-                ModelVersionModel.user_id == principal.id)) if same(v.path)), None):
-            why = f"already exists and is registered as {version.name}:{version.version}"
+        elif version := next((ref for ref, path in model_registries.paths_registered(session, principal)
+                              if same(path)), None):
+            why = f"already exists and is registered as {version}"
     if why is not None:
         raise Conflict(f"{target} {why}: choose another --to or remove it", code="exists")
 

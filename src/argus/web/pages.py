@@ -226,10 +226,11 @@ def pipelines_page(request: Request, pipeline_id: str | None = None, ctx: AppCon
 
 
 @router.get("/models")
-@router.get("/models/{name}")
-def models_page(request: Request, name: str | None = None, principal: Principal = Depends(signed_in)) -> Response:
-    """Your registered models, or one: its versions with lineage and scores, and its aliases (GET /api/v2/models)."""
-    return render(request, "models.html", title_key="models.title", principal=principal, model=name)
+@router.get("/models/{ref:path}")
+def models_page(request: Request, ref: str | None = None, principal: Principal = Depends(signed_in)) -> Response:
+    """Your registered models and your teams', or one (``name`` or ``team/name``): its versions with lineage and
+    scores, and its aliases (GET /api/v2/models[/{ref}]; what the reference means is the API's to say)."""
+    return render(request, "models.html", title_key="models.title", principal=principal, model=ref)
 
 
 @router.get("/admin")
