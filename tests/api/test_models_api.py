@@ -186,3 +186,20 @@ def test_a_team_registry_is_its_members_and_only_its_admins_move_aliases(live) -
     # a deleted team's registry goes with it; nobody's own models do
     assert admin.delete("/api/v2/teams/nlp").status_code in (200, 204)
     assert bob.get("/api/v2/models").json() == [] and [m["ref"] for m in alice.get("/api/v2/models").json()] == ["tiny"]
+
+
+def test_an_export_tasks_folder_is_registered_as_the_owner_writes_it(live) -> None:
+    alice = live.new_user("alice")
+    home = Path(live.ctx.settings.root) / "users" / "alice"
+    tid = submit(alice, PPO)
+    write_step(home / "runs" / "ppo", 2)
+    alice.post(f"/api/v2/tasks/{tid}/cancel")
+    r = alice.post(f"/api/v2/tasks/{tid}/export", json={"step": 2, "to": "merged"})
+    assert r.status_code == 201, r.text
+    export = r.json()["task_id"]
+    (home / "models" / "merged").mkdir(parents=True)
+    (home / "models" / "merged" / "config.json").write_text("{}")
+    _succeed_with_log(live, export, "")
+    r = alice.post("/api/v2/models", json={"name": "merged", "task_id": export})
+    assert r.status_code == 201, r.text
+    assert (r.json()["kind"], r.json()["path"]) == ("hf", "$HOME/models/merged"), r.json()  # not the server's path

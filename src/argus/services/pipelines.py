@@ -265,8 +265,8 @@ def _artifacts(session: Session, layout: DataLayout, owner: Principal, task: Tas
         out["checkpoint"] = layout.to_virtual(latest.path, owner.name)
         out["checkpoint_step"] = latest.step
     target = registry.export_target(task)
-    if target is not None:
-        out["hf_path"] = target
+    if target is not None:  # the task's argv holds it expanded: shown, and rendered, as the owner writes it
+        out["hf_path"] = layout.to_virtual(target, owner.name)
     scores = evaluations.task_scores(session, task, layout)
     if scores:
         out["scores"] = scores

@@ -94,7 +94,7 @@ def register(session: Session, principal: Principal, name: str, *, layout: DataL
             if task.status != TaskStatus.SUCCEEDED.value:
                 raise Conflict(f"export task {task.id} is {task.status}: register its model once it has succeeded",
                                code="task_active")
-            kind, shown, step = "hf", target, None
+            kind, shown, step = "hf", layout.to_virtual(target, user), None  # argv holds it expanded
             real = normalize(layout.expand(target, user))
         else:
             listing = task_listing(layout, user, task.id, list(task.argv), task.status)
