@@ -162,7 +162,10 @@ def test_a_task_whose_private_ray_or_sandbox_dies_ends_at_once_naming_it(stack: 
     assert task["failure_kind"] == "task_runtime", task
     named = (f"the task's sandbox (bwrap, pid {pids[0]}) was killed by SIGKILL" if victim == "bwrap" else
              f"the task's private Ray died: its {'GCS' if victim == 'gcs_server' else 'raylet'} ({victim}, pid ")
-    assert named in task["status_message"] and "SIGKILL" in task["status_message"], task
+    # how it ended is known when the launcher reaps the daemon itself; reaped first by another parent (measured once
+    # in 3 CI runs for the raylet), it can only be said to be gone — what died is named either way
+    how = ("SIGKILL",) if victim == "bwrap" else ("was killed by SIGKILL", ") is gone")
+    assert named in task["status_message"] and any(h in task["status_message"] for h in how), task
     assert took < 60, f"ended {took:.0f} s after its {victim} died"
     wait_until(lambda: not _attempt_processes(tid), 60, what="no process of the attempt left")
     left = [p for box in stack.settings.state_dir.rglob("sandboxes") for p in box.glob(f"{tid}-*")]

@@ -7,7 +7,11 @@ from __future__ import annotations
 import yaml
 
 from tests.waiting import wait_until
-from tests.web.conftest import Pages, Up, shot
+from tests.web.conftest import PASSWORDS, Pages, Up, shot
+
+# A user of this module's own: the shared argus up's alice is in teams by then (test_browser_teams), and a task
+# charged to a team registers into the team's registry, whose aliases only its admins move.
+USER = "piper"
 
 METRIC = "val-core/steps/score/mean@1"
 STEPS = ("python3 -m argus.jobs.steps trainer.default_local_dir=ckpt trainer.test_freq=2 trainer.save_freq=2 "
@@ -31,15 +35,19 @@ PIPELINE = {"kind": "pipeline", "name": "web chain", "steps": {
 
 
 def test_a_pipeline_page_shows_its_steps_and_the_model_page_moves_an_alias(up: Up, pages: Pages) -> None:
-    with up.api("alice") as c:
+    if USER not in up.tokens:
+        PASSWORDS[USER] = f"{USER}-pw-1234567"
+        up.add_user(USER, PASSWORDS[USER])
+    with up.api(USER) as c:
         r = c.post("/api/v2/pipelines", content=yaml.safe_dump(PIPELINE, sort_keys=False).encode(),
                    headers={"Content-Type": "application/yaml"})
         assert r.status_code == 201, r.text
         pid = r.json()["pipeline_id"]
         wait_until(lambda: c.get(f"/api/v2/pipelines/{pid}").json()["status"] != "RUNNING" or None, 300, every=1.0,
                    what=f"pipeline {pid} to end")
-        assert c.get(f"/api/v2/pipelines/{pid}").json()["status"] == "SUCCEEDED"
-    page = pages.new(user="alice")
+        out = c.get(f"/api/v2/pipelines/{pid}").json()
+        assert out["status"] == "SUCCEEDED", out
+    page = pages.new(user=USER)
     page.goto(f"{up.url}/pipelines")
     page.locator(f'tr[data-pipeline="{pid}"] a').click()
     page.wait_for_url(f"{up.url}/pipelines/{pid}")
@@ -70,19 +78,19 @@ def test_a_pipeline_page_shows_its_steps_and_the_model_page_moves_an_alias(up: U
     page.locator('#model-result[data-ok="0"]').wait_for()
     assert "lower-case letters" in page.locator("#model-result").inner_text()
     shot(page, "model-en")
-    with up.api("alice") as c:
+    with up.api(USER) as c:
         assert c.get("/api/v2/models/web-model@production").json()["versions"][0]["version"] == 1
     other = pages.new(user="bob")
     other.goto(f"{up.url}/pipelines/{pid}")
-    assert other.locator("#pipeline-one").count() == 0  # the not-found page, not alice's pipeline
+    assert other.locator("#pipeline-one").count() == 0  # the not-found page, not piper's pipeline
 
     # a team's model (issue 38, team registries): listed with its team, opened at /models/<team>/<name>; a member
     # who is not the team's admin is told who moves its aliases; someone outside the team finds no such model
     with up.api() as a:
         assert a.post("/api/v2/teams", json={"name": "webreg"}).status_code == 201
-        assert a.post("/api/v2/teams/webreg/members", json={"user": "alice"}).status_code == 201
+        assert a.post("/api/v2/teams/webreg/members", json={"user": USER}).status_code == 201
     try:
-        with up.api("alice") as c:
+        with up.api(USER) as c:
             r = c.post("/api/v2/files/mkdir", json={"path": "/teams/webreg/models/m", "parents": True})
             assert r.status_code in (200, 201), r.text
             r = c.put("/api/v2/files/content", params={"path": "/teams/webreg/models/m/config.json"}, content=b"{}")
