@@ -118,7 +118,8 @@ def main() -> int:
               f"at most {peak_running(spans)} trials at once (max_concurrent {out['max_concurrent']}); "
               f"overhead per trial {(took - busy / slots) / max(len(out['trials']), 1):.1f} s "
               f"({took:.0f} s of wall for {busy:.0f} s of trials on {slots} slots)")
-        return 0 if out["status"] == "SUCCEEDED" else 1
+        budget_stop = ns.budget is not None and "budget reached" in (out.get("message") or "")
+        return 0 if out["status"] == "SUCCEEDED" or budget_stop else 1  # --budget: stopping is what is measured
     finally:
         left = stop_all(procs, state)
         if left:
