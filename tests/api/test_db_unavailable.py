@@ -5,6 +5,8 @@ from __future__ import annotations
 import logging
 import sqlite3
 import threading
+import time
+from types import SimpleNamespace
 
 import pytest
 from sqlalchemy import create_engine, event, text
@@ -139,12 +141,28 @@ def test_argus_submit_waits_out_a_busy_database_and_queues_once(quick, monkeypat
     spec.write_text(SPEC)
     holder = sqlite3.connect(sqlite_path(quick), isolation_level=None, timeout=0.1, check_same_thread=False)
     holder.execute("BEGIN IMMEDIATE")
-    release = threading.Timer(3.0, lambda: (holder.execute("ROLLBACK"), holder.close()))
-    release.start()
+    released = threading.Event()
+
+    def release() -> None:
+        if not released.is_set():
+            released.set()
+            holder.execute("ROLLBACK")
+            holder.close()
+
+    def sleep_then_release(seconds: float) -> None:
+        """The lock is let go at the CLI's first backoff, i.e. only once a busy answer was seen.
+
+        A fixed timer raced the CLI's start: on a loaded machine its first POST came after the
+        release and never saw the busy database this test is about.
+        """
+        release()
+        time.sleep(seconds)
+
+    monkeypatch.setattr("argus.client.http.time", SimpleNamespace(monotonic=time.monotonic, sleep=sleep_then_release))
     try:
         r = CliRunner().invoke(app, ["submit", str(spec)])
     finally:
-        release.join()
+        release()
     assert r.exit_code == 0, r.output
     assert "database busy" in r.output and "retrying" in r.output and "accepted" in r.output
     with quick.admin() as admin:
