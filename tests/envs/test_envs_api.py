@@ -260,3 +260,26 @@ def test_argus_rerun_shows_the_diff_and_asks_first(srv: LiveServer, alice: httpx
     assert no.exit_code == 1 and "+env: verl-0.9.1-cpu" in no.output and "ray_kwargs.ray_init" in no.output, no.output
     yes = runner.invoke(app, ["rerun", tid, "--env", "verl-0.9.1-cpu"], input="y\n")
     assert yes.exit_code == 0 and f"re-runs {tid} in verl-0.9.1-cpu" in yes.output, yes.output
+
+
+LM_EVAL = """\
+kind: eval
+model_id: $HOME/models/tiny
+device: cpu
+env: {env}
+lm_eval: {{tasks: [tiny_arith], include_path: $HOME/code/lm_tasks, limit: 4}}
+"""
+
+
+def test_an_lm_eval_task_needs_an_environment_with_lm_eval(srv: LiveServer, alice: httpx.Client) -> None:
+    """Refused at submit, naming the environments that have it, not failed on the import after the queue."""
+    for folder in ("models/tiny", "code/lm_tasks"):
+        (srv.ctx.settings.root / "users" / "alice" / folder).mkdir(parents=True, exist_ok=True)
+    r = post_spec(alice, LM_EVAL.format(env="verl-0.9.1-cpu"))
+    assert r.status_code == 400, r.text
+    (e,) = [e for e in _errors(r) if e["field"] == "env"]
+    assert e["value"] == "verl-0.9.1-cpu" and "no lm_eval package" in e["message"]
+    assert "verl-0.9.1-vllm-cpu" in e["message"]  # the environment that has it
+    r = post_spec(alice, LM_EVAL.format(env="verl-0.9.1-vllm-cpu"))
+    assert r.status_code == 201, r.text
+    alice.post(f"/api/v2/tasks/{r.json()['task_id']}/cancel")

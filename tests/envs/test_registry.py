@@ -82,6 +82,7 @@ def test_probe_reports_versions_engines_and_what_a_module_lookup_finds() -> None
     assert report["versions"]["verl"] == "0.4.1" and report["versions"]["tensordict"] == "0.6.2"
     assert report["rollout_engines"] == [] and "no rollout engine" in report["notes"][0]
     assert report["found"] == {"verl.trainer.fsdp_sft_trainer": True, "vllm": False, "os;rm": False}
+    assert report["lm_eval"] is False and "lm-eval" not in report["versions"]
     assert report["ok"] is True and report["prefix"] == str(Path(python).parent.parent)
 
 
@@ -191,3 +192,19 @@ def test_argus_up_says_what_the_default_environment_can_run(tmp_path: Path) -> N
     assert line == "default training environment: cpu-env (verl 0.9.1, rollout: vllm, trains on CPU: specs say device: cpu)"
     line = Registry(tmp_path, sys.executable, "nope", tmp_path / "state").default_line()
     assert line.startswith("default training environment: nope (not built): tasks without env: are refused")
+
+
+def test_an_lm_eval_task_in_an_environment_probed_before_the_check_is_only_warned(tmp_path: Path) -> None:
+    """A manifest written by an older Argus has no ``lm_eval`` fact: admission cannot tell, so it says how to."""
+    from argus.core.admission import Admitted
+    from argus.core.evaluation import LM_EVAL_MODULE
+    from argus.core.taskspec import parse_taskspec
+    from argus.envs.check import EnvCheck
+
+    env = install_env(tmp_path, "verl-0.9.1-cpu", as_name="old-probe")
+    del env.probe["lm_eval"]
+    env.dump(tmp_path / "envs" / "old-probe")
+    spec = parse_taskspec({"kind": "advanced", "workload": "job", "nnodes": 1, "n_gpus_per_node": 0, "env": "old-probe",
+                       "command": f"python3 -m {LM_EVAL_MODULE} --tasks t"})
+    out = EnvCheck(Registry(tmp_path, sys.executable))(Admitted(spec=spec, entry_module=LM_EVAL_MODULE), "alice", [])
+    assert not out.errors and "argus env check old-probe" in out.warnings[0]

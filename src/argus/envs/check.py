@@ -10,13 +10,17 @@ and it can run what the spec asks for.
   ``actor_rollout_ref.rollout.name``);
 * CPU training (``device: cpu``) needs an environment with Argus's verl CPU platform
   (``cpu_platform`` in its probe); such an environment trains on CPU only, so a verl task that
-  reserves GPUs there is refused with the fix (``device: cpu``, or a GPU environment).
+  reserves GPUs there is refused with the fix (``device: cpu``, or a GPU environment);
+* an lm-eval evaluation (``argus.jobs.lm_eval``) needs an environment with the ``lm_eval`` package
+  (``lm_eval`` in its probe): refused here with the environments that have it, rather than failing
+  on the import after the queue. A probe from before this check cannot tell: only a warning then.
 """
 
 from __future__ import annotations
 
 from argus.core.admission import Admitted, CheckOutcome, EnvChoices
 from argus.core.command import PPO_ENTRY
+from argus.core.evaluation import LM_EVAL_MODULE
 from argus.core.taskspec import BasicTaskSpec
 from argus.envs.registry import EnvError, Environment, Registry
 from argus.errors import FieldError
@@ -59,7 +63,22 @@ class EnvCheck:
                                          "or name one of the template environments (argus env list)"))
         self._check_device(admitted, env, out)
         self._check_rollout(admitted, env, out)
+        self._check_lm_eval(admitted, env, out)
         return out
+
+    def _check_lm_eval(self, admitted: Admitted, env: Environment, out: CheckOutcome) -> None:
+        if admitted.entry_module != LM_EVAL_MODULE or env.probe.get("lm_eval") is True:
+            return
+        if "lm_eval" not in env.probe:
+            out.warnings.append(f"environment {env.name!r} was last checked before Argus looked for lm-eval, so "
+                                "whether it has the lm_eval package is not known: an admin runs argus env check "
+                                f"{env.name} (without it the task fails at its start on the import)")
+            return
+        having = [e.name for e in self.registry.visible(None) if e.ok and e.probe.get("lm_eval")]
+        named = f" such as {', '.join(having)}" if having else " (verl-0.9.1-vllm-cpu's lock has it)"
+        out.errors.append(FieldError("env", env.name, f"environment {env.name!r} has no lm_eval package, which an "
+                                     f"lm-eval evaluation runs: name an environment with lm-eval in env:{named}, "
+                                     "or add lm-eval to your own environment's requirements (argus env list)"))
 
     def _check_device(self, admitted: Admitted, env: Environment, out: CheckOutcome) -> None:
         spec = admitted.spec

@@ -33,10 +33,12 @@ import time
 
 ESSENTIAL = ("verl", "torch", "ray")
 PACKAGES = ("verl", "torch", "ray", "transformers", "tensordict", "hydra-core", "omegaconf", "numpy", "vllm",
-            "sglang", "tensorrt-llm", "flash-attn", "flashinfer-python", "liger-kernel", "megatron-core", "peft")
+            "sglang", "tensorrt-llm", "flash-attn", "flashinfer-python", "liger-kernel", "megatron-core", "peft",
+            "lm-eval")
 ROLLOUT_ENGINES = {"vllm": "vllm", "sglang": "sglang", "trtllm": "tensorrt-llm"}
 KERNELS = ("flash-attn", "flashinfer-python", "liger-kernel")
 CPU_PLATFORM_MODULE = "argus_verl_cpu"
+LM_EVAL_MODULE = "lm_eval"  # EleutherAI's harness, run by argus.jobs.lm_eval (a `kind: eval` spec's lm_eval block)
 
 
 def version(dist: str) -> str | None:
@@ -126,6 +128,8 @@ def probe(imports: bool, find: list[str]) -> dict[str, object]:
         "kernels": [k for k in KERNELS if versions.get(k)],
         # Argus's verl CPU platform (argus/envs/cpu_plugin): this environment can run `device: cpu` training
         "cpu_platform": findable(CPU_PLATFORM_MODULE),
+        # can run lm-eval evaluations; a probe without this key predates the check (admission then only warns)
+        "lm_eval": findable(LM_EVAL_MODULE),
         "driver_cuda": driver_cuda(),
         "problems": problems,
         "notes": notes,

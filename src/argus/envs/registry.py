@@ -83,7 +83,8 @@ class Environment:
             "verl": versions.get("verl"), "torch": versions.get("torch"), "ray": versions.get("ray"),
             "transformers": versions.get("transformers"), "torch_cuda": self.probe.get("torch_cuda"),
             "rollout_engines": self.probe.get("rollout_engines") or [], "kernels": self.probe.get("kernels") or [],
-            "templates": self.templates, "cpu_training": bool(self.probe.get("cpu_platform")), "ok": self.ok, "problems": self.problems,
+            "templates": self.templates, "cpu_training": bool(self.probe.get("cpu_platform")),
+            "lm_eval": self.probe.get("lm_eval"), "ok": self.ok, "problems": self.problems,
             "notes": self.probe.get("notes") or [], "lock_sha256": self.lock_sha256,
             "created_at": self.created_at, "checked_at": self.checked_at,
         }
