@@ -27,6 +27,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from sqlalchemy import func, select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from argus.core import checkpoints as ck
@@ -110,17 +111,42 @@ def register(session: Session, principal: Principal, name: str, *, layout: DataL
                                   task_team=task.team if task else None, folder_team=layout.team_of(real) or None)
     reg = _registry_for(session, principal, choice, requested=team)
     lineage = _lineage(layout.with_teams(mine), user, task, verl_of)
-    latest = session.scalar(select(func.max(ModelVersionModel.version)).where(
-        *reg.versions(principal), ModelVersionModel.name == name)) or 0
-    row = ModelVersionModel(user_id=principal.id, team_id=reg.team_id, name=name, version=latest + 1, kind=kind,
-                            path=shown, source_task=task.id if task else None, step=step, lineage=lineage,
-                            scores=scores, created_at=utcnow())
-    session.add(row)
-    session.flush()
+    row = ModelVersionModel(user_id=principal.id, team_id=reg.team_id, name=name, kind=kind, path=shown,
+                            source_task=task.id if task else None, step=step, lineage=lineage, scores=scores,
+                            created_at=utcnow())
+    _insert_next(session, principal, reg, row)
     done_ = Registered(row, reg.team, choice.why)
     audit.record(session, actor=user, action=audit.MODEL_REGISTERED, target=done_.ref,
                  detail={"team": reg.team, "path": shown, "task": row.source_task, "step": step})
     return done_
+
+
+def _insert_next(session: Session, principal: Principal, reg: Registry, row: ModelVersionModel) -> None:
+    """Insert ``row`` as the next version of its name in ``reg``: numbered in the INSERT itself, one at a time.
+
+    Reading the latest version and inserting the next in two statements let two registrations of one name
+    (two requests, two servers) read the same N and both insert N+1: the second met the unique index and
+    got a 500. Instead the number is the INSERT's own subquery — on SQLite one statement under the one write
+    lock, so it sees every committed version — and on PostgreSQL, where two INSERTs still read the same
+    snapshot-time max, a transaction-scoped advisory lock on (registry, name) makes the next one wait for
+    this one's commit (its wait is bounded by ``lock_timeout``: a 503 "database busy", as for any lock).
+    Serialising beats retrying here: every racer succeeds, in order, where a bounded retry makes the N-th
+    of N concurrent registrations try N times (and a SAVEPOINT that is the transaction's first write is
+    committed by its own RELEASE on pysqlite, parting the version from its audit event).
+
+    A clash that still happens (a server without this, a row written by hand) is a 409 naming the name and
+    saying to retry, never a 500."""
+    if session.get_bind().dialect.name == "postgresql":
+        space = reg.team_id if reg.team_id is not None else -principal.id  # a team's, or a user's own
+        session.execute(select(func.pg_advisory_xact_lock(space, func.hashtext(row.name))))
+    row.version = (select(func.coalesce(func.max(ModelVersionModel.version), 0) + 1)  # type: ignore[assignment]
+                   .where(*reg.versions(principal), ModelVersionModel.name == row.name).scalar_subquery())
+    session.add(row)
+    try:
+        session.flush()
+    except IntegrityError as exc:
+        raise Conflict(f"could not number the new version of {refs.shown(reg.team, row.name)!r}: a concurrent "
+                       "registration (or change to its registry) got in first; retry", code="version_conflict") from exc
 
 
 def _registry_for(session: Session, principal: Principal, choice: refs.Choice, *, requested: str | None) -> Registry:
