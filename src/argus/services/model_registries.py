@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import ColumnElement, func, or_, select
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
 from argus.core import model_refs as refs
@@ -33,7 +35,7 @@ from argus.db.models import (
     UserModel,
     utcnow,
 )
-from argus.errors import ClientError, FieldError, Forbidden, NotFound
+from argus.errors import ClientError, Conflict, FieldError, Forbidden, NotFound
 from argus.services import audit, notifications, teams
 from argus.services.principal import Principal
 
@@ -185,15 +187,7 @@ def set_alias(session: Session, principal: Principal, model: str, alias: str, ve
         raise ClientError(f"model {parsed.model!r} has no version {version}", code="version_not_found",
                           errors=[FieldError("version", version, f"one of {parsed.model}'s versions "
                                                                  f"(argus model show {parsed.model})")])
-    found = next((a for a in aliases(session, principal, reg, parsed.name) if a.alias == alias), None)
-    before = found.version if found else None
-    if found is None:
-        found = ModelAliasModel(user_id=principal.id, team_id=reg.team_id, name=parsed.name, alias=alias,
-                                version=version, updated_at=utcnow())
-        session.add(found)
-    else:  # a team's alias: ``user_id`` is who moved it last
-        found.version, found.updated_at, found.user_id = version, utcnow(), principal.id
-    session.flush()
+    before = _move(session, principal, reg, parsed.name, alias, version)
     target = refs.shown(reg.team, parsed.name, alias=alias)
     said = f"model {target} → version {version}" + (f" (was {before})" if before else "") + f": {row.path}"
     audit.record(session, actor=principal.name, action=audit.MODEL_ALIAS_MOVED, target=target,
@@ -208,6 +202,36 @@ def set_alias(session: Session, principal: Principal, model: str, alias: str, ve
                                  _payload(task, target, version, said, principal.name),
                                  task_id=task.id if task else None)
     return reg
+
+
+def _move(session: Session, principal: Principal, reg: Registry, name: str, alias: str, version: int) -> int | None:
+    """Point the alias at ``version``, creating it if new; returns the version it pointed at before (None: new).
+
+    Reading the alias and inserting it when absent let two first settings at once (two team admins) both read
+    "absent" and both insert: the second met the unique index and got a 500. Instead the alias is inserted
+    first, doing nothing when it exists (``ON CONFLICT DO NOTHING``: the INSERT waits for a concurrent
+    inserter's commit — SQLite's write lock, PostgreSQL's check of the unique index), and an alias that exists
+    is read locked (``FOR UPDATE`` on PostgreSQL; on SQLite that INSERT already holds the write lock) and
+    moved. Moves of one alias are so one at a time, each reading the version the last one set: every move's
+    audit event and notification say the right "was"."""
+    now = utcnow()
+    table = ModelAliasModel.__table__
+    insert = (pg_insert if session.get_bind().dialect.name == "postgresql" else sqlite_insert)(table)
+    created = session.execute(insert.values(user_id=principal.id, team_id=reg.team_id, name=name, alias=alias,
+                                            version=version, updated_at=now)
+                              .on_conflict_do_nothing().returning(table.c.id)).first()
+    if created is not None:
+        return None
+    found = session.scalars(select(ModelAliasModel).where(
+        *reg.aliases(principal), ModelAliasModel.name == name, ModelAliasModel.alias == alias)
+        .with_for_update().execution_options(populate_existing=True)).one_or_none()
+    if found is None:  # gone between the two statements (its team deleted): the caller's retry answers it
+        raise Conflict(f"the alias {refs.shown(reg.team, name, alias=alias)!r} changed while being moved; retry",
+                       code="alias_conflict")
+    before = found.version
+    found.version, found.updated_at, found.user_id = version, now, principal.id  # a team's: who moved it last
+    session.flush()
+    return before
 
 
 def _payload(task: TaskModel | None, target: str, version: int, said: str, mover: str) -> dict[str, Any]:
