@@ -8,18 +8,22 @@
   task's own answer (a finished one is refused with the API's message);
 * virtual scrolling: 3 000 tasks, only the rows in view in the DOM, the last one reachable by scrolling;
 * the task page's Checkpoints tab on a real run of ``argus.jobs.steps`` (verl's folder layout): delete
-  refused while it runs, then resume, export, delete one step, the latest refused, GPU-hours shown.
+  refused while it runs, then resume, export, delete one step, the latest refused, GPU-hours shown;
+  lm-eval on a step from a small form (the new task linked, a refusal naming the API's fields).
 """
 
 from __future__ import annotations
 
 import re
+import shutil
+import sys
 from datetime import UTC, datetime, timedelta
 
 import pytest
 from sqlalchemy import create_engine, insert, select
 
 from argus.db.models import TaskModel, UserModel
+from tests.services.test_checkpoints import write_step
 from tests.waiting import wait_until
 from tests.web.conftest import Pages, Up, answer, shot
 from tests.web.test_browser import submit_api
@@ -53,6 +57,22 @@ def wait_status(up: Up, user: str, tid: str, want: set[str], timeout: float = 24
 
 def ids_in_table(page) -> list[str]:  # noqa: ANN001
     return page.locator("#tasks-body tr[data-task]").evaluate_all("rs => rs.map(r => r.dataset.task)")
+
+
+def lm_eval_form(page, step: int, shot_as: str | None = None, **typed: str) -> dict[str, str]:  # noqa: ANN001
+    """Open a step's lm-eval form, type into the named fields, submit; returns what the fields showed first."""
+    page.locator(f'#ckpt-body tr[data-step="{step}"] [data-act=lm-eval]').click()
+    dlg = page.locator('dialog.argus-dialog[data-kind="form"][open]')
+    dlg.wait_for(timeout=30_000)
+    shown = dict(zip(dlg.locator(".dialog-input").evaluate_all("xs => xs.map(x => x.name)"),
+                     dlg.locator(".dialog-input").evaluate_all("xs => xs.map(x => x.value)"), strict=True))
+    for name, text in typed.items():
+        dlg.locator(f'.dialog-input[data-field="{name}"]').fill(text)
+    if shot_as:
+        shot(page, shot_as)
+    dlg.locator(".dialog-ok").click()
+    dlg.wait_for(state="detached", timeout=30_000)
+    return shown
 
 
 def test_first_run_guide_for_a_new_user(up: Up, pages: Pages) -> None:
@@ -278,6 +298,95 @@ def test_checkpoints_tab(up: Up, pages: Pages) -> None:
     page.locator("#ckpt-empty").wait_for()
     assert page.locator("#ckpt-result").inner_text() == f"Deleted $HOME/jobs/{tid}/checkpoints."
 
+
+
+LM_ENV = "lm-eval-ready"
+WAITS_IN_LM_ENV = (f"kind: advanced\nworkload: job\nname: to evaluate\nenv: {LM_ENV}\nnnodes: 1\n"
+                   "n_gpus_per_node: 1\ncommand: python3 -m argus.jobs.sleep 1\n")  # no GPU here: it waits
+
+
+def test_checkpoints_tab_evaluates_a_step_with_lm_eval(up: Up, pages: Pages) -> None:
+    """lm-eval on any run's step from a small form: its fields sent as typed, the new task linked; a refusal
+    shows the API's message and each field it named (nothing is checked in the page).
+
+    Admission lets lm-eval run only in an environment with the lm_eval package, which the server's own has
+    not: ``lm-eval-ready`` is Argus's own interpreter recorded as having it (its record written here, as
+    tests/web/test_pages.py does). No task of it ever starts: this server has no GPU, lm-eval asks for one."""
+    from argus.envs.registry import Environment, Registry
+
+    builtin = Registry(up.root, sys.executable).builtin()
+    folder = up.root / "envs" / LM_ENV
+    Environment(name=LM_ENV, python=builtin.python, prefix=builtin.prefix, source="registered",
+                checked_at=builtin.checked_at, probe={**builtin.probe, "lm_eval": True}).dump(folder)
+    try:
+        _lm_eval_from_the_checkpoints_tab(up, pages)
+    finally:  # the other pages' tests list the environments: this one is gone again
+        shutil.rmtree(folder)
+
+
+def _lm_eval_from_the_checkpoints_tab(up: Up, pages: Pages) -> None:
+    tid = submit_api(up, "alice", WAITS_IN_LM_ENV)
+    ckpts = up.root / "users" / "alice" / "jobs" / tid / "checkpoints"
+    for step in (2, 4):
+        write_step(ckpts, step)
+    with up.api("alice") as c:
+        assert c.post(f"/api/v2/tasks/{tid}/cancel").status_code in (200, 202)
+    wait_status(up, "alice", tid, {"CANCELED"})
+    page = pages.new(user="alice")
+    page.goto(f"{up.url}/tasks/{tid}")
+    page.click('.tab[data-tab="checkpoints"]')
+    page.locator('#ckpt-body tr[data-step="2"] [data-act=lm-eval]').wait_for()
+
+    form = lm_eval_form(page, 2, "task-checkpoints-lm-eval", tasks=" tiny_arith, other.task ", limit="8",
+                        num_fewshot="2")
+    assert form == {"tasks": "", "include_path": "$HOME/code/lm_tasks", "limit": "", "num_fewshot": ""}
+    page.locator("#ckpt-result[data-ok]", has_text="Evaluation submitted").or_(
+        page.locator('#ckpt-result[data-ok="0"]')).wait_for()
+    link = page.locator('#ckpt-result[data-ok="1"] a[data-new-task]')
+    assert link.count() == 1, page.locator("#ckpt-result").inner_text()
+    evaluation = link.get_attribute("data-new-task")
+    with up.api("alice") as c:
+        command = c.get(f"/api/v2/tasks/{evaluation}/spec").json()["command_raw"]
+        assert command == (f"python3 -m argus.jobs.lm_eval --checkpoint '$HOME/jobs/{tid}/checkpoints/global_step_2' "
+                           "--tasks tiny_arith,other.task --include-path '$HOME/code/lm_tasks' --num-fewshot 2 "
+                           "--limit 8 --device cuda"), command
+        assert c.get(f"/api/v2/tasks/{evaluation}").json()["evaluates_step"] == 2
+        c.post(f"/api/v2/tasks/{evaluation}/cancel")
+    # the step shows its evaluation (linked) once the tab has reloaded
+    page.locator(f'#ckpt-body tr[data-step="2"] td.ckpt-scores a[data-new-task="{evaluation}"]').wait_for()
+
+    # refused: the API's message, then each field it named with its own message
+    form = lm_eval_form(page, 4, tasks="tiny arith;rm", limit="lots")
+    assert form["tasks"] == " tiny_arith, other.task "  # the last answer is offered again
+    page.locator('#ckpt-result[data-ok="0"]').wait_for()
+    said = page.locator("#ckpt-result").inner_text()
+    assert "lm_eval.tasks: must name one or more lm-eval tasks" in said, said
+    assert "lm_eval.limit: must be a number of examples per task" in said, said
+    assert page.locator('#ckpt-body tr[data-step="4"] td.ckpt-scores').inner_text() == ""
+    shot(page, "task-checkpoints-lm-eval-refused")
+
+    # cancelled: nothing is sent
+    page.locator('#ckpt-body tr[data-step="4"] [data-act=lm-eval]').click()
+    answer(page, accept=False)
+    assert page.locator("#ckpt-result").inner_text() == said
+    with up.api("alice") as c:
+        assert [e["task_id"] for e in c.get(f"/api/v2/tasks/{tid}/evaluations").json()] == [evaluation]
+
+    # on a phone, in Chinese: the form fits the width, its buttons in reach
+    zh = pages.new(lang="zh", user="alice")
+    zh.set_viewport_size({"width": 390, "height": 844})
+    zh.goto(f"{up.url}/tasks/{tid}")
+    zh.click('.tab[data-tab="checkpoints"]')
+    zh.locator('#ckpt-body tr[data-step="4"] [data-act=lm-eval]').click()
+    dlg = zh.locator('dialog.argus-dialog[data-kind="form"][open]')
+    dlg.wait_for()
+    assert dlg.locator(".dialog-message").inner_text().startswith("用 EleutherAI lm-eval 评估")
+    for part in (dlg, dlg.locator('.dialog-input[data-field="num_fewshot"]'), dlg.locator(".dialog-ok")):
+        box = part.bounding_box()
+        assert box and box["x"] >= 0 and box["x"] + box["width"] <= 390, box
+    shot(zh, "task-checkpoints-lm-eval-phone-zh")
+    dlg.locator(".dialog-cancel").click()
+    dlg.wait_for(state="detached")
 
 def test_rerun_in_another_environment_from_the_spec_tab(up: Up, pages: Pages) -> None:
     """Issue 35: the Spec tab previews a re-run (the API's diff: env: set, keys moved) and submits it, linked."""

@@ -1,11 +1,38 @@
 // The task page's Checkpoints tab (issue 25): GET …/checkpoints (verl's global_step_N folders: state, size,
 // time), and per complete step Resume (POST …/resume: a new task), Export to a Hugging Face folder
 // (POST …/export: a CPU task), Evaluate (POST …/evaluate: verl's validation of the step, issue 38; the step's
-// latest evaluation shows its core scores once it succeeded, else its task and status), Delete
+// latest evaluation shows its core scores once it succeeded, else its task and status), lm-eval… (POST …/evaluate
+// with an lm_eval block: EleutherAI lm-eval on the step, any run's, SFT's too; a small form whose fields are sent
+// as typed, the API checks them and names the field it refuses), Delete
 // (DELETE …/checkpoints?step=N), plus Delete all. What may be done is the
 // API's to say: a refused action shows the API's own message (e.g. "the task is RUNNING: … once it has
 // ended"), nothing is decided here. Refreshed every 10 s while the tab is open and the task runs.
-import { api, confirmDialog, el, fmtBytes, fmtTime, poll, promptDialog, sayResult, t } from "./common.js";
+import { api, confirmDialog, el, fmtBytes, fmtTime, formDialog, poll, promptDialog, sayResult, t } from "./common.js";
+
+/** A refusal as the API worded it: its message, then each field it named with that field's own message. */
+function refusal(e) {
+  return [e.message, ...(e.errors || []).map((x) => `${x.field}: ${x.message}`)].join(" — ");
+}
+
+/** A number field as the user typed it: empty → left out; a number → that number; anything else → the text itself
+ * (the API says what it wants). */
+function typed(text) {
+  const s = text.trim();
+  if (s === "") return undefined;
+  const n = Number(s);
+  return Number.isFinite(n) ? n : s;
+}
+
+/** The lm_eval block from the form: tasks split at commas, nothing checked here (the API does). */
+function lmEvalBlock(form) {
+  const block = {
+    tasks: form.tasks.split(",").map((x) => x.trim()).filter((x) => x !== ""),
+    include_path: form.include_path.trim() || undefined,
+    limit: typed(form.limit),
+    num_fewshot: typed(form.num_fewshot),
+  };
+  return Object.fromEntries(Object.entries(block).filter(([, v]) => v !== undefined));
+}
 
 function stateText(state) {
   if (state === "complete") return t("task.ckpt_complete");
@@ -21,6 +48,8 @@ export function startCheckpoints(base, taskId, finished) {
   let poller = null;
 
   const say = (ok, text, link) => sayResult(result, ok, text, link);
+  // the lm-eval form's last answer on this page: a second step is evaluated the same way without retyping
+  let lmForm = { tasks: "", include_path: "$HOME/code/lm_tasks", limit: "", num_fewshot: "" };
 
   function taskLink(id) {
     return el("a", { href: `/tasks/${encodeURIComponent(id)}`, class: "mono", "data-new-task": id }, id);
@@ -32,7 +61,7 @@ export function startCheckpoints(base, taskId, finished) {
       const r = await fn();
       say(true, okText(r), submits ? taskLink(r.task_id) : null);
     } catch (e) {
-      say(false, e.message);
+      say(false, refusal(e));
     }
     await load();
   }
@@ -46,6 +75,7 @@ export function startCheckpoints(base, taskId, finished) {
       el("button", { type: "button", "data-act": "evaluate", onclick: () => act(
         () => api(`${base}/evaluate`, { method: "POST", body: { step: s.step } }), () => t("task.ckpt_evaluated"), true) },
       t("task.ckpt_evaluate")),
+      el("button", { type: "button", "data-act": "lm-eval", onclick: () => lmEval(s.step) }, t("task.ckpt_lm_eval")),
       el("button", { type: "button", "data-act": "export", onclick: async () => {
         const to = await promptDialog(t("task.ckpt_export_to", { step: s.step, id: taskId }), "");
         if (to === null) return;
@@ -65,6 +95,20 @@ export function startCheckpoints(base, taskId, finished) {
       el("td", {}, fmtTime(s.modified_at)),
       el("td", { class: "ckpt-scores" }, scores(s.evaluations || [])),
       el("td", { class: "ckpt-actions" }, actions));
+  }
+
+  /** Ask for the lm-eval tasks and options in a small form; submit them for the step as typed. */
+  async function lmEval(step) {
+    const form = await formDialog(t("task.ckpt_lm_eval_ask", { step, id: taskId }), [
+      { name: "tasks", label: t("task.ckpt_lm_tasks"), value: lmForm.tasks, hint: "my_task, other_task" },
+      { name: "include_path", label: t("task.ckpt_lm_include"), value: lmForm.include_path },
+      { name: "limit", label: t("task.ckpt_lm_limit"), value: lmForm.limit, inputmode: "decimal" },
+      { name: "num_fewshot", label: t("task.ckpt_lm_fewshot"), value: lmForm.num_fewshot, inputmode: "numeric" },
+    ], { ok: t("task.ckpt_lm_submit") });
+    if (form === null) return;
+    lmForm = form;
+    act(() => api(`${base}/evaluate`, { method: "POST", body: { step, lm_eval: lmEvalBlock(form) } }),
+      () => t("task.ckpt_evaluated"), true);
   }
 
   /** The step's latest evaluation: its val-core scores (all scores when none is core) once it succeeded,

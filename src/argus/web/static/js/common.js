@@ -201,20 +201,36 @@ export function sayResult(target, ok, text, link) {
 let dialogCount = 0;
 
 /**
- * Ask in a modal dialog. ``input`` (a string: the field's first value) makes it a prompt.
- * Resolves to the typed text (prompt) or true (confirm) on OK; null (prompt) or false (confirm) on cancel.
+ * Ask in a modal dialog. ``input`` (a string: the field's first value) makes it a prompt; ``fields`` (a list of
+ * {name, label, value, hint, inputmode}) makes it a small form, each field a labelled text box.
+ * Resolves to the typed text (prompt), {name: text} (form) or true (confirm) on OK; null (prompt, form) or
+ * false (confirm) on cancel. What was typed is returned as typed: checking it is the API's job.
  */
-export function ask(message, { input, ok, cancel = true, danger = false } = {}) {
-  const prompt = input !== undefined && input !== null;
-  const field = prompt ? el("input", { type: "text", class: "dialog-input", "aria-label": message }) : null;
-  if (field) field.value = String(input);
+export function ask(message, { input, fields, ok, cancel = true, danger = false } = {}) {
+  const isForm = Array.isArray(fields);
+  const specs = isForm ? fields : input !== undefined && input !== null ? [{ name: "", value: input }] : [];
+  const prompt = specs.length > 0;
+  const inputs = specs.map((f) => {
+    const box = el("input", { type: "text", class: "dialog-input", name: f.name || null, "data-field": f.name || null,
+      inputmode: f.inputmode || null, placeholder: f.hint || null, autocomplete: "off",
+      "aria-label": isForm ? null : message });
+    box.value = String(f.value ?? "");
+    return box;
+  });
+  const boxes = isForm ? specs.map((f, i) => el("label", { class: "dialog-field" }, el("span", {}, f.label), inputs[i]))
+    : inputs;
   const okBtn = el("button", { type: "submit", class: danger ? "danger dialog-ok" : "primary dialog-ok" },
     ok || t("dialog.ok"));
   const cancelBtn = cancel ? el("button", { type: "button", class: "dialog-cancel" }, t("dialog.cancel")) : null;
   const text = el("p", { class: "dialog-message", id: `dialog-msg-${++dialogCount}` }, message);
-  const form = el("form", { method: "dialog" }, text, field, el("div", { class: "dialog-buttons" }, cancelBtn, okBtn));
-  const dlg = el("dialog", { class: "argus-dialog", "aria-labelledby": text.id, "data-kind": prompt ? "prompt" : cancel ? "confirm" : "alert" }, form);
+  const form = el("form", { method: "dialog" }, text, boxes, el("div", { class: "dialog-buttons" }, cancelBtn, okBtn));
+  const kind = isForm ? "form" : prompt ? "prompt" : cancel ? "confirm" : "alert";
+  const dlg = el("dialog", { class: "argus-dialog", "aria-labelledby": text.id, "data-kind": kind }, form);
   const opener = document.activeElement;
+  const answerOf = (yes) => {
+    if (isForm) return yes ? Object.fromEntries(specs.map((f, i) => [f.name, inputs[i].value])) : null;
+    return prompt ? (yes ? inputs[0].value : null) : yes;
+  };
   return new Promise((resolve) => {
     let answered = false;
     const finish = (yes) => {
@@ -223,12 +239,12 @@ export function ask(message, { input, ok, cancel = true, danger = false } = {}) 
       dlg.close();
       dlg.remove();
       if (opener && typeof opener.focus === "function" && opener.isConnected) opener.focus();
-      resolve(prompt ? (yes ? field.value : null) : yes);
+      resolve(answerOf(yes));
     };
     form.addEventListener("submit", (ev) => { ev.preventDefault(); finish(true); });
     if (cancelBtn) cancelBtn.addEventListener("click", () => finish(false));
     dlg.addEventListener("cancel", (ev) => { ev.preventDefault(); finish(!cancel); }); // Esc
-    const stops = [field, cancelBtn, okBtn].filter(Boolean);
+    const stops = [...inputs, cancelBtn, okBtn].filter(Boolean);
     dlg.addEventListener("keydown", (ev) => {
       if (ev.key === "Enter" && ev.target !== cancelBtn && !ev.isComposing) { ev.preventDefault(); finish(true); }
       if (ev.key === "Tab") {  // focus stays in the dialog: Tab from the last control wraps to the first
@@ -240,8 +256,8 @@ export function ask(message, { input, ok, cancel = true, danger = false } = {}) 
     });
     document.body.append(dlg);
     dlg.showModal();
-    (field || okBtn).focus();
-    if (field) field.select();
+    (inputs[0] || okBtn).focus();
+    if (inputs[0]) inputs[0].select();
   });
 }
 
@@ -249,5 +265,7 @@ export function ask(message, { input, ok, cancel = true, danger = false } = {}) 
 export const confirmDialog = (message, opts) => ask(message, opts);
 /** A line of text asked in the page (null: cancelled). */
 export const promptDialog = (message, value = "", opts) => ask(message, { ...opts, input: value });
+/** A few lines of text asked in one form ({name: text}; null: cancelled). */
+export const formDialog = (message, fields, opts) => ask(message, { ...opts, fields });
 /** A message the user acknowledges (OK only). */
 export const alertDialog = (message) => ask(message, { cancel: false });
