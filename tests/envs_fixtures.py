@@ -68,6 +68,15 @@ def install_env(data_root: Path, name: str, *, as_name: str | None = None) -> En
     return env
 
 
+LM_EVAL_ENV = "verl-0.9.1-vllm-cpu"  # the catalog environment whose lock has lm-eval
+
+
+def lm_eval_env(data_root: Path) -> str:
+    """Register the environment with lm-eval under ``data_root``: an lm-eval task is refused elsewhere."""
+    install_env(data_root, LM_EVAL_ENV)
+    return LM_EVAL_ENV
+
+
 @pytest.fixture(scope="session")
 def verl041_python() -> str:
     """The interpreter of the verl 0.4.1 CPU environment (catalog entry verl-0.4.1-cpu)."""

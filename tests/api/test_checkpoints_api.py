@@ -4,6 +4,7 @@ from pathlib import Path
 
 import yaml
 
+from tests.envs_fixtures import lm_eval_env
 from tests.helpers import submit_spec
 from tests.services.test_checkpoints import write_step
 
@@ -191,7 +192,8 @@ def test_only_a_ppo_or_grpo_checkpoint_is_evaluated(live) -> None:
 
 def test_any_checkpoint_is_evaluated_with_lm_eval_and_scored_on_its_step(live) -> None:
     alice = live.new_user("alice")
-    tid = submit(alice, SPEC)  # no ppo/grpo run: lm-eval merges any verl checkpoint first
+    env = lm_eval_env(live.ctx.settings.root)  # an evaluation runs in its run's environment
+    tid = submit(alice, SPEC + f"env: {env}\n")  # no ppo/grpo run: lm-eval merges any verl checkpoint first
     write_step(Path(live.ctx.settings.root) / "users" / "alice" / "runs" / "ck", 2)
     lm = {"tasks": ["tiny_arith"], "include_path": "$HOME/code/lm_tasks", "limit": 8}
     r = alice.post(f"/api/v2/tasks/{tid}/evaluate", json={"lm_eval": lm})

@@ -4,13 +4,14 @@ argument, reach another user's home or run a substitution; another user's checkp
 import pytest
 import yaml
 
+from tests.envs_fixtures import LM_EVAL_ENV, lm_eval_env
 from tests.helpers import post_spec
 
 pytestmark = pytest.mark.hostile
 
 
 def _spec(**lm_eval) -> str:
-    doc = {"kind": "eval", "model_id": "$HOME/models/tiny",
+    doc = {"kind": "eval", "model_id": "$HOME/models/tiny", "env": LM_EVAL_ENV,
            "lm_eval": {"tasks": ["tiny_arith"], "include_path": "$HOME/code/lm_tasks", **lm_eval}}
     return yaml.safe_dump(doc)
 
@@ -22,6 +23,7 @@ def _fields(r) -> list[str]:  # noqa: ANN001
 
 def test_lm_eval_values_stay_one_argument_and_paths_stay_home(live) -> None:
     alice, _ = live.new_user("alice"), live.new_user("bob")
+    lm_eval_env(live.ctx.settings.root)
     users = f"{live.ctx.settings.root}/users"
     for tasks in (["t;id"], ["t --output_path /tmp/x"], ["$(id)"], ["../../etc/passwd"], [""], "a,b"):
         assert _fields(post_spec(alice, _spec(tasks=tasks))) == ["lm_eval.tasks"], tasks
