@@ -11,9 +11,12 @@ It times, over HTTP (``GET /api/v2/tasks/{id}/logs/first-error``):
 * growing: after each of ``--n`` appends of 1 MiB (a training log grows), the question again: only the
   new bytes are read;
 * the line number of the tail (``…/logs?lines=true`` at the end, ``X-Line``), warm;
+* after a restart: the process-local index dropped (as a restarted ``argus up`` has none), the store in the
+  server's state folder kept (services/log_index_store.py), then the question, ``--n`` times;
 * watched: a fresh log of the same size written 16 MiB at a time while the monitor watches it (after each
   write, ``log_index.keep_warm`` as the monitor's progress watch calls it when a RUNNING attempt's log grew),
-  then the question: what a user who clicks "First error" on a running (or just failed) task waits for.
+  then the question: what a user who clicks "First error" on a running (or just failed) task waits for;
+  and that question again after a restart.
 
     .venv/bin/python bench/log_first_error.py [--mib 1024] [--n 30]
 
@@ -131,6 +134,7 @@ def main() -> None:
             assert r.status_code == 200, r.text
             numbered += bool(r.headers.get("x-line"))
         print(summary(f"tail range, X-Line in {numbered}/{args.n} answers", tail))
+        print(summary("after a restart (the index from the store)", restarted(ask, log, args.n)))
         # a log opened cold at its tail (moved to another task: a new index): the range comes at once, its line
         # numbers once the background thread has counted the file
         r = c.post("/api/v2/tasks", content=SPEC, headers={"Content-Type": "application/yaml"})
@@ -190,6 +194,29 @@ def watched(srv, c, args) -> None:  # noqa: ANN001 - tests.helpers' live server 
     print(f"watched: {log.stat().st_size / 1048576:.0f} MiB written in {written - t0:.1f} s with keep_warm after "
           f"each 16 MiB; the background search done {caught - written:.2f} s after the last write")
     print(summary("watched, then asked (the index answers)", ms))
+
+    def ask() -> tuple[float, dict]:
+        t = time.perf_counter()
+        r = c.get(f"/api/v2/tasks/{tid}/logs/first-error", timeout=600)
+        assert r.status_code == 200 and r.json()["first"]["exception"] == "ZeroDivisionError: division by zero", r.text
+        return (time.perf_counter() - t) * 1000, r.json()
+
+    print(summary("watched, then asked after a restart", restarted(ask, log, args.n)))
+
+
+def restarted(ask, log: Path, n: int) -> list[float]:  # noqa: ANN001 - the case's question
+    """The question after each of ``n`` restarts: the server's in-memory index of the log dropped, the store
+    in its state folder kept (what a restarted ``argus up`` finds)."""
+    from argus.services import log_index
+
+    ms = []
+    for _ in range(n):
+        with log_index._GUARD:
+            log_index._INDEXES.pop(str(log), None)
+        took, body = ask()
+        assert body["first"] and body["first"]["exception"] == "ZeroDivisionError: division by zero", body
+        ms.append(took)
+    return ms
 
 if __name__ == "__main__":
     main()

@@ -34,6 +34,7 @@ from argus.api.app import create_app
 from argus.api.context import AppContext
 from argus.db.session import Database
 from argus.errors import ArgusError
+from argus.services import log_index
 from argus.services.users import ensure_admin, ensure_layout, reset_admin_token
 from argus.settings import Settings
 
@@ -82,6 +83,7 @@ def build_context(settings: Settings, *, announce: Callable[[str], None] = say, 
         db.dispose()
         raise StartError(database_problem(settings, exc)) from None
     ctx = AppContext(settings=settings, db=db)
+    log_index.use_store(settings.state_dir / "log-index")  # the server's own folder: indexes outlive a restart
     if admin:
         announce_admin(ctx, announce)
     else:

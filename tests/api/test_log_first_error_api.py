@@ -4,12 +4,16 @@ node's log of a multi-node task, an index extended as the log grows, and the log
 
 from __future__ import annotations
 
+import json
+import os
 import threading
+import time
 
+import pytest
 from sqlalchemy import update
 
 from argus.db.models import TaskModel
-from argus.services import log_index
+from argus.services import log_index, log_index_store
 from argus.services.home_files import open_plain
 from argus.services.log_index import first_error, is_error, keep_warm, line_number
 from argus.services.logs import LogRef
@@ -128,6 +132,9 @@ def test_first_error_api_every_node_access_and_errors(settings) -> None:  # noqa
         assert (first["node"], first["line"], first["rank"], first["kind"]) == (3, 3, "rank5", "exception")
         assert first["text"] == "[rank5]: RuntimeError: CUDA error" and first["exception"] == "RuntimeError: CUDA error"
         assert body["nodes"][2]["error"] == first
+        # what the index learned is kept for a restart in the server's state folder, nothing beside the logs
+        assert len(list((settings.state_dir / "log-index").glob("*.json"))) == 1
+        assert sorted(p.name for p in logs.iterdir()) == ["attempt-1.log", "attempt-1.node-3.log"]
         # the first node's error comes first; one node asked for
         (logs / "attempt-1.log").write_bytes(b"[argus] attempt 1\nstep:1 fine\nERROR: disk full\n")
         assert alice.get(url).json()["first"]["node"] == 1
@@ -164,3 +171,155 @@ def test_first_error_api_every_node_access_and_errors(settings) -> None:  # noqa
         bad = alice.get(url, params={"node": "two"})
         assert 400 <= bad.status_code < 500 and "node" in bad.text
         assert 400 <= alice.get(url, params={"node": 0}).status_code < 500
+
+
+# --- the index kept across a restart (services/log_index_store.py) ---
+
+@pytest.fixture
+def store(tmp_path, monkeypatch):  # noqa: ANN001, ANN201
+    """The index store in a state folder of its own (``argus up`` passes ``<state_dir>/log-index``)."""
+    folder = tmp_path / "state" / "log-index"
+    folder.parent.mkdir()
+    monkeypatch.setattr(log_index, "_STORE", folder)
+    monkeypatch.setitem(log_index_store._PRUNED, str(folder), time.monotonic())  # no prune thread meanwhile
+    return folder
+
+
+def _restart(ref: LogRef) -> None:
+    """What a restarted server has: no index in memory, the store as it was left."""
+    with log_index._GUARD:
+        log_index._INDEXES.pop(str(ref.path), None)
+
+
+def _spy(monkeypatch) -> list[tuple[int, int]]:  # noqa: ANN001
+    """(first byte, length) of every block the first-error search looks at from now on."""
+    seen: list[tuple[int, int]] = []
+    real = log_index._first_in_block
+
+    def spy(block: bytes, base: int):  # noqa: ANN202
+        seen.append((base, len(block)))
+        return real(block, base)
+
+    monkeypatch.setattr(log_index, "_first_in_block", spy)
+    return seen
+
+
+FILLER = b"".join(b"step:%d - actor/pg_loss:0.5 - val/error_rate:0.0\n" % i for i in range(200_000))  # ~10 MiB
+
+
+def test_a_restarted_server_answers_from_the_store_without_searching_again(tmp_path, store, monkeypatch) -> None:  # noqa: ANN001
+    ref = _ref(tmp_path, FILLER)
+    assert first_error(ref) == (None, len(FILLER))
+    (kept,) = store.iterdir()  # one small file, in the server's folder, not beside the log
+    assert kept.suffix == ".json" and kept.stat().st_size < 4096 and str(ref.path) not in kept.name
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["attempt-1.log", "state"]
+    _restart(ref)
+    seen = _spy(monkeypatch)
+    with ref.path.open("ab") as f:  # the log grew while the server was down: only the new bytes are read
+        f.write(b"(WorkerDict pid=7, ip=10.0.0.7) Traceback (most recent call last):\n")
+    found, _ = first_error(ref)
+    assert found is not None and found.line == 200_001 and found.offset == len(FILLER) and found.exception == ""
+    assert seen and all(base >= len(FILLER) for base, _ in seen), seen
+    with ref.path.open("ab") as f:
+        f.write(b'(WorkerDict pid=7, ip=10.0.0.7)   File "x.py", line 1\n(WorkerDict pid=7, ip=10.0.0.7) KeyError: 1\n')
+    _restart(ref)  # the traceback's exception is written after the store learned the traceback: read then
+    assert first_error(ref)[0].exception == "KeyError: 1"
+    _restart(ref)
+    seen.clear()
+    found, size = first_error(ref)
+    assert seen == [] and size == ref.path.stat().st_size  # found, and its exception: nothing is searched
+    assert (found.line, found.worker, found.exception) == (200_001, "WorkerDict pid=7, ip=10.0.0.7", "KeyError: 1")
+    counted: list[int] = []
+    monkeypatch.setattr(log_index, "_count_to", lambda idx, f, upto: counted.append(upto))
+    with open_plain(tmp_path, ref.path) as f:  # line numbers from the stored marks: nothing counted from the start
+        assert line_number(ref, f, found.offset) == 200_001
+        assert line_number(ref, f, 5 << 20) == FILLER[:5 << 20].count(b"\n") + 1 and counted == []
+
+
+def test_a_rewritten_truncated_or_replaced_log_is_not_answered_from_the_store(tmp_path, store) -> None:  # noqa: ANN001
+    ref = _ref(tmp_path, FILLER + b"ERROR late\n")
+    assert first_error(ref)[0].line == 200_001
+    # rewritten in place (the same inode and first bytes, no shorter): the bytes before the stored end differ
+    two = FILLER.index(b"step:2 ")
+    ref.path.write_bytes(FILLER[:two] + b"ERROR early\n" + FILLER[two:] + b"more\n")
+    _restart(ref)
+    found, _ = first_error(ref)
+    assert (found.line, found.text) == (3, "ERROR early")
+    # truncated: the stored offsets are past its end
+    with ref.path.open("r+b") as f:
+        f.truncate(100)
+    _restart(ref)
+    assert first_error(ref) == (None, 100)
+    with ref.path.open("ab") as f:
+        f.write(FILLER)  # grown back past the old end with other bytes
+    _restart(ref)
+    assert first_error(ref)[0] is None
+    # another file in its place (a new inode), first bytes the same
+    ref.path.unlink()
+    ref.path.write_bytes(FILLER[:51] + b"[rank2]: FATAL one\n")
+    _restart(ref)
+    assert first_error(ref)[0].line == 2
+
+
+def test_a_corrupt_or_foreign_store_file_is_ignored(tmp_path, store) -> None:  # noqa: ANN001
+    ten = FILLER.index(b"step:10 ")
+    ref = _ref(tmp_path, FILLER[:ten] + b"RuntimeError: boom\n" + FILLER)
+    assert first_error(ref)[0].line == 11
+    (kept,) = store.iterdir()
+    good = json.loads(kept.read_text())
+    size = ref.path.stat().st_size
+
+    def forged(**change: object) -> dict:  # believed, it would answer "ERROR from the store"
+        return {**good, "first": [0, 20, 1, "ERROR from the store", "level", "", "", ""], **change}
+
+    bad_files = [b"", b"{not json", b"[" * 100_000, b"null", b"[1, 2]", json.dumps({"v": 99}).encode(),
+                 b"x" * (log_index_store.MAX_FILE_BYTES + 10)]
+    bad_docs = [forged(path="/elsewhere.log"), forged(key=[0, 0]), forged(counted="many"), forged(counted=True),
+                forged(searched=-1), forged(lines=size + 1), forged(searched=size + 10, tail=[size + 10, good["tail"][1]]),
+                forged(marks=[0, 10 ** 9]), forged(starts=[0, 0]), forged(starts=[]), forged(first_exception_done=1),
+                forged(first=[10, 5, 1, "x", "level", "", "", ""]), forged(first=[1, 2, 3, "x", "evil", "", "", ""]),
+                forged(first={"offset": 1}), forged(first=[0, 20, 1, "ERROR forged", "level", "", "", 5]),
+                forged(head=[5, "0" * 64]), forged(tail=[good["tail"][0], "f" * 64]), forged(head=[10 ** 6, good["head"][1]])]
+    for data in bad_files + [json.dumps(d).encode() for d in bad_docs]:
+        kept.write_bytes(data)
+        with ref.path.open("rb") as f:
+            assert log_index_store.load(store, str(ref.path), f.fileno(), *_key_head(ref)) is None, data[:200]
+        _restart(ref)
+        found, got = first_error(ref)  # searched again: the right answer, never a crash or the forged one
+        assert got == size and found is not None and (found.line, found.text) == (11, "RuntimeError: boom"), data[:200]
+    # the well-formed file is used: a forged "first error" in it would be believed (it is the server's own folder)
+    kept.write_text(json.dumps(forged()))
+    _restart(ref)
+    assert first_error(ref)[0].text == "ERROR from the store"
+
+
+def test_the_store_is_bounded(tmp_path, store) -> None:  # noqa: ANN001
+    refs = []
+    for i in range(4):
+        (tmp_path / str(i)).mkdir()
+        refs.append(_ref(tmp_path / str(i), b"x\n" * 10 + b"ERROR %d\n" % i))
+        first_error(refs[-1])
+    files = sorted(store.iterdir(), key=lambda p: [str(r.path) for r in refs].index(json.loads(p.read_text())["path"]))
+    for age, p in enumerate(reversed(files)):  # written one after the other
+        os.utime(p, (time.time() - age, time.time() - age))
+    refs[0].path.unlink()  # a log that is gone: its index too
+    (store / "x.json.1.2.tmp").write_text("{")  # a crash's temporary file, an hour old
+    os.utime(store / "x.json.1.2.tmp", (time.time() - 7200, time.time() - 7200))
+    assert log_index_store.prune(store, keep=2) == 3  # and the least recently written beyond the cap
+    for ref in refs[1:]:
+        _restart(ref)
+    kept = []
+    for r in refs[1:]:
+        with r.path.open("rb") as f:
+            kept.append(log_index_store.load(store, str(r.path), f.fileno(), *_key_head(r)) is not None)
+    assert kept == [False, True, True]
+    refs[3].path.unlink()  # pruned in the background after a write, at most every PRUNE_EVERY_S
+    del log_index_store._PRUNED[str(store)]
+    first_error(refs[2])
+    log_index_store._prune_when_due(store)
+    wait_until(lambda: len(list(store.iterdir())) == 1, 10, what="the prune thread")
+
+
+def _key_head(ref: LogRef) -> tuple:
+    st = ref.path.stat()
+    return (st.st_dev, st.st_ino), ref.path.read_bytes()[:log_index.HEAD_BYTES], st.st_size

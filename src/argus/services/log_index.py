@@ -17,8 +17,13 @@ time, so the page's "First error" answers from the index instead of scanning the
 (issue 37: a 1 GiB log searched cold took 4.8 s).
 
 An index is keyed by the file's device and inode and dropped when the file shrinks or its first bytes
-change (a new file, not an append). It lives in the server process (API, WebUI and scheduler share one) and is lost on a restart,
-when it is rebuilt on the next request. Answers after the first are a ``stat`` and a dictionary look-up.
+change (a new file, not an append). It lives in the server process (API, WebUI and scheduler share one), and
+what it learned is also kept in the server's state directory (services/log_index_store.py, the folder given
+by :func:`use_store`): after a restart (training outlives the platform head) the index of a log is read back
+when that log is first asked about, if it still describes the same file, and only the bytes written since
+are read. It is written when a pass has learned a block or more (every ``SAVE_EVERY_S`` at most while a
+background pass goes on) or the first error, and at the end of a background pass. Answers after the first
+are a ``stat`` and a dictionary look-up.
 
 A line is an error when, as the page shows it (escapes removed, the last ``\\r`` redraw), it says ``error``,
 ``critical`` or ``fatal`` as a word in any case (``ERROR``, ``Error:``, ``[argus] error:``, not
@@ -35,13 +40,14 @@ import re
 import threading
 import time
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import astuple, dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
 from argus.core.failures import _CHAIN, _TRACEBACK, _exception_line, _lines
 from argus.core.log_text import visible
 from argus.core.metrics import CLOCK_SUFFIX, parse_clock
+from argus.services import log_index_store as store
 from argus.services.home_files import open_plain, read_plain
 from argus.services.logs import LogRef
 
@@ -52,6 +58,7 @@ HEAD_BYTES = 256
 DETAIL_BYTES = 512 * 1024  # how far after a traceback's first line its exception is looked for
 MAX_INDEXES = 256  # logs indexed at once in one server (least recently used dropped)
 SYNC_BYTES = 64 * 1024 * 1024  # a line number further than this from the index is left to a background build
+SAVE_EVERY_S = 2.0  # a background pass writes its index to the store at most this often
 
 # the words an error line holds, in every case a log writes them; a block without any is skipped in C
 _NEEDLES = (b"rror", b"RROR", b"Traceback", b"xception", b"ritical", b"RITICAL", b"atal", b"ATAL")
@@ -84,10 +91,20 @@ class _Index:
     first_exception_done: bool = True  # False while a traceback's exception is not yet in the log
     lock: threading.Lock = field(default_factory=threading.Lock)
     building: bool = False
+    saved: tuple = ()  # (counted, searched, first, first_exception_done) as last stored or read from the store
+    saved_at: float = 0.0  # when (monotonic)
 
 
 _INDEXES: OrderedDict[str, _Index] = OrderedDict()
 _GUARD = threading.Lock()
+_STORE: Path | None = None  # where indexes are kept across a restart; None: in memory only
+
+
+def use_store(folder: Path | None) -> None:
+    """Keep indexes in ``folder`` (the composition root passes ``<state_dir>/log-index``: the server's own,
+    never a user's home) so that a restarted server does not read its logs again; None: in memory only."""
+    global _STORE
+    _STORE = folder
 
 
 def _index_for(ref: LogRef, f: BinaryIO) -> tuple[_Index, int]:
@@ -96,13 +113,52 @@ def _index_for(ref: LogRef, f: BinaryIO) -> tuple[_Index, int]:
     head = os.pread(f.fileno(), HEAD_BYTES, 0)
     with _GUARD:
         idx = _INDEXES.get(path)
+    folder = _STORE
+    loaded = _loaded(folder, path, f, key, head, st.st_size) if idx is None and folder is not None else None
+    with _GUARD:
+        idx = _INDEXES.get(path) or loaded
         if idx is None or idx.key != key or idx.counted > st.st_size or not head.startswith(idx.head):
             idx = _Index(key, head)
-            _INDEXES[path] = idx
+        _INDEXES[path] = idx
         _INDEXES.move_to_end(path)
         while len(_INDEXES) > MAX_INDEXES:
             _INDEXES.popitem(last=False)
     return idx, st.st_size
+
+
+def _loaded(folder: Path, path: str, f: BinaryIO, key: tuple[int, int], head: bytes, size: int) -> _Index | None:
+    """The index of ``path`` as the store kept it, when it still describes this file (log_index_store)."""
+    s = store.load(folder, path, f.fileno(), key, head, size)
+    if s is None:
+        return None
+    first = ErrorLine(*s.first) if s.first else None
+    idx = _Index(s.key, s.head, counted=s.counted, lines=s.lines, searched=s.searched, starts=s.starts,
+                 marks=s.marks, first=first, first_exception_done=s.first_exception_done)
+    idx.saved, idx.saved_at = _state(idx), time.monotonic()
+    return idx
+
+
+def _state(idx: _Index) -> tuple:
+    return idx.counted, idx.searched, idx.first, idx.first_exception_done
+
+
+def _keep(path: str, idx: _Index, f: BinaryIO, *, every: float = 0.0, final: bool = False) -> None:
+    """Write the index to the store when it learned the first error (or its exception) or a block or more since
+    it was last written (and ``every`` seconds have passed), or anything at all at the end of a background
+    pass (``final``). The caller holds ``idx.lock``: what is written is one moment's index."""
+    folder = _STORE
+    state = _state(idx)
+    if folder is None or state == idx.saved:
+        return
+    was = idx.saved or (0, 0, None, True)
+    learned = max(state[0], state[1]) - max(was[0], was[1])
+    now = time.monotonic()
+    if not (final or state[2:] != was[2:] or (learned >= BLOCK and now - idx.saved_at >= every)):
+        return
+    stored = store.Stored(idx.key, idx.head, idx.counted, idx.lines, idx.searched, list(idx.starts),
+                          list(idx.marks), astuple(idx.first) if idx.first else None, idx.first_exception_done)
+    if store.save(folder, path, f.fileno(), stored):
+        idx.saved, idx.saved_at = state, now
 
 
 def is_error(text: str) -> str | None:
@@ -245,6 +301,7 @@ def first_error(ref: LogRef) -> tuple[ErrorLine | None, int]:
                 first = idx.first
                 idx.first = _detail(f, first.offset, first.end, first.line, first.text, first.kind, size)
                 idx.first_exception_done = bool(idx.first.exception)
+            _keep(str(ref.path), idx, f)
             return idx.first, size
 
 
@@ -257,7 +314,9 @@ def line_number(ref: LogRef, f: BinaryIO, offset: int) -> int | None:
         _build_later(ref, idx)
         return None
     with idx.lock:
-        return _line_at(idx, f, offset)
+        number = _line_at(idx, f, offset)
+        _keep(str(ref.path), idx, f)
+        return number
 
 
 def line_numbers(ref: LogRef, f: BinaryIO, offsets: list[int]) -> list[int | None]:
@@ -311,7 +370,11 @@ def _build_later(ref: LogRef, idx: _Index) -> None:
                 while (st.st_dev, st.st_ino) == idx.key and idx.counted < st.st_size:
                     with idx.lock:  # a block at a time: a request for a line number waits one block at most
                         _count_to(idx, f, min(st.st_size, idx.counted + BLOCK))
+                        _keep(str(ref.path), idx, f, every=SAVE_EVERY_S)
                     time.sleep(0.001)  # and the request threads get the interpreter in between
+                if (st.st_dev, st.st_ino) == idx.key:
+                    with idx.lock:
+                        _keep(str(ref.path), idx, f, final=True)
         finally:
             idx.building = False
 
@@ -356,6 +419,9 @@ def _first_error_in_blocks(ref: LogRef) -> None:
                 if idx.searched == before:  # a line longer than a block, or the unfinished last one
                     _search(idx, f, size)
                     break
+                _keep(str(ref.path), idx, f, every=SAVE_EVERY_S)
             time.sleep(0.001)
             size = os.fstat(f.fileno()).st_size
+        with idx.lock:
+            _keep(str(ref.path), idx, f, final=True)
     first_error(ref)  # the exception of a traceback that has ended since, and the last bytes
