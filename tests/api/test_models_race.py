@@ -122,7 +122,8 @@ def aliases_lined_up(monkeypatch: pytest.MonkeyPatch) -> threading.Barrier:
 def _check_moves(server: LiveServer, answers: list, target: str, moved_by: set[str], reader) -> None:  # noqa: ANN001
     """All N moves answered 200; the alias is at one of the versions; one audit event per move, and read in
     order the events chain: the first was set from nothing, each later one from the version the last one set."""
-    assert [r.status_code for r in answers] == [200] * N, [r.text for r in answers]
+    codes = [r.status_code for r in answers]
+    assert codes == [200] * N, " ".join(map(str, codes)) + ": " + next(r.text for r in answers if r.status_code != 200)
     with server.ctx.db.session() as s:
         events = s.scalars(select(AuditEventModel).where(AuditEventModel.action == "model.alias_moved")
                            .order_by(AuditEventModel.id)).all()
