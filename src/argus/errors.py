@@ -28,9 +28,17 @@ class FieldError:
     fix: dict[str, str] | None = field(default=None, compare=False)  # a dict: kept out of eq/hash
     # A page of this server where the fix is done (``/data``: upload the files first).
     link: str | None = None
+    # The message as a stable code and its parameters (issue 37, core.messages), so a client can say it in its
+    # own language; ``message`` is then the code's English rendering (core.messages.field_error builds both).
+    # None: the message is English only. Kept out of eq/hash like ``fix`` (a dict).
+    code: str | None = field(default=None, compare=False)
+    params: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def as_dict(self) -> dict[str, Any]:
         out = {"field": self.field, "value": _jsonable(self.value), "message": self.message}
+        if self.code is not None:
+            out["code"] = self.code
+            out["params"] = _jsonable(self.params)
         if self.line is not None:
             out["line"] = self.line
         if self.fix is not None:

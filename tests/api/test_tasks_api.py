@@ -63,13 +63,18 @@ def test_rejection_lists_every_problem(live):
     assert r.status_code == 400
     d = r.json()["detail"]
     assert d["code"] == "invalid_spec"
-    assert all(set(e) - {"line"} == {"field", "value", "message"} for e in d["errors"])
+    assert all(set(e) - {"line", "code", "params"} == {"field", "value", "message"} for e in d["errors"])
     assert any("shell operator" in e["message"] for e in d["errors"])
+    # a coded refusal (issue 37) says its code and params beside the same English message
+    assert all(("code" in e) == ("params" in e) for e in d["errors"])
 
     r = submit(alice, '{"workload": "grpo", "nnodes": 0, "typo": 1}', "application/json")
     assert r.status_code == 400
     fields = {e["field"] for e in r.json()["detail"]["errors"]}
     assert {"nnodes", "typo", "model_id", "train_file", "n_gpus_per_node"} <= fields
+    coded = {e["field"]: (e["code"], e["params"], e["message"]) for e in r.json()["detail"]["errors"]}
+    assert coded["nnodes"] == ("spec.bound", {"op": "≥", "limit": 1}, "must be ≥ 1")
+    assert coded["typo"][0] == "spec.unknown_field" and coded["typo"][2].startswith("unknown field; allowed fields: ")
 
 
 def test_schema_errors_and_path_errors_come_together(live):

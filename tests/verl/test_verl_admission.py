@@ -105,6 +105,15 @@ def test_error_classes(alice, extra, drop, field, text):
     assert any(text in e["message"] for e in hits), hits
 
 
+def test_a_missing_data_file_is_a_coded_refusal_in_the_users_words(alice):
+    """Issue 37: the WebUI says it in Chinese from its code; the English stays the message scripts read."""
+    errs = errors_of(submit(alice, advanced(PPO_ARGS, extra=["data.val_files=$HOME/datasets/nope.parquet"],
+                                            drop=("data.val_files",))))
+    hit = next(e for e in errs if e["field"] == "command: data.val_files")
+    assert hit["code"] == "path.file_missing" and hit["params"] == {"path": "$HOME/datasets/nope.parquet"}
+    assert hit["message"] == "$HOME/datasets/nope.parquet: file does not exist (upload it first, or check the path)"
+
+
 def test_every_problem_is_reported_at_once(alice):
     errs = errors_of(submit(alice, advanced(PPO_ARGS, extra=["data.train_batch_sz=8", "algorithm.adv_estimator=nope"],
                                             drop=("algorithm.adv_estimator",))))

@@ -27,6 +27,12 @@ class ErrorItem(BaseModel):
                                        "(a did-you-mean, a renamed key, a key to delete)")
     link: str | None = Field(default=None, description="a page of this server where the fix is done, e.g. "
                              "`/data` (upload the files first)")
+    code: str | None = Field(default=None, description="the message as a stable code (issue 37), e.g. "
+                             "`spec.unknown_field`: `message` is its English rendering, and a client may say "
+                             "`code` + `params` in its own language (docs/reference.md lists the codes); absent "
+                             "where the message is English only")
+    params: dict[str, Any] | None = Field(default=None, description="the values `code`'s template names, e.g. "
+                                          "`{\"op\": \"≥\", \"limit\": 1}`; present with `code`")
 
 
 class ErrorDetail(BaseModel):

@@ -32,6 +32,7 @@ from argus.core.interpolation import (
     find_interpolations,
     unresolved_path_errors,
 )
+from argus.core.messages import field_error
 from argus.core.pathrules import REWARD_KEYS, TRAIN_KEYS, check_literal_path, code_dirs, display, team_refusal
 from argus.core.paths import DataLayout, is_under, normalize
 from argus.core.resources import RESOURCES_KEY, reserved_gpus, task_need
@@ -485,9 +486,7 @@ def check_foreign_paths(text: str, user: str, layout: DataLayout, errors: list[F
         owner = real.relative_to(layout.users_dir).parts[0]
         if owner != user:
             errors.append(
-                FieldError(fld, display(str(real), user, layout),
-                           f"refers to another user's home ({owner}'s); you may only use your own files "
-                           "($HOME/...) and the shared $HOME/common/datasets and $HOME/common/hf")
+                field_error(fld, display(str(real), user, layout), "path.other_users_home", owner=owner)
             )
     # Quotes or variables can hide the owner from the lexical view: /private/users/"bo"b, $U, b*b.
     for m in re.finditer(re.escape(users) + r"/+([^/\s]*)", text.replace("'", "").replace('"', "")):
@@ -537,8 +536,7 @@ def check_data_paths(value: str, user: str, layout: DataLayout, errors: list[Fie
     for item in split_list_value(value):
         if not item.startswith("/"):
             errors.append(
-                FieldError(fld, item, "must be an absolute path such as $HOME/datasets/<file>.parquet or "
-                           "$HOME/common/datasets/<file>.parquet")
+                field_error(fld, item, "path.train_data_absolute")
             )
             continue
         real = normalize(item)
@@ -547,9 +545,7 @@ def check_data_paths(value: str, user: str, layout: DataLayout, errors: list[Fie
             errors.append(FieldError(fld, display(item, user, layout), refusal))
         elif not any(is_under(real, base) for base in allowed):
             errors.append(
-                FieldError(fld, display(item, user, layout),
-                           "training data must be under your home ($HOME/datasets/...), a team folder of yours "
-                           "($HOME/teams/<team>/...) or the shared datasets ($HOME/common/datasets/...)")
+                field_error(fld, display(item, user, layout), "path.train_data_outside")
             )
 
 
@@ -558,8 +554,7 @@ def check_reward_path(value: str, user: str, layout: DataLayout, errors: list[Fi
     real = normalize(item)
     if not item.startswith("/") or not any(is_under(real, code) and real != code for code in code_dirs(user, layout)):
         errors.append(
-            FieldError(fld, display(item, user, layout), "the reward function file must be under $HOME/code/ (upload it there, "
-                       "e.g. $HOME/code/reward.py)")
+            field_error(fld, display(item, user, layout), "path.reward_file_outside")
         )
 
 

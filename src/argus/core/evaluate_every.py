@@ -66,7 +66,8 @@ def option_problems(value: Any) -> list[FieldError]:
     if block is not None:
         found = eval_basic_doc({"kind": "eval", "checkpoint": _SOME_STEP, "lm_eval": block})
         if isinstance(found, list):
-            errors += [FieldError(f"{FIELD}.{e.field}", e.value, e.message) for e in found]
+            errors += [FieldError(f"{FIELD}.{e.field}", e.value, e.message, code=e.code, params=e.params)
+                       for e in found]
     return errors
 
 

@@ -13,6 +13,9 @@ paths are listed here, so a template edit cannot bring the wall back.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+from argus.core.messages import field_error
 from argus.errors import FieldError
 
 # The example model and data paths the WebUI's templates (web/spec_templates) start from, as the user writes them.
@@ -42,11 +45,8 @@ def fold_example_paths(errors: list[FieldError]) -> list[FieldError]:
     paths = list(dict.fromkeys(str(e.value).strip() for e in examples))
     fields = list(dict.fromkeys(e.field for e in examples))
     first = examples[0]
-    one = FieldError(
-        first.field, None,
-        f"the template's example files are not in your home yet ({', '.join(paths)}): upload your model and "
-        f"data first (the Data page, {DATA_PAGE}, or SFTP), then set {', '.join(fields)} to them",
-        link=DATA_PAGE)
+    one = replace(field_error(first.field, None, "path.example_files", paths=", ".join(paths), page=DATA_PAGE,
+                              fields=", ".join(fields)), link=DATA_PAGE)
     out: list[FieldError] = []
     for e in errors:
         if e is first:

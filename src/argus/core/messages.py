@@ -6,6 +6,10 @@ has always returned, so a script that reads the text keeps working. The WebUI re
 with its catalogs (``web/i18n/{en,zh}.json``, key ``msg.<code>``; ``static/js/messages.js``) and falls back
 to ``text`` for a code it does not know. docs/reference.md lists the codes.
 
+Admission's common refusals are coded the same way: a :class:`~argus.errors.FieldError` built by
+:func:`field_error` carries ``code`` (``spec.*``, ``path.*``) and ``params``, its ``message`` rendered from
+:data:`EN`, so the English scripts read and the template the WebUI translates cannot drift apart.
+
 The template language is deliberately tiny, and the same here and in ``messages.js``:
 
 * ``{name}`` — the parameter. A number or string is written as is; a **dict** is a nested message (its
@@ -22,11 +26,12 @@ Pure: no I/O, importable from everywhere (core).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from argus.core.failures import FailureKind, hint_for
+from argus.errors import FieldError
 
 Param = Any  # str | int | float | dict (a nested message) | list[dict]
 
@@ -91,6 +96,45 @@ EN: dict[str, str] = {
     "part.more_nodes": "(+{more} more node{s:more})",
     "part.never_fits": "(more than the cluster holds even empty: waiting for nodes to join)",
     "part.priority_class": "(priority class {priority_class})",
+    # --- why a spec's field is refused (core/taskspec.py _field_error; FieldError.code) ----------------
+    "spec.unknown_field": "unknown field; allowed fields: {allowed}",
+    "spec.unknown_field_did_you_mean": "unknown field; did you mean '{close}'? allowed fields: {allowed}",
+    "spec.missing": "required field is missing; add '{field}: {example}'",
+    "spec.one_of": "must be one of {choices} or {last}",
+    "spec.bound": "must be {op} {limit}",
+    "spec.whole_number_range": "must be a whole number from {low} to {high}",
+    "spec.whole_number_not_float": "must be a whole number, e.g. 4 (write 1000, not 1e3 or 1000.0)",
+    "spec.whole_number": "must be a whole number, e.g. 4",
+    "spec.number": "must be a number, e.g. 1e-6",
+    "spec.too_long": "is too long (at most {max} characters)",
+    "spec.empty": "must not be empty",
+    "spec.string": "must be a string",
+    "spec.overrides_list": "must be a list of 'key=value' strings",
+    "spec.too_many_items": "has too many items (at most {max})",
+    "spec.kind": "must be 'basic' (or omitted), 'advanced' or 'eval'",
+    "spec.unsafe_string": "must not contain NUL bytes or unpaired surrogate escapes",
+    # --- why a path is refused (core/pathrules.py, core/admission.py, verl/check.py, core/example_paths.py) ---
+    "path.other_home": ("{at} is in another user's home; use your own files ($HOME/...) and the shared "
+                        "$HOME/common/datasets and $HOME/common/hf"),
+    "path.other_users_home": ("refers to another user's home ({owner}'s); you may only use your own files "
+                              "($HOME/...) and the shared $HOME/common/datasets and $HOME/common/hf"),
+    "path.train_outside": ("{at}: training data must be under your home ($HOME/datasets/...), a team folder of "
+                           "yours ($HOME/teams/<team>/...) or the shared datasets ($HOME/common/datasets/...)"),
+    "path.train_data_outside": ("training data must be under your home ($HOME/datasets/...), a team folder of yours "
+                                "($HOME/teams/<team>/...) or the shared datasets ($HOME/common/datasets/...)"),
+    "path.train_data_absolute": ("must be an absolute path such as $HOME/datasets/<file>.parquet or "
+                                 "$HOME/common/datasets/<file>.parquet"),
+    "path.reward_outside": ("{at}: the reward function file must be under $HOME/code/ (or a team's "
+                            "$HOME/teams/<team>/code/)"),
+    "path.reward_file_outside": ("the reward function file must be under $HOME/code/ (upload it there, e.g. "
+                                 "$HOME/code/reward.py)"),
+    "path.output_outside": ("{at}: verl writes there, and a task may only write inside your home or your teams' "
+                            "folders; use $HOME/jobs/... or a relative path (relative to $HOME/jobs/<task>)"),
+    "path.data_root": ("{at} is in the data root but outside your home and the shared folders; use your own files "
+                       "($HOME/...) and the shared $HOME/common/datasets and $HOME/common/hf"),
+    "path.file_missing": "{path}: file does not exist (upload it first, or check the path)",
+    "path.example_files": ("the template's example files are not in your home yet ({paths}): upload your model and "
+                           "data first (the Data page, {page}, or SFTP), then set {fields} to them"),
     # --- joining lists --------------------------------------------------------------------------------
     "none": "none",
     "sep": ", ",
@@ -157,6 +201,27 @@ def msg(code: str, **params: Param) -> Message:
     """The message ``code`` with ``params``, its English text rendered from :data:`EN`."""
     clean = {k: (int(v) if isinstance(v, float) and v.is_integer() else v) for k, v in params.items()}
     return Message(code, clean, render(code, clean))
+
+
+def field_error(fld: str, value: Any, code: str, /, **params: Param) -> FieldError:
+    """A :class:`FieldError` with ``code`` and ``params``, its ``message`` the code's English rendering: the text
+    scripts read cannot drift from the template clients translate."""
+    m = msg(code, **params)
+    return FieldError(fld, value, m.text, code=m.code, params=m.params)
+
+
+def retext(e: FieldError, change: Callable[[str], str]) -> FieldError:
+    """``e`` with ``change`` applied to its message (and to each text parameter, where a path shown in the
+    message also is); it keeps its code only while the message is still the code's rendering."""
+    text = change(e.message)
+    if text == e.message:
+        return e
+    if e.code is None or e.code not in EN:
+        return replace(e, message=text)
+    params = {k: change(v) if isinstance(v, str) else v for k, v in e.params.items()}
+    if render(e.code, params) != text:
+        return replace(e, message=text, code=None, params={})
+    return replace(e, message=text, params=params)
 
 
 def part(code: str, **params: Param) -> dict[str, Param]:

@@ -32,6 +32,7 @@ from pathlib import PurePosixPath
 
 from argus.core.command import split_list_value
 from argus.core.interpolation import is_output_key, is_path_key
+from argus.core.messages import field_error, render
 from argus.core.paths import DataLayout, is_under, normalize
 from argus.errors import FieldError
 
@@ -39,7 +40,6 @@ TRAIN_KEYS = ("data.train_files", "data.val_files")
 REWARD_KEYS = ("custom_reward_function.path", "reward.custom_reward_function.path")
 JOB_PLACEHOLDER = "<task>"  # the task id is not known at admission; any one name has the same depth
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*://")
-_SHARED = "use your own files ($HOME/...) and the shared $HOME/common/datasets and $HOME/common/hf"
 
 
 def team_refusal(real: PurePosixPath, layout: DataLayout) -> str | None:
@@ -85,7 +85,7 @@ def check_path_value(key: str, value: str, user: str, layout: DataLayout, *, fld
     seen = display(str(real), user, layout)
     at = f"{shown} ({seen})" if seen != display(v, user, layout) else shown
     if real == layout.users_dir or (is_under(real, layout.users_dir) and real.relative_to(layout.users_dir).parts[0] != user):
-        return [FieldError(fld, seen, f"{at} is in another user's home; {_SHARED}")]
+        return [_coded(fld, seen, "path.other_home", at, resolved)]
     refusal = team_refusal(real, layout)
     if refusal:
         return [FieldError(fld, seen, f"{at} {refusal}")]
@@ -94,24 +94,27 @@ def check_path_value(key: str, value: str, user: str, layout: DataLayout, *, fld
     own = layout.own_areas(user)
     if key in TRAIN_KEYS:
         if not any(is_under(real, b) for b in (*own, layout.datasets_dir, layout.legacy_datasets_dir)):
-            return [FieldError(fld, seen, f"{at}: training data must be under your home ($HOME/datasets/...), "
-                               "a team folder of yours ($HOME/teams/<team>/...) or the shared datasets "
-                               "($HOME/common/datasets/...)")]
+            return [_coded(fld, seen, "path.train_outside", at, resolved)]
     elif key in REWARD_KEYS:
         if not any(is_under(real, code) and real != code for code in code_dirs(user, layout)):
-            return [FieldError(fld, seen, f"{at}: the reward function file must be under $HOME/code/ (or a "
-                               "team's $HOME/teams/<team>/code/)")]
+            return [_coded(fld, seen, "path.reward_outside", at, resolved)]
     elif is_output_key(key):
         if not any(is_under(real, b) for b in own):
-            return [FieldError(fld, seen, f"{at}: verl writes there, and a task may only write inside your "
-                               f"home or your teams' folders; use $HOME/jobs/... or a relative path (relative "
-                               f"to $HOME/jobs/<task>)")]
+            return [_coded(fld, seen, "path.output_outside", at, resolved)]
     elif is_under(real, layout.root) and not any(
         is_under(real, b) for b in (*own, layout.datasets_dir, layout.hf_dir, layout.legacy_datasets_dir)
     ):
-        return [FieldError(fld, seen, f"{at} is in the data root but outside your home and the shared "
-                           f"folders; {_SHARED}")]
+        return [_coded(fld, seen, "path.data_root", at, resolved)]
     return []
+
+
+def _coded(fld: str, seen: str, code: str, at: str, resolved: bool) -> FieldError:
+    """A refusal of ``key=value`` as written, coded (core.messages ``path.*``; ``at`` is the key, the value and
+    where it lands: no words); one about a resolved value (``at`` says "… resolves to …") keeps the same English
+    text without a code."""
+    if resolved:
+        return FieldError(fld, seen, render(code, {"at": at}))
+    return field_error(fld, seen, code, at=at)
 
 
 def display(path: str, user: str, layout: DataLayout) -> str:

@@ -16,6 +16,7 @@ from dataclasses import replace
 from pathlib import PurePosixPath
 from typing import Any
 
+from argus.core.messages import retext
 from argus.core.pathrules import display
 from argus.core.paths import DataLayout, is_under, normalize
 from argus.errors import FieldError
@@ -64,5 +65,5 @@ def shown(errors: list[FieldError], user: str, layout: DataLayout,
     out = []
     for e in errors:
         value: Any = shown_text(e.value, user, layout, hidden) if isinstance(e.value, str) else e.value
-        out.append(replace(e, value=value, message=shown_text(e.message, user, layout, hidden)))
+        out.append(retext(replace(e, value=value), lambda text: shown_text(text, user, layout, hidden)))
     return out

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 from argus.core import evaluate_every
 from argus.core.command import infer_workload
 from argus.core.evaluation import eval_basic_doc
+from argus.core.messages import field_error
 from argus.core.resources import parse_cpus, parse_memory
 from argus.core.stall import parse_duration
 from argus.errors import FieldError
@@ -252,7 +253,7 @@ def parse_taskspec(doc: dict[str, Any]) -> TaskSpec | list[FieldError]:
         return [FieldError("kind", kind, f"a {kind} is submitted as a {kind}: argus {kind} submit FILE (argus submit "
                            f"does that for you), or POST /api/v2/{kind}s")]
     if kind not in ("basic", "advanced"):
-        return [FieldError("kind", kind, "must be 'basic' (or omitted), 'advanced' or 'eval'")]
+        return [field_error("kind", kind, "spec.kind")]
     model: type[_Spec] = AdvancedTaskSpec if kind == "advanced" else BasicTaskSpec
     unsafe = _unsafe_strings(doc)
     try:
@@ -279,11 +280,13 @@ def _unsafe_strings(doc: dict[str, Any]) -> list[FieldError]:
             (f"{key}.{i}", v) for i, v in enumerate(value)]
         for loc, v in items:
             if isinstance(v, str) and ("\x00" in v or any(0xD800 <= ord(c) <= 0xDFFF for c in v)):
-                errors.append(FieldError(loc, _short(v), "must not contain NUL bytes or unpaired surrogate escapes"))
+                errors.append(field_error(loc, _short(v), "spec.unsafe_string"))
     return errors
 
 
 def _field_error(model: type[_Spec], err: Any) -> FieldError:
+    """One pydantic error as a FieldError; the common ones with a code (core.messages ``spec.*``) a client says
+    in its own language, the validators' own messages (``value_error``) and the rare rest in English."""
     loc = ".".join(str(p) for p in err["loc"]) or "(body)"
     value = err.get("input")
     etype = err["type"]
@@ -291,36 +294,45 @@ def _field_error(model: type[_Spec], err: Any) -> FieldError:
     allowed = sorted(model.model_fields)
     if etype == "extra_forbidden":
         close = difflib.get_close_matches(loc, allowed, n=1)
-        hint = f"did you mean '{close[0]}'? " if close else ""
-        return FieldError(loc, value, f"unknown field; {hint}allowed fields: {', '.join(allowed)}")
+        if close:
+            return field_error(loc, value, "spec.unknown_field_did_you_mean", close=close[0], allowed=", ".join(allowed))
+        return field_error(loc, value, "spec.unknown_field", allowed=", ".join(allowed))
     if etype == "missing":
-        return FieldError(loc, None, f"required field is missing; add '{loc}: {_EXAMPLES.get(loc, '...')}'")
+        return field_error(loc, None, "spec.missing", field=loc, example=_EXAMPLES.get(loc, "..."))
     if etype == "literal_error":
-        return FieldError(loc, value, f"must be one of {ctx.get('expected')}")
+        expected = str(ctx.get("expected"))
+        choices, _, last = expected.rpartition(" or ")
+        if choices and " or " not in choices:
+            return field_error(loc, value, "spec.one_of", choices=choices, last=last)
+        return FieldError(loc, value, f"must be one of {expected}")
     if etype in ("greater_than_equal", "greater_than", "less_than_equal", "less_than"):
         op = {"greater_than_equal": "≥", "greater_than": ">", "less_than_equal": "≤", "less_than": "<"}[etype]
         limit = next(iter(ctx.values()), "?")
+        if isinstance(limit, int | str):  # a float limit: f-string and template could write it differently
+            return field_error(loc, value, "spec.bound", op=op, limit=limit)
         return FieldError(loc, value, f"must be {op} {limit}")
     if etype == "value_error":
         return FieldError(loc, _short(value), str(ctx.get("error") or err.get("msg", "invalid value")))
     if etype.startswith("int_") or etype == "bool_type":
         low, high = _bounds(model, loc)
         if isinstance(value, float) and not isinstance(value, bool) and high is not None and not low <= value <= high:
+            if isinstance(low, int) and isinstance(high, int):
+                return field_error(loc, value, "spec.whole_number_range", low=low, high=high)
             return FieldError(loc, value, f"must be a whole number from {low} to {high}")
-        return FieldError(loc, value, "must be a whole number, e.g. 4 (write 1000, not 1e3 or 1000.0)"
-                          if isinstance(value, float) else "must be a whole number, e.g. 4")
+        return field_error(loc, value, "spec.whole_number_not_float" if isinstance(value, float)
+                           else "spec.whole_number")
     if etype.startswith("float_"):
-        return FieldError(loc, value, "must be a number, e.g. 1e-6")
+        return field_error(loc, value, "spec.number")
     if etype.startswith("string_") and "too_long" in etype:
-        return FieldError(loc, _short(value), f"is too long (at most {ctx.get('max_length')} characters)")
+        return field_error(loc, _short(value), "spec.too_long", max=ctx.get("max_length"))
     if etype.startswith("string_") and "too_short" in etype:
-        return FieldError(loc, value, "must not be empty")
+        return field_error(loc, value, "spec.empty")
     if etype == "string_type":
-        return FieldError(loc, value, "must be a string")
+        return field_error(loc, value, "spec.string")
     if etype == "list_type":
-        return FieldError(loc, value, "must be a list of 'key=value' strings")
+        return field_error(loc, value, "spec.overrides_list")
     if etype == "too_long":
-        return FieldError(loc, _short(value), f"has too many items (at most {ctx.get('max_length')})")
+        return field_error(loc, _short(value), "spec.too_many_items", max=ctx.get("max_length"))
     return FieldError(loc, _short(value), err.get("msg", "invalid value"))
 
 

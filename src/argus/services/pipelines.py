@@ -90,7 +90,8 @@ def submit_pipeline(session: Session, principal: Principal, body: str, *, admiss
             check_spec(principal, _dump(pl.render(step.spec, fake)), policy=policy, content_type=YAML,
                        max_bytes=admission.max_bytes, checks=() if named else admission.checks)
         except ClientError as exc:
-            errors += [FieldError(f"steps.{name}.{e.field}", e.value, e.message) for e in exc.errors] or [
+            errors += [FieldError(f"steps.{name}.{e.field}", e.value, e.message, code=e.code, params=e.params)
+                       for e in exc.errors] or [
                 FieldError(f"steps.{name}", None, exc.message)]
     if errors:
         raise ClientError(f"the pipeline is refused ({len(errors)} problem(s)); nothing was queued",

@@ -23,20 +23,21 @@ import re
 import time
 from collections.abc import Callable
 from contextvars import ContextVar
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from argus.core.admission import Admitted, CheckOutcome
 from argus.core.command import ParsedCommand, parse_command, split_list_value
 from argus.core.hydra_flags import HydraFlags, split_hydra_flags
+from argus.core.messages import field_error, retext
 from argus.core.pathrules import REWARD_KEYS, check_path_value, display
 from argus.core.paths import DataLayout
 from argus.core.taskspec import AdvancedTaskSpec, BasicTaskSpec
 from argus.errors import FieldError
 from argus.settings import Settings
 from argus.verl.config_folder import read_config_folder
-from argus.verl.datasets import inspect_data_file, required_columns
+from argus.verl.datasets import MISSING, inspect_data_file, required_columns
 from argus.verl.legacy import (
     MOVES,
     WRITTEN,
@@ -95,7 +96,7 @@ def _as_written(e: FieldError) -> FieldError:
     """An error about a legacy key Argus rewrote names the key the user wrote, in its message too."""
     old = e.field.removeprefix("command: ")
     new = MOVES.get(old)
-    return replace(e, message=e.message.replace(new, old)) if new and new in e.message else e
+    return retext(e, lambda text: text.replace(new, old)) if new and new in e.message else e
 
 
 def _as_typed(fix: dict[str, str] | None, spec: Any) -> dict[str, str] | None:
@@ -413,7 +414,9 @@ class VerlCheck:
                 report = inspect_data_file(str(path), cols, formats)
                 shown = display(str(path), user, layout)  # as the user writes it, never the server's path
                 for msg in report.errors:
-                    out.errors.append(FieldError(self._field(spec, key, overrides), shown, f"{shown}: {msg}"))
+                    fld = self._field(spec, key, overrides)
+                    out.errors.append(field_error(fld, shown, "path.file_missing", path=shown) if msg == MISSING
+                                      else FieldError(fld, shown, f"{shown}: {msg}"))
                 total += report.rows or 0
             if files:
                 out.info[f"{label}_rows"] = total
