@@ -3,7 +3,9 @@
 A queued task's reason (the scheduler's ``queue.no_gpus``: the shared ``argus up`` has no GPU) shows in Chinese
 in the tasks list and on the task page, and in English for an English page; a failed task's hint
 (``failure.missing_file``) shows in Chinese while its cause (the log's text) stays as written; the task page
-labels the queue reason 原因 and the failure's hint 失败原因 (both were 原因).
+labels the queue reason 原因 and the failure's hint 失败原因 (both were 原因). A spec the New Task page's check
+refuses (an unknown field, a bound) lists each field's coded refusal in Chinese, with the field's name as written,
+and in English exactly the API's message.
 """
 
 from __future__ import annotations
@@ -12,10 +14,12 @@ import pytest
 from sqlalchemy import create_engine, update
 
 from argus.core.failures import FailureKind, hint_for
+from argus.core.messages import render
 from argus.db.models import TaskModel
+from argus.web import i18n
 from tests.waiting import wait_until
 from tests.web.conftest import Pages, Up, shot, sign_in_with_token
-from tests.web.test_browser import submit_api
+from tests.web.test_browser import set_editor, submit_api
 
 pytestmark = [pytest.mark.browser, pytest.mark.e2e]
 
@@ -82,3 +86,37 @@ def test_a_queue_reason_and_a_failure_hint_in_chinese(up: Up, pages: Pages) -> N
     en.locator(f'tr[data-task="{queued}"] td.reason', has_text="0 GPUs in the cluster").wait_for(timeout=60_000)
     en.goto(f"{up.url}/tasks/{failed}")
     en.locator("#s-hint", has_text="A file the task reads is not there").wait_for(timeout=60_000)
+
+
+REFUSED = ("workload: grpo\nmodel_id: m\ntrain_file: $HOME/d/t.parquet\nnnodes: 0\nn_gpus_per_node: 1\n"
+           "devise: cpu\n")
+
+
+def test_a_refused_specs_field_errors_in_chinese_and_in_the_apis_english(up: Up, pages: Pages) -> None:
+    with up.api("alice") as c:
+        r = c.post("/api/v2/tasks?dry_run=true&checks=spec", content=REFUSED,
+                   headers={"Content-Type": "application/yaml"})
+    assert r.status_code == 400, r.text
+    said = {e["field"]: e for e in r.json()["detail"]["errors"]}
+    assert said["devise"]["code"] == "spec.unknown_field_did_you_mean" and said["devise"]["params"]["close"] == "device"
+    assert said["nnodes"]["code"] == "spec.bound" and said["nnodes"]["message"] == "must be ≥ 1"
+    zh_catalog = {k.removeprefix("msg."): v for k, v in i18n.catalog("zh").items() if k.startswith("msg.")}
+
+    for lang in ("zh", "en"):
+        page = pages.new(lang=lang, user="alice")
+        page.goto(f"{up.url}/tasks/new")
+        set_editor(page, REFUSED)
+        page.click("#check")
+        for fld, e in said.items():
+            item = page.locator(f'#errors li[data-field="{fld}"] .message')
+            want = render(e["code"], e["params"], zh_catalog) if lang == "zh" else e["message"]
+            wait_until(lambda item=item, want=want: item.count() == 1 and item.inner_text() == want, 60, every=0.1,
+                       what=f"{lang} {fld}")
+            assert page.locator(f'#errors li[data-field="{fld}"] code').inner_text() == fld
+        text = page.locator("#errors").inner_text()
+        if lang == "zh":
+            assert "未知字段；你是不是想写 'device'？" in text and "必须 ≥ 1" in text
+            assert "unknown field" not in text and "must be" not in text
+            shot(page, "new-task-refusals-zh")
+        else:
+            assert "unknown field; did you mean 'device'?" in text

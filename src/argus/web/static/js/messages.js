@@ -42,6 +42,12 @@ export function sayMessage(code, params, text) {
   }
 }
 
+/** A field error of a refused request (`{field, value, message, code?, params?}`: admission's spec.* and path.*
+ * refusals carry a code) in the page's language; its English `message` where it has no code. */
+export function fieldMessage(e) {
+  return sayMessage(e.code, e.params, e.message);
+}
+
 /** A task's pending reason in the page's language. */
 export function pendingReason(task) {
   return sayMessage(task.pending_reason_code, task.pending_reason_params, task.pending_reason);

@@ -9,6 +9,7 @@
 // (one undoable edit); verl keys complete as they are typed (new_task_keys.js).
 import { createEditor } from "../vendor/editor.js";
 import { ApiError, api, el, page, t } from "./common.js";
+import { fieldMessage } from "./messages.js";
 import { installKeyCompletion } from "./new_task_keys.js";
 
 // The verdict should arrive within 0.5 s of the last keystroke (issue 25): the dry run answers in ~0.1 s
@@ -311,7 +312,7 @@ function problemItem(e) {
     el("code", {}, e.field), " ",
     e.value !== null && e.value !== undefined && e.value !== "" ? el("span", { class: "value" }, `= ${JSON.stringify(e.value)}`) : null,
     where ? el("span", { class: "line" }, ` (${where})`) : null,
-    ": ", e.message, " ", fixButton(e), problemLink(e));
+    ": ", el("span", { class: "message" }, fieldMessage(e)), " ", fixButton(e), problemLink(e));
 }
 
 function show(errors, warnings, info, expanded, final = true) {
@@ -330,7 +331,7 @@ function show(errors, warnings, info, expanded, final = true) {
   exp.querySelector("pre").textContent = expanded || "";
   exp.hidden = !expanded;
   document.getElementById("ok").hidden = !final || errors.length > 0;
-  editor.setProblems(errors.map((e) => ({ line: e.line, severity: "error", message: `${e.field}: ${e.message}` })));
+  editor.setProblems(errors.map((e) => ({ line: e.line, severity: "error", message: `${e.field}: ${fieldMessage(e)}` })));
 }
 
 /** The spec's own checks (`checks=spec`: no verl, milliseconds), shown while verl's full check runs: its

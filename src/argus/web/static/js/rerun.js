@@ -3,6 +3,7 @@
 // under another name moved — and shows its diff and what no fix covers; Submit re-run posts it and links the
 // new task. Which keys move, and whether a re-run is allowed, is the API's to say: this only shows its answer.
 import { api, el, sayResult, t } from "./common.js";
+import { fieldMessage } from "./messages.js";
 
 export function startRerun(base) {
   const envSelect = document.getElementById("rerun-env");
@@ -23,7 +24,7 @@ export function startRerun(base) {
       diff.hidden = false;
       diff.textContent = plan.diff || t("task.rerun_no_change");
       problems.replaceChildren(...plan.errors.map((e) => el("li", { "data-field": e.field },
-        el("span", { class: "mono" }, e.field), ": ", e.message)));
+        el("span", { class: "mono" }, e.field), ": ", fieldMessage(e))));
       problems.hidden = plan.errors.length === 0;
       submitBtn.hidden = plan.errors.length > 0;
       if (plan.errors.length) say(false, t("task.rerun_problems", { n: plan.errors.length }));
