@@ -4,6 +4,7 @@ look is services.pipelines.tick). What a Ray run adds is in tests/e2e/test_pipel
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
 import yaml
 
 from argus.db.models import TaskModel
@@ -102,6 +103,23 @@ def test_a_pipeline_runs_its_steps_in_order_passes_artifacts_retries_and_gates(l
     assert steps["keep"]["artifacts"] == {"model": "chained:1", "path": f"$HOME/jobs/{second}/ckpt/global_step_6"}
     assert alice.get("/api/v2/models/chained@candidate").json()["versions"][0]["source_task"] == second
     assert out["status"] == "FAILED" and out["message"].startswith("step flaky failed")
+
+
+def test_a_look_rolled_back_after_it_queued_a_step_leaves_no_task_and_the_next_look_queues_it_once(live) -> None:
+    """A look whose transaction rolls back after it queued a step (a later pipeline's failure, a failed commit)
+    leaves nothing behind. On SQLite the step's savepoint was the transaction's first write, and its RELEASE
+    committed the task on its own: queued, in no pipeline, with the step still waiting — queued again next look."""
+    alice = live.new_user("alice")
+    pid = _post(alice, {**PIPELINE, "steps": {"first": PIPELINE["steps"]["first"]}}).json()["pipeline_id"]
+    with pytest.raises(RuntimeError), live.ctx.db.session() as s:
+        admission = svc.Admission(live.ctx.policy, (), live.ctx.settings.max_spec_bytes)
+        assert svc.tick(s, live.ctx.layout, admission, datetime.now(UTC)) == 1
+        raise RuntimeError("a later failure in the same transaction")
+    assert alice.get("/api/v2/tasks").json()["total"] == 0
+    assert _steps(alice, pid)["first"]["status"] == "waiting"
+    assert _tick(live) == 1
+    tasks = alice.get("/api/v2/tasks").json()
+    assert [t["task_id"] for t in tasks["items"]] == [_steps(alice, pid)["first"]["task_id"]], tasks
 
 
 def test_a_gate_that_fails_skips_and_cancel_stops_the_running_step(live) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.exc import TimeoutError as SQLAlchemyTimeout
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -44,6 +44,7 @@ def make_engine(url: str, *, busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S, **k
             Path(path).parent.mkdir(parents=True, exist_ok=True)
         engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": busy_timeout_s}, **kwargs)
         event.listen(engine, "connect", lambda conn, _record: _sqlite_pragmas(conn, ms))
+        event.listen(engine, "savepoint", _begin_before_savepoint)
         return engine
     connect_args = {} if "options=" in url else {"options": f"-c lock_timeout={ms}"}
     return create_engine(url, pool_pre_ping=True, connect_args=connect_args, **kwargs)
@@ -56,6 +57,22 @@ def _sqlite_pragmas(dbapi_conn: Any, busy_ms: int) -> None:
     cur.execute("PRAGMA synchronous=NORMAL")
     cur.execute(f"PRAGMA busy_timeout={int(busy_ms)}")
     cur.close()
+
+
+def _begin_before_savepoint(conn: Connection, _name: str) -> None:
+    """Open the transaction a SAVEPOINT (``Session.begin_nested``) is to nest in, if pysqlite has not yet.
+
+    pysqlite starts a transaction (``BEGIN``) only before an INSERT, UPDATE or DELETE, so a SAVEPOINT that comes
+    before the transaction's first write opens a transaction of its own, and its RELEASE commits it: what it
+    wrote was committed on the spot, apart from the writes that followed it, and the outer rollback did not
+    undo it — a pipeline step's task stayed queued while the step's state, written after it, was rolled back,
+    and the next look queued it again. A ``BEGIN`` first makes the savepoint nest in the session's
+    transaction, as on PostgreSQL. Only the savepoints change: a transaction still starts at its first write
+    (not, as SQLAlchemy's pysqlite recipe would have it, at its first read, whose stale snapshot makes a later
+    write fail at once as "database is locked" instead of waiting its turn)."""
+    dbapi = conn.connection.dbapi_connection
+    if dbapi is not None and not dbapi.in_transaction:
+        dbapi.execute("BEGIN")
 
 
 def migrate(engine: Engine) -> None:

@@ -131,8 +131,7 @@ def _insert_next(session: Session, principal: Principal, reg: Registry, row: Mod
     snapshot-time max, a transaction-scoped advisory lock on (registry, name) makes the next one wait for
     this one's commit (its wait is bounded by ``lock_timeout``: a 503 "database busy", as for any lock).
     Serialising beats retrying here: every racer succeeds, in order, where a bounded retry makes the N-th
-    of N concurrent registrations try N times (and a SAVEPOINT that is the transaction's first write is
-    committed by its own RELEASE on pysqlite, parting the version from its audit event).
+    of N concurrent registrations try N times.
 
     A clash that still happens (a server without this, a row written by hand) is a 409 naming the name and
     saying to retry, never a 500."""
