@@ -69,10 +69,13 @@ def _begin_before_savepoint(conn: Connection, _name: str) -> None:
     and the next look queued it again. A ``BEGIN`` first makes the savepoint nest in the session's
     transaction, as on PostgreSQL. Only the savepoints change: a transaction still starts at its first write
     (not, as SQLAlchemy's pysqlite recipe would have it, at its first read, whose stale snapshot makes a later
-    write fail at once as "database is locked" instead of waiting its turn)."""
+    write fail at once as "database is locked" instead of waiting its turn). For the same reason the BEGIN is
+    IMMEDIATE: a savepoint is taken to write, and a deferred BEGIN whose first statement in it is a read would
+    hold a snapshot that a concurrent commit makes unwritable (SQLITE_BUSY at once, not after the busy
+    timeout); IMMEDIATE waits its turn for the write lock up front, like any other writer."""
     dbapi = conn.connection.dbapi_connection
     if dbapi is not None and not dbapi.in_transaction:
-        dbapi.execute("BEGIN")
+        dbapi.execute("BEGIN IMMEDIATE")
 
 
 def migrate(engine: Engine) -> None:
