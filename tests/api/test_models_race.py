@@ -38,22 +38,31 @@ def server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[LiveServe
         yield srv
 
 
-@pytest.fixture
-def lined_up(monkeypatch: pytest.MonkeyPatch) -> threading.Barrier:
-    """Every registration waits for the other N-1 just before it numbers its version, so all N read the same
-    latest version at once (without it the window is too short to hit reliably)."""
-    barrier = threading.Barrier(N)
-    lineage = registry._lineage
+def _line_up(monkeypatch: pytest.MonkeyPatch, owner: object, attr: str) -> threading.Barrier:
+    """The first N calls of ``owner.attr`` wait for each other, so the N racing requests pass that point at
+    once (without it the window is too short to hit reliably); later calls (the replies' own reads) pass."""
+    barrier, calls, guard = threading.Barrier(N), itertools.count(), threading.Lock()
+    real = getattr(owner, attr)
 
     def waiting(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
-        try:
-            barrier.wait(timeout=20)
-        except threading.BrokenBarrierError:
-            pass
-        return lineage(*args, **kwargs)
+        with guard:
+            first = next(calls) < N
+        if first:
+            try:
+                barrier.wait(timeout=20)
+            except threading.BrokenBarrierError:
+                pass
+        return real(*args, **kwargs)
 
-    monkeypatch.setattr(registry, "_lineage", waiting)
+    monkeypatch.setattr(owner, attr, waiting)
     return barrier
+
+
+@pytest.fixture
+def lined_up(monkeypatch: pytest.MonkeyPatch) -> threading.Barrier:
+    """Every registration waits for the others just before it numbers its version, so all N read the same
+    latest version at once."""
+    return _line_up(monkeypatch, registry, "_lineage")
 
 
 def _race(posts: list) -> list:  # noqa: ANN001
@@ -101,22 +110,8 @@ def test_concurrent_registrations_into_a_teams_registry_each_get_a_version(serve
 @pytest.fixture
 def aliases_lined_up(monkeypatch: pytest.MonkeyPatch) -> threading.Barrier:
     """The first N reads of a model's versions — one per alias move, read just before it looks for the alias —
-    wait for each other, so all N look for the alias at once (the replies' own reads then pass)."""
-    barrier, calls, guard = threading.Barrier(N), itertools.count(), threading.Lock()
-    versions = model_registries.versions
-
-    def waiting(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
-        with guard:
-            first = next(calls) < N
-        if first:
-            try:
-                barrier.wait(timeout=20)
-            except threading.BrokenBarrierError:
-                pass
-        return versions(*args, **kwargs)
-
-    monkeypatch.setattr(model_registries, "versions", waiting)
-    return barrier
+    wait for each other, so all N look for the alias at once."""
+    return _line_up(monkeypatch, model_registries, "versions")
 
 
 def _check_moves(server: LiveServer, answers: list, target: str, moved_by: set[str], reader) -> None:  # noqa: ANN001
