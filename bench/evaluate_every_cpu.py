@@ -19,20 +19,16 @@ from __future__ import annotations
 import argparse
 import shutil
 import sys
-import tempfile
 import time
 from datetime import datetime
 from pathlib import Path
 
-import httpx
 import yaml
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bench.outage import admin_token, free_port, stop_all, up, wait_healthy  # noqa: E402
-from bench.sweep_cpu import ENV, uploads  # noqa: E402
-from tests.envs_fixtures import install_env  # noqa: E402
+from bench.sweep_cpu import cpu_tour  # noqa: E402
 from tests.waiting import wait_until  # noqa: E402
 
 METRIC = "lm-eval/tiny_arith/acc"
@@ -56,21 +52,8 @@ def main() -> int:
     p.add_argument("--save-freq", type=int, default=2, help="save_freq (default 2: a checkpoint at steps 2 and 4)")
     p.add_argument("--keep", action="store_true", help="keep the state dir")
     ns = p.parse_args()
-    from argus.settings import Settings
-
-    state = Path(tempfile.mkdtemp(prefix="argus-evaluate-every-"))
-    root = Settings(state_dir=state).root
-    install_env(root, ENV)
-    procs = []
-    try:
-        port = free_port()
-        procs.append(proc := up(state, port, "up.log"))
-        wait_healthy(proc, port, state / "up.log")
-        token = admin_token(proc, state / "up.log")
-        home = root / "users" / "admin"
-        uploads(home)
+    with cpu_tour("argus-evaluate-every-", ns.keep) as (c, home):
         shutil.copytree(REPO / "examples" / "lm_tasks", home / "code" / "lm_tasks")
-        c = httpx.Client(base_url=f"http://127.0.0.1:{port}", headers={"Authorization": f"Bearer {token}"}, timeout=60)
         asked = time.time()
         r = c.post("/api/v2/tasks", content=spec_body(ns.steps, ns.save_freq),
                    headers={"Content-Type": "application/yaml"})
@@ -107,12 +90,6 @@ def main() -> int:
         best = c.get(f"/api/v2/tasks/{tid}/checkpoints/best", params={"metric": METRIC})
         print(f"best by {METRIC}: {best.json().get('step') if best.status_code == 200 else best.text[:200]}")
         return 0 if ok and run["status"] == "SUCCEEDED" else 1
-    finally:
-        left = stop_all(procs, state)
-        if left:
-            print(f"left behind and killed: {left}")
-        if not ns.keep:
-            shutil.rmtree(state, ignore_errors=True)
 
 
 if __name__ == "__main__":

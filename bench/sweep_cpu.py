@@ -24,6 +24,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 
@@ -56,6 +58,34 @@ def uploads(home: Path) -> None:
     shutil.rmtree(tiny, ignore_errors=True)
 
 
+@contextmanager
+def cpu_tour(prefix: str, keep: bool) -> Iterator[tuple[httpx.Client, Path]]:
+    """A fresh ``argus up`` (as bench/outage.py starts it) with the CPU environment registered and the README
+    tour's uploads in the admin's home: the admin's client and that home. Stopped after, and its state dir
+    removed unless ``keep``."""
+    from argus.settings import Settings
+
+    state = Path(tempfile.mkdtemp(prefix=prefix))
+    root = Settings(state_dir=state).root
+    install_env(root, ENV)
+    procs: list[subprocess.Popen[bytes]] = []
+    try:
+        port = free_port()
+        procs.append(proc := up(state, port, "up.log"))
+        wait_healthy(proc, port, state / "up.log")
+        token = admin_token(proc, state / "up.log")
+        home = root / "users" / "admin"
+        uploads(home)
+        yield httpx.Client(base_url=f"http://127.0.0.1:{port}", headers={"Authorization": f"Bearer {token}"},
+                           timeout=60), home
+    finally:
+        left = stop_all(procs, state)
+        if left:
+            print(f"left behind and killed: {left}")
+        if not keep:
+            shutil.rmtree(state, ignore_errors=True)
+
+
 def sweep_body(budget: float | None) -> bytes:
     doc = yaml.safe_load((REPO / "examples" / "sweep-cpu.yaml").read_text())
     doc["base"]["cpus_per_node"] = 1
@@ -78,19 +108,7 @@ def main() -> int:
     p.add_argument("--budget", type=float, help="budget_gpu_hours instead of the example's (node-hours on CPU)")
     p.add_argument("--keep", action="store_true", help="keep the state dir")
     ns = p.parse_args()
-    from argus.settings import Settings
-
-    state = Path(tempfile.mkdtemp(prefix="argus-sweep-cpu-"))
-    root = Settings(state_dir=state).root
-    install_env(root, ENV)
-    procs: list[subprocess.Popen[bytes]] = []
-    try:
-        port = free_port()
-        procs.append(proc := up(state, port, "up.log"))
-        wait_healthy(proc, port, state / "up.log")
-        token = admin_token(proc, state / "up.log")
-        uploads(root / "users" / "admin")
-        c = httpx.Client(base_url=f"http://127.0.0.1:{port}", headers={"Authorization": f"Bearer {token}"}, timeout=60)
+    with cpu_tour("argus-sweep-cpu-", ns.keep) as (c, _home):
         asked = time.time()
         r = c.post("/api/v2/sweeps", content=sweep_body(ns.budget), headers={"Content-Type": "application/yaml"})
         assert r.status_code == 201, r.text
@@ -120,12 +138,6 @@ def main() -> int:
               f"({took:.0f} s of wall for {busy:.0f} s of trials on {slots} slots)")
         budget_stop = ns.budget is not None and "budget reached" in (out.get("message") or "")
         return 0 if out["status"] == "SUCCEEDED" or budget_stop else 1  # --budget: stopping is what is measured
-    finally:
-        left = stop_all(procs, state)
-        if left:
-            print(f"left behind and killed: {left}")
-        if not ns.keep:
-            shutil.rmtree(state, ignore_errors=True)
 
 
 if __name__ == "__main__":
