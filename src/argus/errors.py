@@ -2,7 +2,7 @@
 
 Services never raise ``HTTPException``: the API maps these types to status codes
 (ClientError→400, Forbidden→403, NotFound→404, Conflict→409) with the body
-``{"detail": {"code", "message", "errors"?}}``, and the CLI/SFTP map them to
+``{"detail": {"code", "message", "message_code"?, "message_params"?, "errors"?}}``, and the CLI/SFTP map them to
 their own vocabulary. ``errors`` carries field-level problems so a user sees
 every problem at once.
 """
@@ -68,6 +68,11 @@ class ArgusError(Exception):
     errors: list[FieldError] = field(default_factory=list)
     # What the user should also know (a refused spec's deprecated keys): one answer holds everything.
     warnings: list[str] = field(default_factory=list)
+    # ``message`` as a stable code and its parameters (issue 37, core.messages.refusal builds all three), so a
+    # client can say it in its own language; the API sends them as ``message_code``/``message_params`` beside
+    # ``code`` (the kind of refusal scripts branch on). None: the message is English only.
+    message_code: str | None = None
+    message_params: dict[str, Any] = field(default_factory=dict)
 
     def __str__(self) -> str:
         return self.message

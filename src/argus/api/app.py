@@ -2,7 +2,7 @@
 
 Handlers never build error responses themselves; services raise ``errors.py``
 types and this module turns them into ``{"detail": {"code", "message",
-"errors"?}}``. Unexpected exceptions become a 500 without a traceback.
+"message_code"?, "message_params"?, "errors"?}}``. Unexpected exceptions become a 500 without a traceback.
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ from argus.api.routers import (
     users,
     verl,
 )
+from argus.core import messages
 from argus.errors import (
     ArgusError,
     ClientError,
@@ -109,6 +110,9 @@ def _install_error_handlers(app: FastAPI) -> None:
         errors = [e.as_dict() for e in exc.errors] if exc.errors else None
         headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
         body = error_body(exc.code, exc.message, errors)
+        if exc.message_code is not None:  # the message as code + params (issue 37): said in the reader's language
+            body["detail"]["message_code"] = exc.message_code
+            body["detail"]["message_params"] = exc.message_params
         if exc.warnings:
             body["detail"]["warnings"] = exc.warnings
         return JSONResponse(body, status_code=status, headers=headers)
@@ -125,8 +129,16 @@ def _install_error_handlers(app: FastAPI) -> None:
                 value = None
             elif isinstance(value, str):  # a lone surrogate (JSON "\ud800") cannot be encoded: escape it
                 value = value[:200].encode("utf-8", "backslashreplace").decode("utf-8")
-            errors.append({"field": ".".join(loc) or "(body)", "value": value, "message": err.get("msg", "invalid")})
-        return JSONResponse(error_body("invalid_request", "request is invalid", errors), status_code=400)
+            item = {"field": ".".join(loc) or "(body)", "value": value, "message": err.get("msg", "invalid")}
+            # pydantic's English as a code (issue 37), only where the code's template says exactly that
+            ctx = {k: v for k, v in (err.get("ctx") or {}).items() if isinstance(v, int | float | str)}
+            coded = messages.from_stored(f"request.{err.get('type')}", ctx, item["message"])
+            if coded is not None:
+                item.update(code=coded.code, params=coded.params)
+            errors.append(item)
+        body = error_body("invalid_request", "request is invalid", errors)
+        body["detail"].update(message_code="request.invalid", message_params={})
+        return JSONResponse(body, status_code=400)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(_request: Request, exc: StarletteHTTPException) -> JSONResponse:

@@ -38,6 +38,12 @@ class ErrorItem(BaseModel):
 class ErrorDetail(BaseModel):
     code: str
     message: str
+    message_code: str | None = Field(default=None, description="`message` as a stable code (issue 37), e.g. "
+                                     "`user.exists`: `message` is its English rendering, and a client may say "
+                                     "`message_code` + `message_params` in its own language (docs/reference.md "
+                                     "lists the codes); absent where the message is English only")
+    message_params: dict[str, Any] | None = Field(default=None, description="the values `message_code`'s "
+                                                  "template names; present with `message_code`")
     errors: list[ErrorItem] | None = None
 
 

@@ -9,6 +9,11 @@ to ``text`` for a code it does not know. docs/reference.md lists the codes.
 Admission's common refusals are coded the same way: a :class:`~argus.errors.FieldError` built by
 :func:`field_error` carries ``code`` (``spec.*``, ``path.*``) and ``params``, its ``message`` rendered from
 :data:`EN`, so the English scripts read and the template the WebUI translates cannot drift apart.
+A refusal as a whole (an :class:`~argus.errors.ArgusError`: what the Account, Admin and Teams pages are refused —
+a wrong password, a team rule, a limit) is built by :func:`refusal`: its ``message`` rendered from :data:`EN`, and
+``message_code``/``message_params`` sent beside the API's ``code`` in the error's ``detail``. A request the API's
+schema refuses says ``request.invalid``, each field's pydantic error coded ``request.<type>`` only where the
+template renders to exactly pydantic's English.
 
 The template language is deliberately tiny, and the same here and in ``messages.js``:
 
@@ -28,12 +33,13 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, TypeVar
 
 from argus.core.failures import FailureKind, hint_for
-from argus.errors import FieldError
+from argus.errors import ArgusError, FieldError
 
 Param = Any  # str | int | float | dict (a nested message) | list[dict]
+E = TypeVar("E", bound=ArgusError)
 
 # English templates by code. Every code here has msg.<code> in both WebUI catalogs with the same
 # placeholders (tests/core/test_messages.py).
@@ -135,6 +141,89 @@ EN: dict[str, str] = {
     "path.file_missing": "{path}: file does not exist (upload it first, or check the path)",
     "path.example_files": ("the template's example files are not in your home yet ({paths}): upload your model and "
                            "data first (the Data page, {page}, or SFTP), then set {fields} to them"),
+    # --- account, teams, admin: what the Account, Teams and Admin pages are refused (services/users.py, -----
+    # logins.py, teams.py, usage.py; api/app.py for a request the API's schema refuses). A name the English
+    # quotes ('bob') is passed quoted, as Python's repr wrote it, so the text stays what it always was.
+    "name.rule": "must match ^[a-z][a-z0-9_-]{1,31}$ (lowercase letter first, 2–32 chars)",
+    "user.name_invalid": "invalid user name",
+    "user.not_found": "no user named {user}",
+    "user.exists": "user {user} already exists",
+    "user.self_disable": "you cannot disable your own account",
+    "user.self_disable_field": "is your own account; another administrator must disable it",
+    "user.limits_invalid": "invalid limits",
+    "user.limit_unknown": "unknown limit; the limits are {limits}",
+    "user.limit_range": "must be a whole number from 1 to {max}, or null for the platform default",
+    "token.not_found": "user {user} has no token {token}",
+    "password.current_required": "current password required",
+    "password.current_required_field": ("send your current password (the one you sign in and use SFTP with); "
+                                        "forgot it? ask an administrator to reset it"),
+    "password.wrong_current": "wrong current password",
+    "password.wrong_current_field": "is not your current password; forgot it? ask an administrator to reset it",
+    "password.directory_user": "{user} signs in with the directory (LDAP): change the password there, not in Argus",
+    "password.directory_user_field": ("is kept by your organisation's directory (LDAP); change it with your "
+                                      "directory's own tools"),
+    "password.too_short": "password too short",
+    "password.too_short_field": "must be a string of at least {min} characters",
+    "password.too_long": "password too long",
+    "password.too_long_field": "must be at most {max} bytes (UTF-8); use a shorter passphrase or an SSH key",
+    "password.throttled": "too many wrong passwords from your address; wait a minute and try again",
+    "key.missing": "missing key",
+    "key.missing_field": "paste one OpenSSH public key line",
+    "key.invalid": "invalid public key",
+    "key.invalid_field": "not an OpenSSH public key ({error}); paste e.g. the contents of ~/.ssh/id_ed25519.pub",
+    "key.exists": "key already added",
+    "key.not_found": "no key {key}",
+    "team.name_invalid": "invalid team name",
+    "team.role_invalid": "invalid team role",
+    "team.role_rule": "must be one of: member, admin",
+    "team.settings_invalid": "invalid team settings",
+    "team.weight_rule": ("must be a number > 0 and ≤ {max} (1 is the default share; 2 gets twice the share under "
+                         "contention)"),
+    "team.limit_rule": "must be a whole number ≥ 0, or null for no limit",
+    "team.budget_rule": "must be a number of GPU-hours ≥ 0, or null for no budget",
+    "team.setting_unknown": "is not a team setting; use weight, {settings}",
+    "team.not_found": "no team named {team}",
+    "team.not_yours": "you are not in a team named {team}",
+    "team.name_yours": "name one of your teams (argus team list)",
+    "team.create_admins_only": "only administrators create teams",
+    "team.change_admins_only": "only administrators change a team's weight, quotas and budget",
+    "team.delete_admins_only": "only administrators delete teams",
+    "team.exists": "team {team} already exists",
+    "team.name_taken": "is taken; choose another name",
+    "team.members_admins_only": "only the admins of team {team} manage its members",
+    "team.last_admin": "team {team} would have no team admin",
+    "team.last_admin_field": ("is the team's last admin; make another member an admin first (or ask a site "
+                              "administrator)"),
+    "team.enrol_refused": ("a team admin adds only people already in another team they administer: ask a site "
+                           "administrator to add {user} to team {team}"),
+    "team.enrol_refused_field": "not in a team you administer; a site administrator adds them",
+    "team.already_member": "{user} is already in team {team}",
+    "team.already_member_field": "is a member already; change their role instead",
+    "team.not_member": "{user} is not in team {team}",
+    "team.not_member_field": "is not a member of this team",
+    "usage.window_invalid": "bad usage window",
+    "usage.when_rule": "must be a date (2026-11-01) or an ISO 8601 time (2026-11-01T08:00:00Z)",
+    "usage.from_before_to": "must be before 'to' ({to})",
+    "usage.grouping_invalid": "bad grouping",
+    "usage.group_rule": "must be one of {groups}",
+    "usage.others_admins_only": "only admins can see another user's usage",
+    # a request the API's schema refuses (pydantic's own English, coded only where it renders to exactly that)
+    "request.invalid": "request is invalid",
+    "request.missing": "Field required",
+    "request.extra_forbidden": "Extra inputs are not permitted",
+    "request.int_parsing": "Input should be a valid integer, unable to parse string as an integer",
+    "request.int_from_float": "Input should be a valid integer, got a number with a fractional part",
+    "request.int_type": "Input should be a valid integer",
+    "request.float_parsing": "Input should be a valid number, unable to parse string as a number",
+    "request.float_type": "Input should be a valid number",
+    "request.string_type": "Input should be a valid string",
+    "request.bool_type": "Input should be a valid boolean",
+    "request.bool_parsing": "Input should be a valid boolean, unable to interpret input",
+    "request.greater_than_equal": "Input should be greater than or equal to {ge}",
+    "request.less_than_equal": "Input should be less than or equal to {le}",
+    "request.greater_than": "Input should be greater than {gt}",
+    "request.less_than": "Input should be less than {lt}",
+    "request.string_too_long": "String should have at most {max_length} character{s:max_length}",
     # --- joining lists --------------------------------------------------------------------------------
     "none": "none",
     "sep": ", ",
@@ -208,6 +297,15 @@ def field_error(fld: str, value: Any, code: str, /, **params: Param) -> FieldErr
     scripts read cannot drift from the template clients translate."""
     m = msg(code, **params)
     return FieldError(fld, value, m.text, code=m.code, params=m.params)
+
+
+def refusal(kind: type[E], api_code: str, code: str, /, *, errors: list[FieldError] | None = None,
+            **params: Param) -> E:
+    """An :class:`~argus.errors.ArgusError` of ``kind`` whose ``message`` is ``code``'s English rendering, with
+    ``message_code``/``message_params`` beside it (the API sends them next to ``code``, here ``api_code``: the
+    kind of refusal scripts branch on, unchanged)."""
+    m = msg(code, **params)
+    return kind(m.text, code=api_code, errors=list(errors or ()), message_code=m.code, message_params=m.params)
 
 
 def retext(e: FieldError, change: Callable[[str], str]) -> FieldError:

@@ -30,6 +30,7 @@ from datetime import UTC, datetime
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from argus.core.messages import refusal
 from argus.core.paths import USER_NAME_RE
 from argus.db.models import SshKeyModel, UserModel
 from argus.errors import ClientError, TooManyRequests
@@ -152,8 +153,7 @@ def change_password_throttled(session: Session, limiter: LoginLimiter, principal
     """Change one's own password, a wrong current one counted like a failed sign-in: whoever holds a borrowed
     session or a leaked token must not be able to guess the (SFTP) password at Argon2 speed."""
     if limiter.blocked(principal.name, address):
-        raise TooManyRequests("too many wrong passwords from your address; wait a minute and try again",
-                              code="too_many_attempts")
+        raise refusal(TooManyRequests, "too_many_attempts", "password.throttled")
     try:
         change_own_password(session, principal.id, password, current)
     except ClientError as exc:

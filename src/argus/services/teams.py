@@ -24,11 +24,11 @@ from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
 
 from argus.core import accounting
+from argus.core.messages import field_error, refusal
 from argus.core.states import ACTIVE, LIVE_ATTEMPT
 from argus.core.teams import (
     MAX_WEIGHT,
     TEAM_NAME_RE,
-    TEAM_NAME_RULE,
     TeamRole,
     budget_problem,
     leaves_team_without_admin,
@@ -63,8 +63,7 @@ class TeamView:
 
 def validate_team_name(name: object) -> str:
     if not isinstance(name, str) or not TEAM_NAME_RE.fullmatch(name):
-        raise ClientError("invalid team name", code="invalid_team",
-                          errors=[FieldError("name", name, TEAM_NAME_RULE)])
+        raise refusal(ClientError, "invalid_team", "team.name_invalid", errors=[field_error("name", name, "name.rule")])
     return name
 
 
@@ -72,8 +71,8 @@ def _role(value: object, field: str = "role") -> TeamRole:
     try:
         return TeamRole(value)
     except ValueError:
-        raise ClientError("invalid team role", code="invalid_team_role",
-                          errors=[FieldError(field, value, "must be one of: member, admin")]) from None
+        raise refusal(ClientError, "invalid_team_role", "team.role_invalid",
+                      errors=[field_error(field, value, "team.role_rule")]) from None
 
 
 def check_settings(changes: dict[str, Any]) -> dict[str, Any]:
@@ -84,24 +83,23 @@ def check_settings(changes: dict[str, Any]) -> dict[str, Any]:
         if key == "weight":
             if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) \
                     or not 0 < value <= MAX_WEIGHT:
-                errors.append(FieldError("weight", value, f"must be a number > 0 and ≤ {MAX_WEIGHT:g} (1 is the "
-                                                          "default share; 2 gets twice the share under contention)"))
+                errors.append(field_error("weight", value, "team.weight_rule", max=MAX_WEIGHT))
                 continue
         elif key in ("max_gpus", "max_running_tasks", "quota_bytes"):
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
-                errors.append(FieldError(key, value, "must be a whole number ≥ 0, or null for no limit"))
+                errors.append(field_error(key, value, "team.limit_rule"))
                 continue
         elif key == "gpu_hours_month":
             if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)
                                       or not math.isfinite(value) or value < 0):
-                errors.append(FieldError(key, value, "must be a number of GPU-hours ≥ 0, or null for no budget"))
+                errors.append(field_error(key, value, "team.budget_rule"))
                 continue
         else:
-            errors.append(FieldError(key, value, f"is not a team setting; use weight, {', '.join(LIMIT_FIELDS)}"))
+            errors.append(field_error(key, value, "team.setting_unknown", settings=", ".join(LIMIT_FIELDS)))
             continue
         out[key] = value
     if errors:
-        raise ClientError("invalid team settings", code="invalid_team_settings", errors=errors)
+        raise refusal(ClientError, "invalid_team_settings", "team.settings_invalid", errors=errors)
     return out
 
 
@@ -124,7 +122,7 @@ def _visible(session: Session, actor: Principal, name: str) -> tuple[TeamModel, 
         row = session.get(TeamMemberModel, (team.id, actor.id))
         role = TeamRole(row.role) if row is not None else None
     if team is None or (role is None and not actor.is_admin):
-        raise NotFound(f"no team named {name!r}", code="team_not_found")
+        raise refusal(NotFound, "team_not_found", "team.not_found", team=repr(name))
     return team, role
 
 
@@ -137,12 +135,12 @@ def _members(session: Session, team_id: int) -> tuple[Member, ...]:
 
 def create_team(session: Session, actor: Principal, name: str, settings: dict[str, Any] | None = None) -> TeamModel:
     if not may_change_team(site_admin=actor.is_admin):
-        raise Forbidden("only administrators create teams", code="forbidden")
+        raise refusal(Forbidden, "forbidden", "team.create_admins_only")
     validate_team_name(name)
     values = check_settings(settings or {})
     if _team(session, name) is not None:
-        raise Conflict(f"team {name!r} already exists", code="team_exists",
-                       errors=[FieldError("name", name, "is taken; choose another name")])
+        raise refusal(Conflict, "team_exists", "team.exists", team=repr(name),
+                      errors=[field_error("name", name, "team.name_taken")])
     team = TeamModel(name=name, **values)
     session.add(team)
     session.flush()
@@ -152,7 +150,7 @@ def create_team(session: Session, actor: Principal, name: str, settings: dict[st
 def update_team(session: Session, actor: Principal, name: str, changes: dict[str, Any]) -> TeamModel:
     team, _ = _visible(session, actor, name)
     if not may_change_team(site_admin=actor.is_admin):
-        raise Forbidden("only administrators change a team's weight, quotas and budget", code="forbidden")
+        raise refusal(Forbidden, "forbidden", "team.change_admins_only")
     for key, value in check_settings(changes).items():
         setattr(team, key, value)
     return team
@@ -161,7 +159,7 @@ def update_team(session: Session, actor: Principal, name: str, changes: dict[str
 def delete_team(session: Session, actor: Principal, name: str) -> None:
     team, _ = _visible(session, actor, name)
     if not actor.is_admin:
-        raise Forbidden("only administrators delete teams", code="forbidden")
+        raise refusal(Forbidden, "forbidden", "team.delete_admins_only")
     affected = [m.user_id for m in session.scalars(select(TeamMemberModel).where(
         TeamMemberModel.team_id == team.id, TeamMemberModel.is_default.is_(True)))]
     session.delete(team)
@@ -191,15 +189,14 @@ def get_team(session: Session, actor: Principal, name: str) -> TeamView:
 
 def _may_manage(actor: Principal, team: TeamModel, role: TeamRole | None) -> None:
     if not may_manage_members(site_admin=actor.is_admin, role=role):
-        raise Forbidden(f"only the admins of team {team.name!r} manage its members", code="forbidden")
+        raise refusal(Forbidden, "forbidden", "team.members_admins_only", team=repr(team.name))
 
 
 def _check_keeps_admin(session: Session, actor: Principal, team: TeamModel, user: str,
                        new_role: TeamRole | None) -> None:
     if not actor.is_admin and leaves_team_without_admin(_roles(session, team.id), user, new_role):
-        raise Conflict(f"team {team.name!r} would have no team admin", code="last_team_admin",
-                       errors=[FieldError("user", user, "is the team's last admin; make another member an admin "
-                                                        "first (or ask a site administrator)")])
+        raise refusal(Conflict, "last_team_admin", "team.last_admin", team=repr(team.name),
+                      errors=[field_error("user", user, "team.last_admin_field")])
 
 
 def add_member(session: Session, actor: Principal, name: str, user_name: str, role: object = "member") -> Member:
@@ -208,14 +205,12 @@ def add_member(session: Session, actor: Principal, name: str, user_name: str, ro
     new_role = _role(role)
     if not may_enrol(site_admin=actor.is_admin, in_a_team_they_administer=_administered_by(session, actor, user_name)):
         # the same answer whether the user exists or not: a team admin learns no account names here
-        raise Forbidden(f"a team admin adds only people already in another team they administer: ask a site "
-                        f"administrator to add {user_name!r} to team {name!r}", code="forbidden",
-                        errors=[FieldError("user", user_name, "not in a team you administer; a site administrator "
-                                                              "adds them")])
+        raise refusal(Forbidden, "forbidden", "team.enrol_refused", user=repr(user_name), team=repr(name),
+                      errors=[field_error("user", user_name, "team.enrol_refused_field")])
     user = get_user(session, user_name)
     if session.get(TeamMemberModel, (team.id, user.id)) is not None:
-        raise Conflict(f"{user_name!r} is already in team {name!r}", code="already_member",
-                       errors=[FieldError("user", user_name, "is a member already; change their role instead")])
+        raise refusal(Conflict, "already_member", "team.already_member", user=repr(user_name), team=repr(name),
+                      errors=[field_error("user", user_name, "team.already_member_field")])
     first = session.scalar(select(TeamMemberModel.team_id).where(TeamMemberModel.user_id == user.id).limit(1)) is None
     default = first and actor.is_admin  # a team admin's enrolment never chooses where someone's tasks are charged
     session.add(TeamMemberModel(team_id=team.id, user_id=user.id, role=new_role.value, is_default=default))
@@ -263,8 +258,8 @@ def _membership(session: Session, team: TeamModel, user_name: str) -> TeamMember
     user = session.scalar(select(UserModel).where(UserModel.name == user_name)) if isinstance(user_name, str) else None
     row = session.get(TeamMemberModel, (team.id, user.id)) if user is not None else None
     if row is None:
-        raise NotFound(f"{user_name!r} is not in team {team.name!r}", code="not_member",
-                       errors=[FieldError("user", user_name, "is not a member of this team")])
+        raise refusal(NotFound, "not_member", "team.not_member", user=repr(user_name), team=repr(team.name),
+                      errors=[field_error("user", user_name, "team.not_member_field")])
     return row
 
 
@@ -281,8 +276,8 @@ def set_default_team(session: Session, actor: Principal, name: str) -> None:
     team = _team(session, name) if isinstance(name, str) else None
     row = session.get(TeamMemberModel, (team.id, actor.id)) if team is not None else None
     if row is None:
-        raise NotFound(f"you are not in a team named {name!r}", code="team_not_found",
-                       errors=[FieldError("team", name, "name one of your teams (argus team list)")])
+        raise refusal(NotFound, "team_not_found", "team.not_yours", team=repr(name),
+                      errors=[field_error("team", name, "team.name_yours")])
     for other in session.scalars(select(TeamMemberModel).where(TeamMemberModel.user_id == actor.id)):
         other.is_default = other.team_id == team.id
 

@@ -24,9 +24,10 @@ from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 
 from argus.core import accounting
+from argus.core.messages import field_error, refusal
 from argus.core.states import LIVE_ATTEMPT
 from argus.db.models import TaskAttemptModel, TaskModel, UserModel
-from argus.errors import ClientError, FieldError, Forbidden, NotFound
+from argus.errors import ClientError, Forbidden, NotFound
 from argus.services.principal import Principal
 from argus.services.teams import teams_of
 
@@ -64,8 +65,8 @@ def parse_when(field: str, value: str | None) -> datetime | None:
     try:
         t = datetime.fromisoformat(value.strip())
     except ValueError:
-        raise ClientError("bad usage window", code="invalid_filter", errors=[FieldError(
-            field, value, "must be a date (2026-11-01) or an ISO 8601 time (2026-11-01T08:00:00Z)")]) from None
+        raise refusal(ClientError, "invalid_filter", "usage.window_invalid",
+                      errors=[field_error(field, value, "usage.when_rule")]) from None
     return t.replace(tzinfo=UTC) if t.tzinfo is None else t.astimezone(UTC)
 
 
@@ -74,8 +75,8 @@ def window(start: datetime | None, end: datetime | None, now: datetime) -> tuple
     end = end or now
     start = start or end - DEFAULT_WINDOW
     if start >= end:
-        raise ClientError("bad usage window", code="invalid_filter", errors=[FieldError(
-            "from", start.isoformat(), f"must be before 'to' ({end.isoformat()})")])
+        raise refusal(ClientError, "invalid_filter", "usage.window_invalid",
+                      errors=[field_error("from", start.isoformat(), "usage.from_before_to", to=end.isoformat())])
     return start, end
 
 
@@ -83,8 +84,8 @@ def usage_report(session: Session, principal: Principal, *, start: datetime | No
                  end: datetime | None = None, group_by: str = "user", user: str | None = None,
                  team: str | None = None, now: datetime | None = None) -> UsageReport:
     if group_by not in GROUPS:
-        raise ClientError("bad grouping", code="invalid_filter",
-                          errors=[FieldError("group_by", group_by, f"must be one of {', '.join(GROUPS)}")])
+        raise refusal(ClientError, "invalid_filter", "usage.grouping_invalid",
+                      errors=[field_error("group_by", group_by, "usage.group_rule", groups=", ".join(GROUPS))])
     now = now or datetime.now(UTC)
     start, end = window(start, end, now)
     q = (select(TaskAttemptModel.started_at, TaskAttemptModel.finished_at, TaskAttemptModel.status,
@@ -96,15 +97,15 @@ def usage_report(session: Session, principal: Principal, *, start: datetime | No
                 or_(TaskAttemptModel.finished_at.is_(None), TaskAttemptModel.finished_at > start)))
     if team is not None:
         if not principal.is_admin and team not in {n for n, _, _ in teams_of(session, principal.id)}:
-            raise NotFound(f"no team named {team!r}", code="team_not_found",
-                           errors=[FieldError("team", team, "name one of your teams (argus team list)")])
+            raise refusal(NotFound, "team_not_found", "team.not_found", team=repr(team),
+                          errors=[field_error("team", team, "team.name_yours")])
         q = q.where(TaskModel.team == team)
     if user is not None:
         if not principal.is_admin and team is None and user != principal.name:
-            raise Forbidden("only admins can see another user's usage", code="forbidden")
+            raise refusal(Forbidden, "forbidden", "usage.others_admins_only")
         uid = session.scalar(select(UserModel.id).where(UserModel.name == user))
         if uid is None:
-            raise NotFound(f"no user named {user!r}", code="user_not_found")
+            raise refusal(NotFound, "user_not_found", "user.not_found", user=repr(user))
         q = q.where(TaskModel.user_id == uid)
     elif not principal.is_admin and team is None:
         q = q.where(TaskModel.user_id == principal.id)

@@ -18,9 +18,10 @@ from argon2.exceptions import InvalidHashError, VerificationError
 from sqlalchemy import bindparam, select, update
 from sqlalchemy.orm import Session
 
+from argus.core.messages import field_error, refusal
 from argus.core.paths import HOME_DIRS, USER_NAME_RE
 from argus.db.models import ApiTokenModel, SshKeyModel, UserModel, WebSessionModel
-from argus.errors import ClientError, Conflict, FieldError, NotFound, Unauthorized
+from argus.errors import ClientError, Conflict, NotFound, Unauthorized
 from argus.services import audit
 from argus.services.principal import Principal
 
@@ -55,25 +56,21 @@ def ensure_home(root: Path, name: str) -> Path:
 
 def validate_user_name(name: object) -> str:
     if not isinstance(name, str) or not USER_NAME_RE.fullmatch(name):  # `$` alone lets "ab\n" through
-        raise ClientError(
-            "invalid user name",
-            code="invalid_user",
-            errors=[FieldError("name", name, "must match ^[a-z][a-z0-9_-]{1,31}$ (lowercase letter first, 2–32 chars)")],
-        )
+        raise refusal(ClientError, "invalid_user", "user.name_invalid", errors=[field_error("name", name, "name.rule")])
     return name
 
 
 def get_user(session: Session, name: str) -> UserModel:
     user = session.scalar(select(UserModel).where(UserModel.name == name))
     if user is None:
-        raise NotFound(f"no user named {name!r}", code="user_not_found")
+        raise refusal(NotFound, "user_not_found", "user.not_found", user=repr(name))
     return user
 
 
 def create_user(session: Session, root: Path, name: str, *, is_admin: bool = False) -> UserModel:
     validate_user_name(name)
     if session.scalar(select(UserModel.id).where(UserModel.name == name)) is not None:
-        raise Conflict(f"user {name!r} already exists", code="user_exists")
+        raise refusal(Conflict, "user_exists", "user.exists", user=repr(name))
     user = UserModel(name=name, is_admin=is_admin)
     session.add(user)
     session.flush()
@@ -92,9 +89,8 @@ def set_user_disabled(session: Session, name: str, disabled: bool, *, actor: str
     An admin (``actor``) cannot disable their own account: it would end their session at once and could
     leave the installation with no enabled admin, recoverable only from the state directory."""
     if disabled and actor is not None and actor == name:
-        raise Conflict("you cannot disable your own account", code="self_disable",
-                       errors=[FieldError("name", name, "is your own account; another administrator must "
-                                                        "disable it")])
+        raise refusal(Conflict, "self_disable", "user.self_disable",
+                      errors=[field_error("name", name, "user.self_disable_field")])
     user = get_user(session, name)
     user.disabled = disabled
     if disabled:
@@ -119,13 +115,12 @@ def set_user_limits(session: Session, name: str, **limits: object) -> tuple[User
     errors = []
     for key, value in limits.items():
         if key not in LIMIT_FIELDS:
-            errors.append(FieldError(key, value, f"unknown limit; the limits are {', '.join(LIMIT_FIELDS)}"))
+            errors.append(field_error(key, value, "user.limit_unknown", limits=", ".join(LIMIT_FIELDS)))
         elif value is not UNSET and value is not None and (
                 isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= _LIMIT_MAX[key]):
-            errors.append(FieldError(key, value, f"must be a whole number from 1 to {_LIMIT_MAX[key]}, or null "
-                                                 "for the platform default"))
+            errors.append(field_error(key, value, "user.limit_range", max=_LIMIT_MAX[key]))
     if errors:
-        raise ClientError("invalid limits", code="invalid_limits", errors=errors)
+        raise refusal(ClientError, "invalid_limits", "user.limits_invalid", errors=errors)
     user = get_user(session, name)
     changed: dict[str, object] = {}
     for key, value in limits.items():
@@ -153,7 +148,7 @@ def list_tokens(session: Session, user: UserModel) -> list[ApiTokenModel]:
 def revoke_token(session: Session, user: UserModel, token_id: int) -> ApiTokenModel:
     tok = session.get(ApiTokenModel, token_id)
     if tok is None or tok.user_id != user.id:
-        raise NotFound(f"user {user.name!r} has no token {token_id}", code="token_not_found")
+        raise refusal(NotFound, "token_not_found", "token.not_found", user=repr(user.name), token=token_id)
     if tok.revoked_at is None:
         tok.revoked_at = datetime.now(UTC)
     return tok
@@ -236,14 +231,11 @@ def change_own_password(session: Session, user_id: int, password: object, curren
     _refuse_directory_user(user)
     if user.password_hash:
         if current is None or current == "":
-            raise ClientError("current password required", code="current_password_required",
-                              errors=[FieldError("current_password", None, "send your current password (the one "
-                                                 "you sign in and use SFTP with); forgot it? ask an administrator "
-                                                 "to reset it")])
+            raise refusal(ClientError, "current_password_required", "password.current_required",
+                          errors=[field_error("current_password", None, "password.current_required_field")])
         if not isinstance(current, str) or not password_matches(user, current):
-            raise ClientError("wrong current password", code="wrong_current_password",
-                              errors=[FieldError("current_password", None, "is not your current password; "
-                                                 "forgot it? ask an administrator to reset it")])
+            raise refusal(ClientError, "wrong_current_password", "password.wrong_current",
+                          errors=[field_error("current_password", None, "password.wrong_current_field")])
     set_password(session, user_id, password)
 
 
@@ -255,10 +247,8 @@ def _refuse_directory_user(user: UserModel) -> None:
     """A directory (LDAP) user's password is the directory's: a local one would never be checked
     (services/logins.py asks the directory about them), so setting one is refused, saying where to go."""
     if user.directory:
-        raise Conflict(f"{user.name!r} signs in with the directory (LDAP): change the password there, not in Argus",
-                       code="directory_user",
-                       errors=[FieldError("password", None, "is kept by your organisation's directory (LDAP); change "
-                                                            "it with your directory's own tools")])
+        raise refusal(Conflict, "directory_user", "password.directory_user", user=repr(user.name),
+                      errors=[field_error("password", None, "password.directory_user_field")])
 
 
 def set_password(session: Session, user_id: int, password: object) -> None:
@@ -266,18 +256,11 @@ def set_password(session: Session, user_id: int, password: object) -> None:
     assert user is not None
     _refuse_directory_user(user)
     if not isinstance(password, str) or len(password) < MIN_PASSWORD_LEN:
-        raise ClientError(
-            "password too short",
-            code="invalid_password",
-            errors=[FieldError("password", None, f"must be a string of at least {MIN_PASSWORD_LEN} characters")],
-        )
+        raise refusal(ClientError, "invalid_password", "password.too_short",
+                      errors=[field_error("password", None, "password.too_short_field", min=MIN_PASSWORD_LEN)])
     if password_too_long(password):
-        raise ClientError(
-            "password too long",
-            code="invalid_password",
-            errors=[FieldError("password", None, f"must be at most {MAX_PASSWORD_BYTES} bytes (UTF-8); "
-                                                 "use a shorter passphrase or an SSH key")],
-        )
+        raise refusal(ClientError, "invalid_password", "password.too_long",
+                      errors=[field_error("password", None, "password.too_long_field", max=MAX_PASSWORD_BYTES)])
     user.password_hash = _hasher.hash(password)
 
 
@@ -306,20 +289,17 @@ def add_ssh_key(session: Session, user_id: int, public_key: object) -> SshKeyMod
     import asyncssh  # local: only key handling needs it
 
     if not isinstance(public_key, str) or not public_key.strip():
-        raise ClientError("missing key", code="invalid_key",
-                          errors=[FieldError("public_key", public_key, "paste one OpenSSH public key line")])
+        raise refusal(ClientError, "invalid_key", "key.missing",
+                      errors=[field_error("public_key", public_key, "key.missing_field")])
     try:
         key = asyncssh.import_public_key(public_key.strip())
     except (asyncssh.KeyImportError, ValueError) as exc:
-        raise ClientError(
-            "invalid public key", code="invalid_key",
-            errors=[FieldError("public_key", public_key[:80], f"not an OpenSSH public key ({exc}); paste e.g. the "
-                               "contents of ~/.ssh/id_ed25519.pub")],
-        ) from None
+        raise refusal(ClientError, "invalid_key", "key.invalid",
+                      errors=[field_error("public_key", public_key[:80], "key.invalid_field", error=str(exc))]) from None
     fingerprint = key.get_fingerprint("sha256")
     for existing in session.scalars(select(SshKeyModel).where(SshKeyModel.user_id == user_id)):
         if existing.fingerprint == fingerprint:
-            raise Conflict("key already added", code="key_exists")
+            raise refusal(Conflict, "key_exists", "key.exists")
     parts = public_key.strip().split(None, 2)
     row = SshKeyModel(
         user_id=user_id,
@@ -340,7 +320,7 @@ def remove_ssh_key(session: Session, user_id: int, key_id: int) -> str:
     """Delete the key; returns its fingerprint (for the audit log)."""
     row = session.get(SshKeyModel, key_id)
     if row is None or row.user_id != user_id:
-        raise NotFound(f"no key {key_id}", code="key_not_found")
+        raise refusal(NotFound, "key_not_found", "key.not_found", key=key_id)
     session.delete(row)
     return row.fingerprint
 
