@@ -1,10 +1,11 @@
 // Account page: who I am, storage and GPU-hours, SFTP password, SSH keys, API tokens (all /api/v2/me…).
 import { api, confirmDialog, copyText, el, fmtBytes, fmtTime, t } from "./common.js";
+import { errorMessage, fieldMessage, problemText } from "./messages.js";
 
 const errorBox = document.getElementById("acct-error");
 function showError(e) {
   errorBox.hidden = !e;
-  errorBox.textContent = e ? e.message || String(e) : "";
+  errorBox.textContent = e ? errorMessage(e) : "";
 }
 function status(id, text, ok) {
   const node = document.getElementById(id);
@@ -74,7 +75,7 @@ document.getElementById("pw-form").addEventListener("submit", async (ev) => {
     current.closest("label").hidden = false; // now there is one: the next change needs it
     current.required = true;
   } catch (e) {
-    status("pw-status", [e.message, ...e.errors.map((x) => `${x.field}: ${x.message}`)].join(" — "), false);
+    status("pw-status", problemText(e), false);
   }
 });
 
@@ -86,7 +87,7 @@ document.getElementById("key-form").addEventListener("submit", async (ev) => {
     status("key-status", t("account.key_added"), true);
     await loadKeys();
   } catch (e) {
-    status("key-status", [e.message, ...e.errors.map((x) => x.message)].join(": "), false);
+    status("key-status", [errorMessage(e), ...(e.errors || []).map(fieldMessage)].join(": "), false);
   }
 });
 

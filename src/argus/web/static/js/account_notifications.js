@@ -1,6 +1,7 @@
 // Account page, Notifications (issue 24): your webhooks and e-mail addresses, a test, the last deliveries.
 // Every rule (what a URL may be, which events exist, whether e-mail is on) is the API's: this only shows it.
 import { api, confirmDialog, el, fmtTime, t } from "./common.js";
+import { problemText } from "./messages.js";
 
 const body = document.getElementById("notify-body");
 const kind = document.getElementById("notify-kind");
@@ -19,7 +20,7 @@ function status(text, ok) {
 }
 
 function problem(e) {
-  return [e.message, ...(e.errors || []).map((x) => `${x.field}: ${x.message}`)].join(" — ");
+  return problemText(e);
 }
 
 async function loadOptions() {

@@ -5,15 +5,15 @@
 // is admin_audit.js. Rules live in the API: the page only mirrors one for comfort (no Disable button
 // on one's own row; the API refuses it with 409 anyway).
 import { api, confirmDialog, el, fmtBytes, fmtTime, gpus, page, poll, promptDialog, statusBadge, t } from "./common.js";
-import { sayMessage } from "./messages.js";
+import { problemText, sayMessage } from "./messages.js";
 
 const GIB = 2 ** 30;
 const errorBox = document.getElementById("admin-error");
 
-/** The API's error as it said it: its message, then each field's problem (field: message). */
+/** The API's error as it said it, in the page's language: its message, then each field's problem (field: message). */
 function showError(e) {
   errorBox.hidden = !e;
-  errorBox.textContent = e ? [e.message, ...(e.errors || []).map((x) => `${x.field}: ${x.message}`)].join(" — ") : "";
+  errorBox.textContent = e ? problemText(e) : "";
 }
 
 /** A password for a new user, from the browser's CSPRNG (shown once, then changed by its user). */

@@ -2,6 +2,7 @@
 // ("Older" follows the API's cursor), filtered by a user (events by or about them) and an action
 // (the page lists the API's fixed vocabulary). The API checks the filters; its errors show as said.
 import { api, el, fmtTime, t } from "./common.js";
+import { problemText } from "./messages.js";
 
 const PAGE = 25;
 const body = document.getElementById("audit-body");
@@ -41,7 +42,7 @@ async function load(append) {
     errorBox.hidden = true;
   } catch (e) {
     errorBox.hidden = false;
-    errorBox.textContent = [e.message, ...(e.errors || []).map((x) => `${x.field}: ${x.message}`)].join(" — ");
+    errorBox.textContent = problemText(e);
   }
   document.getElementById("audit-table").dataset.loaded = "1";
 }

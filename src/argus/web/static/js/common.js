@@ -66,6 +66,8 @@ export class ApiError extends Error {
     super(d.message || `HTTP ${status}`);
     this.status = status;
     this.code = d.code;
+    this.messageCode = d.message_code; // the message as code + params (issue 37): messages.js says it
+    this.messageParams = d.message_params;
     this.errors = d.errors || [];
     this.warnings = d.warnings || [];
   }

@@ -1,5 +1,6 @@
 // Server messages in the page's language (issue 37): the server sends a stable code and its parameters beside
-// its English text (pending_reason_code/params, failure_hint_code/params); the page says them with its catalog's
+// its English text (pending_reason_code/params, failure_hint_code/params, a refusal's message_code/params and
+// each field error's code/params); the page says them with its catalog's
 // msg.<code> templates, by the same small rules as core/messages.py: {name} a value (a dict: a nested message, a
 // list: its items joined by sep.<name> or sep, empty: none), {s:name} an English plural, params.then appended
 // after a space. A code the catalog does not know (a newer server) shows the server's text.
@@ -46,6 +47,18 @@ export function sayMessage(code, params, text) {
  * refusals carry a code) in the page's language; its English `message` where it has no code. */
 export function fieldMessage(e) {
   return sayMessage(e.code, e.params, e.message);
+}
+
+/** A refused request's message (an ApiError: the API's `message_code`/`message_params` beside its English
+ * `message`) in the page's language; its English where it has no code, and any other error's own text. */
+export function errorMessage(e) {
+  return sayMessage(e.messageCode, e.messageParams, e.message || String(e));
+}
+
+/** A refused request as a line: its message, then each field's problem (field: message), in the page's
+ * language; `sep` joins them. */
+export function problemText(e, sep = " — ") {
+  return [errorMessage(e), ...(e.errors || []).map((x) => `${x.field}: ${fieldMessage(x)}`)].join(sep);
 }
 
 /** A task's pending reason in the page's language. */

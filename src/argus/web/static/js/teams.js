@@ -3,8 +3,9 @@
 // add and remove members and change roles; site admins create teams and set weight, limits, budget and
 // quota. Usage by team (GET /api/v2/usage?group_by=team|user|day&team=…) with its CSV link (format=csv).
 // Every rule is the API's: the page shows controls by role for comfort only, sends what was typed, and
-// shows the API's refusal as it said it (its message, then each field's problem).
+// shows the API's refusal as it said it (its message, then each field's problem), in the page's language.
 import { api, confirmDialog, el, fmtBytes, page, t } from "./common.js";
+import { problemText } from "./messages.js";
 
 const GIB = 2 ** 30;
 const errorBox = document.getElementById("teams-error");
@@ -14,7 +15,7 @@ const SETTINGS = [  // [API field, label key, scale of the input (GiB for the qu
 
 function showError(e, inputs) {
   errorBox.hidden = !e;
-  errorBox.textContent = e ? [e.message, ...(e.errors || []).map((x) => `${x.field}: ${x.message}`)].join(" — ") : "";
+  errorBox.textContent = e ? problemText(e) : "";
   const bad = new Set(((e && e.errors) || []).map((x) => x.field));  // mark the inputs the API named
   for (const [field, input] of Object.entries(inputs || {})) input.setAttribute("aria-invalid", bad.has(field) ? "true" : "false");
 }
