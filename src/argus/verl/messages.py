@@ -63,6 +63,15 @@ class Schema:
     def has(self, key: str) -> bool:
         return key in self.leaves or key in self.nodes
 
+    @functools.cached_property
+    def by_last(self) -> dict[str, list[str]]:
+        """Leaf keys by their last segment (``loss_agg_mode`` -> the actor's and the critic's): how verl's messages
+        often name a key."""
+        out: dict[str, list[str]] = {}
+        for key in self.leaves:
+            out.setdefault(key.rpartition(".")[2], []).append(key)
+        return out
+
     def suggest(self, key: str, n: int = 3) -> list[str]:
         """Nearest existing keys: what verl renamed the key to, then whole-key similarity, then the same leaf
         name under another parent.
@@ -289,7 +298,7 @@ def explain(text: str, schema: Schema, cfg: Any) -> dict[str, Any]:
                    f"actor megatron tensor_model_parallel_size × pipeline_model_parallel_size × "
                    f"context_parallel_size = {unit} (verl: {text}); e.g. trainer.n_gpus_per_node={fix}, or "
                    f"smaller parallel sizes")
-    key = key_in(text, schema)
+    key = key_in(text, schema) or _key_by_value(text, schema, cfg)
     hint = f" (set `{key}=...`)" if key and key in schema.leaves and key not in text else ""
     value = _get(cfg, key) if key else None
     return err(key, value if isinstance(value, str | int | float | bool) else None, f"verl: {text}{hint}")
@@ -343,6 +352,41 @@ def key_in(text: str, schema: Schema) -> str:
     found = {h[3] for h in hits}
     key = min(hits)[3]
     return key + "_per_gpu" if key + "_per_gpu" in found else key
+
+
+def _key_by_value(text: str, schema: Schema, cfg: Any) -> str:
+    """The key a message names by its last segment and the value written there (verl: ``Invalid loss_agg_mode:
+    foo``): the one leaf of that name whose value is the user's (not verl's default, not drawn from another key)
+    and a word, not a number ("greater than 0" is no value), found in the message; "" when none or several are."""
+    hits = []
+    for word in dict.fromkeys(re.findall(r"[A-Za-z_]\w*", text)):
+        for key in schema.by_last.get(word, ()):
+            raw = raw_value(cfg, key)
+            if not isinstance(raw, str) or "${" in raw or raw == schema.leaves[key] or _is_number(raw):
+                continue
+            if re.search(rf"(?<![\w.-]){re.escape(raw)}(?![\w.-])", text):
+                hits.append(key)
+    return hits[0] if len(hits) == 1 else ""
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def raw_value(cfg: Any, key: str) -> Any:
+    """The value of ``key`` as the config holds it: an interpolation as its ``${...}`` text, not resolved."""
+    from omegaconf import OmegaConf
+
+    parent, _, leaf = key.rpartition(".")
+    try:
+        node = OmegaConf.select(cfg, parent) if parent else cfg
+        return OmegaConf.to_container(node, resolve=False).get(leaf)  # type: ignore[union-attr]
+    except Exception:  # noqa: BLE001 - not a section: nothing to show
+        return None
 
 
 def fold_knock_on(rejected: list[dict[str, Any]], later: list[dict[str, Any]], schema: Schema) -> list[dict[str, Any]]:
