@@ -20,6 +20,7 @@ from argus.core.messages import EN, render
 from argus.core.teams import TEAM_NAME_RULE
 from argus.db.models import UserModel
 from argus.errors import ArgusError
+from argus.services import notifications as notify_svc
 from argus.services import teams as teams_svc
 from argus.services import usage as usage_svc
 from argus.services import users as users_svc
@@ -255,3 +256,40 @@ def test_usage_refusals_are_coded(live: LiveServer) -> None:
     field(errs[0], "group_by", "must be one of user, workload, day, team", "usage.group_rule",
           groups="user, workload, day, team")
 
+
+
+def test_notification_channel_refusals_are_coded(live: LiveServer) -> None:
+    alice = live.new_user("alice")
+    events = "SUCCEEDED, FAILED, CANCELED, STALLED, RESUMED, IDLE_GPU, MODEL_ALIAS"
+    assert ", ".join(notify_svc.EVENTS) == events
+    errs = said(alice.post("/api/v2/notifications", json={"kind": "fax", "target": " ", "events": []}), 400,
+                "invalid_channel", "invalid notification channel", "notify.channel_invalid")
+    field(errs[0], "kind", "must be 'webhook' (a URL) or 'email' (an address)", "notify.kind_rule")
+    field(errs[1], "target", "give the webhook's URL or the e-mail address", "notify.target_missing")
+    field(errs[2], "events", f"a non-empty list of events, or leave it out for all: {events}", "notify.events_list",
+          events=events)
+    errs = said(alice.post("/api/v2/notifications", json={"kind": "email", "target": "me@example.com"}), 400,
+                "invalid_channel", "invalid notification channel", "notify.channel_invalid")
+    field(errs[0], "kind", "e-mail notifications are off on this server: the operator has not set smtp_host "
+          "(ARGUS_SMTP_HOST); use a webhook, or ask the operator to configure SMTP", "notify.email_disabled")
+    hook = {"kind": "webhook", "target": "https://hooks.example.com/argus"}
+    errs = said(alice.post("/api/v2/notifications", json={**hook, "events": ["NOPE"]}), 400, "invalid_channel",
+                "invalid notification channel", "notify.channel_invalid")
+    field(errs[0], "events", f"unknown event; one of {events}", "notify.event_unknown", events=events)
+    field(notify_svc.check_channel("email", "Me <me@example.com>", None, email_enabled=True)[0].as_dict(), "target",
+          "not an e-mail address: write it as name@example.com (no display name, no spaces)", "notify.email_invalid")
+    said(alice.delete("/api/v2/notifications/999999"), 404, "channel_not_found", "no notification channel 999999",
+         "notify.channel_not_found", channel=999999)
+
+    made = [alice.post("/api/v2/notifications", json=hook) for _ in range(notify_svc.MAX_CHANNELS_PER_USER)]
+    assert {r.status_code for r in made} == {201}
+    errs = said(alice.post("/api/v2/notifications", json=hook), 400, "too_many_channels",
+                "too many notification channels", "notify.too_many_channels")
+    field(errs[0], "kind", "you have 20 channels, the most allowed; remove one first", "notify.too_many_channels_field",
+          count=20)
+    channel = made[0].json()["id"]
+    tests = [alice.post(f"/api/v2/notifications/{channel}/test") for _ in range(notify_svc.TESTS_PER_WINDOW + 1)]
+    assert [r.status_code for r in tests[:-1]] == [202] * notify_svc.TESTS_PER_WINDOW
+    seconds = int(tests[-1].headers["Retry-After"])
+    said(tests[-1], 429, "too_many_tests", f"too many test notifications: at most 5 in 60 s; try again in {seconds} s",
+         "notify.too_many_tests", limit=5, window="60", seconds=seconds)

@@ -1,8 +1,8 @@
 """Issue 37 item 7 in a real Chromium against a real ``argus up``: what the Account, Teams and Admin pages are refused
-reads in the page's language. In Chinese: a wrong current password and a password rule on the Account page, a team
-rule on the Teams page, a taken user name and a limit the API's schema refuses on the Admin page — each the API's
-coded refusal (detail.message_code and each field's code) said with zh.json, none of its English left; in English
-the same refusal reads exactly as the API wrote it."""
+reads in the page's language. In Chinese: a wrong current password, a password rule, a bad SSH key and a webhook with
+no URL on the Account page, team rules on the Teams page, a taken user name and a limit the API's schema refuses on
+the Admin page — each the API's coded refusal (detail.message_code and each field's code) said with zh.json, none of
+its English left; in English the same refusal reads exactly as the API wrote it."""
 
 from __future__ import annotations
 
@@ -61,6 +61,10 @@ def test_account_teams_and_admin_refusals_in_chinese(up: Up, pages: Pages) -> No
     page.fill("#key-text", "ssh-rsa nonsense")
     page.click("#key-add")
     _said(page.locator("#key-status"), "公钥无效", "不是 OpenSSH 公钥", english=("invalid public key",))
+    page.wait_for_function("() => document.body.dataset.notifyLoaded === '1'")
+    page.click("#notify-add")  # a webhook with no URL
+    _said(page.locator("#notify-status"), "通知渠道无效", "target: 请填写 Webhook 的 URL 或电子邮件地址",
+          english=("invalid notification channel", "give the webhook's URL"))
     shot(page, "account-refusals-zh")
 
     # Teams (a site admin): a name that is taken, a weight out of range

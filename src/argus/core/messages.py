@@ -224,6 +224,19 @@ EN: dict[str, str] = {
     "request.greater_than": "Input should be greater than {gt}",
     "request.less_than": "Input should be less than {lt}",
     "request.string_too_long": "String should have at most {max_length} character{s:max_length}",
+    # the Account page's notification channels (services/notifications.py; a webhook URL's own problem stays English)
+    "notify.channel_invalid": "invalid notification channel",
+    "notify.kind_rule": "must be 'webhook' (a URL) or 'email' (an address)",
+    "notify.email_disabled": ("e-mail notifications are off on this server: the operator has not set smtp_host "
+                              "(ARGUS_SMTP_HOST); use a webhook, or ask the operator to configure SMTP"),
+    "notify.target_missing": "give the webhook's URL or the e-mail address",
+    "notify.email_invalid": "not an e-mail address: write it as name@example.com (no display name, no spaces)",
+    "notify.events_list": "a non-empty list of events, or leave it out for all: {events}",
+    "notify.event_unknown": "unknown event; one of {events}",
+    "notify.too_many_channels": "too many notification channels",
+    "notify.too_many_channels_field": "you have {count} channels, the most allowed; remove one first",
+    "notify.channel_not_found": "no notification channel {channel}",
+    "notify.too_many_tests": "too many test notifications: at most {limit} in {window} s; try again in {seconds} s",
     # --- joining lists --------------------------------------------------------------------------------
     "none": "none",
     "sep": ", ",

@@ -33,6 +33,7 @@ import httpx
 from sqlalchemy import bindparam, func, insert, select
 from sqlalchemy.orm import Session
 
+from argus.core.messages import field_error, msg, refusal
 from argus.db.models import NotificationChannelModel, NotificationOutboxModel, TaskModel, utcnow
 from argus.errors import ClientError, FieldError, NotFound, TooManyRequests
 from argus.services import audit, webhook_target
@@ -53,8 +54,6 @@ MAX_MESSAGE_CHARS = 2000
 DELIVERIES_SHOWN = 20
 TESTS_PER_WINDOW = 5  # "send a test" per user in any TEST_WINDOW_S seconds
 TEST_WINDOW_S = 60.0
-EMAIL_OFF = ("e-mail notifications are off on this server: the operator has not set smtp_host "
-             "(ARGUS_SMTP_HOST); use a webhook, or ask the operator to configure SMTP")
 # one address, as people write them: no display name, no spaces, no header-breaking characters
 _EMAIL = re.compile(r"^[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]{1,64}@[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
                     r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+$")
@@ -184,7 +183,7 @@ def get_channel(session: Session, principal: Principal, channel_id: int) -> Noti
     points at someone's inbox or endpoint and is theirs alone."""
     row = session.get(NotificationChannelModel, channel_id)
     if row is None or row.user_id != principal.id:
-        raise NotFound(f"no notification channel {channel_id}", code="channel_not_found")
+        raise refusal(NotFound, "channel_not_found", "notify.channel_not_found", channel=channel_id)
     return row
 
 
@@ -197,12 +196,12 @@ def create_channel(session: Session, principal: Principal, kind: Any, target: An
     ``webhook_allow`` the operator's internal receivers (``Settings.notify_webhook_allow``)."""
     errors = check_channel(kind, target, events, email_enabled=email_enabled, webhook_allow=webhook_allow)
     if errors:
-        raise ClientError("invalid notification channel", code="invalid_channel", errors=errors)
+        raise refusal(ClientError, "invalid_channel", "notify.channel_invalid", errors=errors)
     count = session.scalar(select(func.count()).select_from(NotificationChannelModel)
                            .where(NotificationChannelModel.user_id == principal.id)) or 0
     if count >= MAX_CHANNELS_PER_USER:
-        raise ClientError("too many notification channels", code="too_many_channels", errors=[FieldError(
-            "kind", kind, f"you have {count} channels, the most allowed; remove one first")])
+        raise refusal(ClientError, "too_many_channels", "notify.too_many_channels",
+                      errors=[field_error("kind", kind, "notify.too_many_channels_field", count=count)])
     secret = secrets.token_hex(32) if kind == "webhook" else None
     chosen = list(EVENTS) if events is None else [e for e in EVENTS if e in events]  # canonical order, no repeats
     row = NotificationChannelModel(user_id=principal.id, kind=kind, target=target.strip(), secret=secret,
@@ -218,26 +217,24 @@ def check_channel(kind: Any, target: Any, events: Any, *, email_enabled: bool,
                   webhook_allow: Iterable[str] = ()) -> list[FieldError]:
     errors: list[FieldError] = []
     if kind not in KINDS:
-        errors.append(FieldError("kind", kind, "must be 'webhook' (a URL) or 'email' (an address)"))
+        errors.append(field_error("kind", kind, "notify.kind_rule"))
     elif kind == "email" and not email_enabled:
-        errors.append(FieldError("kind", kind, EMAIL_OFF))
+        errors.append(field_error("kind", kind, "notify.email_disabled"))
     if not isinstance(target, str) or not target.strip():
-        errors.append(FieldError("target", target, "give the webhook's URL or the e-mail address"))
+        errors.append(field_error("target", target, "notify.target_missing"))
     elif kind == "webhook":
         problem = url_problem(target.strip(), webhook_allow)
         if problem:
             errors.append(FieldError("target", target[:200], problem))
     elif kind == "email" and not (len(target.strip()) <= 254 and _EMAIL.match(target.strip())):
-        errors.append(FieldError("target", target[:200], "not an e-mail address: write it as name@example.com "
-                                 "(no display name, no spaces)"))
+        errors.append(field_error("target", target[:200], "notify.email_invalid"))
     if events is not None:
         if not isinstance(events, list) or not events:
-            errors.append(FieldError("events", events, "a non-empty list of events, or leave it out for all: "
-                                     + ", ".join(EVENTS)))
+            errors.append(field_error("events", events, "notify.events_list", events=", ".join(EVENTS)))
         else:
             for e in events:
                 if e not in EVENTS:
-                    errors.append(FieldError("events", e, f"unknown event; one of {', '.join(EVENTS)}"))
+                    errors.append(field_error("events", e, "notify.event_unknown", events=", ".join(EVENTS)))
     return errors
 
 
@@ -297,8 +294,9 @@ def send_test(session: Session, principal: Principal, channel_id: int, *,
     wait = limiter.take(principal.id) if limiter is not None else 0.0
     if limiter is not None and wait:
         seconds = max(1, int(wait + 0.999))
-        raise SendTestThrottled(f"too many test notifications: at most {limiter.limit} in {limiter.window_s:g} s; "
-                                f"try again in {seconds} s", code="too_many_tests", retry_after_s=seconds)
+        said = msg("notify.too_many_tests", limit=limiter.limit, window=f"{limiter.window_s:g}", seconds=seconds)
+        raise SendTestThrottled(said.text, code="too_many_tests", retry_after_s=seconds, message_code=said.code,
+                                message_params=said.params)
     now = utcnow()
     payload = {"event": TEST_EVENT, "task_id": None, "name": None, "status": None, "termination_reason": None,
                "failure_kind": None, "message": f"a test notification for {principal.name}: this channel works",

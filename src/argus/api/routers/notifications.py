@@ -132,7 +132,9 @@ def send_test(channel_id: RowId, background: BackgroundTasks, principal: Princip
     try:
         row = svc.send_test(session, principal, channel_id, limiter=limiter)
     except svc.SendTestThrottled as exc:
-        return JSONResponse({"detail": {"code": exc.code, "message": exc.message}}, status_code=429,
+        detail = {"code": exc.code, "message": exc.message, "message_code": exc.message_code,
+                  "message_params": exc.message_params}
+        return JSONResponse({"detail": detail}, status_code=429,
                             headers={"Retry-After": str(exc.retry_after_s)})
     background.add_task(_wake, ctx)  # after the commit: the sender then finds the row at once
     return TestQueuedOut(delivery_id=row.id, channel_id=channel_id, event=row.event)
