@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from argus.core import evaluate_every
@@ -33,14 +33,20 @@ from argus.core.interpolation import (
     unresolved_path_errors,
 )
 from argus.core.messages import field_error
-from argus.core.pathrules import REWARD_KEYS, TRAIN_KEYS, check_literal_path, code_dirs, display, team_refusal
+from argus.core.pathrules import (
+    REWARD_KEYS,
+    TRAIN_KEYS,
+    check_literal_path,
+    code_dirs,
+    display,
+    team_refusal_code,
+)
 from argus.core.paths import DataLayout, is_under, normalize
 from argus.core.resources import RESOURCES_KEY, reserved_gpus, task_need
 from argus.core.taskspec import AdvancedTaskSpec, BasicTaskSpec, TaskSpec
 from argus.errors import FieldError
 
 _TILDE_USER = re.compile(r"(?:^|(?<=[\s=,'\"\[(:]))~([A-Za-z_][\w.\-]*)")
-_TILDE_MESSAGE = "'~name' is another account's home; write your own paths as $HOME/..."
 _HF_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*(/[A-Za-z0-9][\w.\-]*)?$")
 _OVERRIDE_KEY = re.compile(r"^(\+\+|\+|~)?[A-Za-z_][\w.\-/@]*=")
 # Path-like pieces of a word: split on the characters that separate values in Hydra/env syntax.
@@ -116,12 +122,7 @@ def admit(spec: TaskSpec, user: str, policy: AdmissionPolicy) -> Admitted | Reje
         admitted = _admit_basic(spec, user, policy, errors)
     if admitted is not None and admitted.entry_module is not None:
         if spec.n_gpus_per_node == 0 and not admitted.entry_module.startswith(CPU_ENTRIES):
-            errors.append(
-                FieldError(
-                    "n_gpus_per_node", 0,
-                    "verl training needs GPUs: set n_gpus_per_node ≥ 1 (0 is only for CPU jobs such as argus.jobs.doctor)",
-                )
-            )
+            errors.append(field_error("n_gpus_per_node", 0, "spec.needs_gpus"))
     if admitted is not None and spec.evaluate_checkpoints is not None:
         _check_evaluate_every(spec, admitted, user, policy.layout, errors, warnings)
     if admitted is not None:
@@ -172,7 +173,7 @@ def scan_invalid_spec(doc: dict[str, Any], user: str, policy: AdmissionPolicy) -
         if name in ("name",):
             continue
         for m in _TILDE_USER.finditer(value):
-            errors.append(FieldError(name, f"~{m.group(1)}", _TILDE_MESSAGE))
+            errors.append(field_error(name, f"~{m.group(1)}", "path.tilde"))
         check_foreign_paths(policy.layout.expand(value, user), user, policy.layout, errors, fld=name)
     return errors
 
@@ -189,11 +190,10 @@ def _strings(node: Any, where: str) -> list[tuple[str, str]]:
 
 def _check_resources(spec: TaskSpec, policy: AdmissionPolicy, errors: list[FieldError]) -> None:
     if spec.nnodes > policy.max_nnodes:
-        errors.append(FieldError("nnodes", spec.nnodes, f"must be ≤ {policy.max_nnodes} (the platform limit)"))
+        errors.append(field_error("nnodes", spec.nnodes, "spec.platform_limit", max=policy.max_nnodes))
     if spec.n_gpus_per_node > policy.max_gpus_per_node:
-        errors.append(
-            FieldError("n_gpus_per_node", spec.n_gpus_per_node, f"must be ≤ {policy.max_gpus_per_node} (the platform limit)")
-        )
+        errors.append(field_error("n_gpus_per_node", spec.n_gpus_per_node, "spec.platform_limit",
+                                  max=policy.max_gpus_per_node))
 
 
 # ---------------------------------------------------------------- advanced
@@ -210,7 +210,7 @@ def _admit_advanced(
         {m.group(1) for _p, v in parsed.overrides.values() for m in _TILDE_USER.finditer(v)}
     for name in dict.fromkeys(m.group(1) for m in _TILDE_USER.finditer(spec.command)):
         if name not in in_values:
-            errors.append(FieldError("command", f"~{name}", _TILDE_MESSAGE))
+            errors.append(field_error("command", f"~{name}", "path.tilde"))
     if isinstance(parsed, list):
         errors.extend(parsed)
         return None
@@ -222,20 +222,13 @@ def _admit_advanced(
         # The fix changes the launcher only, never the module: a module this environment's verl replaced is the
         # entry check's problem, with its own fix, and the two compose (issue 35: they contradicted each other)
         launcher = f"torchrun --standalone --nnodes=1 --nproc_per_node={spec.n_gpus_per_node} -m"
-        errors.append(FieldError("command", f"python3 -m {parsed.module}", (
-            f"verl's SFT trainer runs one process per GPU, started by torchrun; 'python3 -m {parsed.module}' "
-            f"starts one process, which would use 1 of the {spec.nnodes * spec.n_gpus_per_node} GPUs this task "
-            f"reserves (it never reads trainer.n_gpus_per_node): replace 'python3 -m' with '{launcher}' (the "
-            "module and its arguments stay)"
-            + (" (one node: SFT under torchrun runs on one node)" if spec.nnodes > 1 else "")
-            + ", or reserve n_gpus_per_node: 1"), fix={"replace": "python3 -m", "with": launcher}))
+        code = "command.sft_torchrun_one_node" if spec.nnodes > 1 else "command.sft_torchrun"
+        errors.append(replace(field_error("command", f"python3 -m {parsed.module}", code, module=parsed.module,
+                                          gpus=spec.nnodes * spec.n_gpus_per_node, launcher=launcher),
+                              fix={"replace": "python3 -m", "with": launcher}))
     check_env_assignments(parsed.env, policy.env_allowlist, errors)
     for exp in dict.fromkeys(shell_expansions(expanded)):
-        errors.append(
-            FieldError("command", exp, "the shell would fill this in from the task's environment after Argus "
-                       "checked the command; write the value itself (a Hydra interpolation goes in single "
-                       "quotes: 'key=${other.key}')")
-        )
+        errors.append(field_error("command", exp, "command.shell_expansion"))
     override_args = {a for a in parsed.args if _OVERRIDE_KEY.match(a)}
     for tok in parsed.tokens:  # an override's paths are judged under its key, once (below)
         if tok not in override_args:
@@ -260,30 +253,17 @@ def _check_entry(parsed: ParsedCommand, policy: AdmissionPolicy, errors: list[Fi
     allowed = ", ".join(policy.entry_allowlist)
     if parsed.torchrun is not None:  # torchrun (or python3 -m torch.distributed.run) -m <module>: judge the module
         if not module_allowed(parsed.module or "", policy.entry_allowlist):
-            errors.append(FieldError("command", parsed.module,
-                                     f"module torchrun would run is not on the allowlist; allowed: {allowed}"))
+            errors.append(field_error("command", parsed.module, "command.torchrun_not_allowed", allowed=allowed))
         return
     if parsed.interpreter != "python3":
-        hint = (
-            " (Argus points python3 and torchrun at the training environment; do not name an interpreter by path)"
-            if parsed.interpreter and parsed.interpreter.endswith(("python3", "torchrun"))
-            else ""
-        )
-        errors.append(
-            FieldError("command", parsed.interpreter,
-                       f"must run 'python3 -m <module>' (or 'torchrun --nproc_per_node=<GPUs> --standalone -m "
-                       f"<module>') with a module from the allowlist ({allowed}){hint}")
-        )
+        by_path = parsed.interpreter and parsed.interpreter.endswith(("python3", "torchrun"))
+        errors.append(field_error("command", parsed.interpreter,
+                                  "command.interpreter_by_path" if by_path else "command.interpreter", allowed=allowed))
         return
     if parsed.module is None:
-        errors.append(
-            FieldError("command", " ".join(parsed.tokens[:3]),
-                       f"python3 must be run with '-m <module>' where module is one of: {allowed}")
-        )
+        errors.append(field_error("command", " ".join(parsed.tokens[:3]), "command.python_module", allowed=allowed))
     elif not module_allowed(parsed.module, policy.entry_allowlist):
-        errors.append(
-            FieldError("command", parsed.module, f"module is not on the allowlist; allowed: {allowed}")
-        )
+        errors.append(field_error("command", parsed.module, "command.module_not_allowed", allowed=allowed))
 
 
 def _check_hydra_flags(parsed: ParsedCommand, user: str, layout: DataLayout, errors: list[FieldError]) -> None:
@@ -298,13 +278,10 @@ def _check_hydra_flags(parsed: ParsedCommand, user: str, layout: DataLayout, err
     for flag, folder in folders:
         shown = layout.to_virtual(folder, user)
         if not folder.startswith("/"):
-            errors.append(FieldError("command", f"{flag}={shown}", "Hydra reads a relative config folder inside "
-                                     "verl's trainer package: write config (verl's own configs) or your folder "
-                                     "as $HOME/code/<project>/config"))
+            errors.append(field_error("command", f"{flag}={shown}", "command.config_folder_relative"))
         elif not is_under(normalize(folder), home) or normalize(folder) == home:
             if not _is_foreign(folder, user, layout):  # another user's home is reported by check_foreign_paths
-                errors.append(FieldError("command", f"{flag}={shown}", "a config folder must be under your home, "
-                                         "e.g. $HOME/code/<project>/config"))
+                errors.append(field_error("command", f"{flag}={shown}", "command.config_folder_outside"))
 
 
 def _is_foreign(path: str, user: str, layout: DataLayout) -> bool:
@@ -328,18 +305,15 @@ def _check_torchrun(spec: AdvancedTaskSpec, parsed: ParsedCommand, errors: list[
     assert tr is not None
     for flag in ("--no-python", "--run-path"):
         if flag in tr.options:
-            errors.append(FieldError("command", flag, "torchrun must run a Python module with -m; remove "
-                                     f"{flag}"))
-    multi = ("Argus runs one driver per task, so torchrun (SFT) runs on one node; multi-node SFT is not "
-             "supported yet: set nnodes: 1 and --nnodes=1 (or --standalone)")
+            errors.append(field_error("command", flag, "command.torchrun_python_flag", flag=flag))
     if spec.nnodes > 1:
-        errors.append(FieldError("nnodes", spec.nnodes, multi))
+        errors.append(field_error("nnodes", spec.nnodes, "command.torchrun_multinode"))
     if tr.nnodes is not None:
         parts = tr.nnodes.split(":")
         if not all(p.strip().isdigit() for p in parts) or len(parts) > 2:
-            errors.append(FieldError("command", f"--nnodes={tr.nnodes}", "must be a number of nodes (1)"))
+            errors.append(field_error("command", f"--nnodes={tr.nnodes}", "command.torchrun_nnodes"))
         elif max(int(p) for p in parts) > 1:
-            errors.append(FieldError("command", f"--nnodes={tr.nnodes}", multi))
+            errors.append(field_error("command", f"--nnodes={tr.nnodes}", "command.torchrun_multinode"))
     want = spec.n_gpus_per_node
     nproc = tr.nproc_per_node
     if nproc is None:
@@ -349,12 +323,9 @@ def _check_torchrun(spec: AdvancedTaskSpec, parsed: ParsedCommand, errors: list[
     elif nproc.strip().lower() in _NPROC_ALL_GPUS:
         pass  # one process per GPU the driver sees: exactly the reservation
     elif not nproc.strip().isdigit() or int(nproc) < 1:
-        errors.append(FieldError("command", f"--nproc_per_node={nproc}",
-                                 f"must be a number of processes, one per GPU (n_gpus_per_node={want})"))
+        errors.append(field_error("command", f"--nproc_per_node={nproc}", "command.torchrun_nproc", gpus=want))
     elif int(nproc) > want:
-        errors.append(FieldError("command", f"--nproc_per_node={nproc}",
-                                 f"starts more processes than the task has GPUs (n_gpus_per_node={want}): ranks "
-                                 f"would share or miss GPUs; set --nproc_per_node={want} or raise n_gpus_per_node"))
+        errors.append(field_error("command", f"--nproc_per_node={nproc}", "command.torchrun_nproc_over", gpus=want))
     elif int(nproc) < want:
         warnings.append(f"command runs torchrun --nproc_per_node={nproc} but the task reserves "
                         f"n_gpus_per_node={want}: {want - int(nproc)} reserved GPU(s) stay idle; set "
@@ -403,31 +374,27 @@ def _admit_basic(
     for name in _BASIC_VALUE_FIELDS:
         value = getattr(spec, name)
         if isinstance(value, str) and find_interpolations(value):
-            errors.append(FieldError(name, value, "must be written out: ${...} interpolations are only "
-                                     "accepted in 'overrides'"))
+            errors.append(field_error(name, value, "spec.interpolation_basic"))
     _check_model_id(spec.model_id, user, layout, errors)
     check_data_paths(layout.expand(spec.train_file, user), user, layout, errors, fld="train_file")
     if spec.val_file:
         check_data_paths(layout.expand(spec.val_file, user), user, layout, errors, fld="val_file")
     elif spec.workload != "sft":
-        errors.append(FieldError("val_file", None, "required for ppo/grpo; add 'val_file: $HOME/datasets/.../test.parquet'"))
+        errors.append(field_error("val_file", None, "spec.val_file_required"))
     if spec.reward_path:
         check_reward_path(layout.expand(spec.reward_path, user), user, layout, errors, fld="reward_path")
     elif spec.reward_name:
-        errors.append(FieldError("reward_name", spec.reward_name, "set reward_path too (a file under $HOME/code/)"))
+        errors.append(field_error("reward_name", spec.reward_name, "spec.reward_name_without_path"))
     if spec.workload == "sft" and spec.nnodes > 1:
-        errors.append(
-            FieldError("nnodes", spec.nnodes, "a basic sft task runs on one node (torchrun); set nnodes: 1 "
-                       "or write an advanced spec for multi-node SFT")
-        )
+        errors.append(field_error("nnodes", spec.nnodes, "spec.sft_one_node"))
     if spec.workload == "sft" and spec.rollout_n is not None:
-        errors.append(FieldError("rollout_n", spec.rollout_n, "only applies to ppo/grpo; remove it for sft"))
+        errors.append(field_error("rollout_n", spec.rollout_n, "spec.rollout_n_sft"))
     overrides: dict[str, str] = {}
     unresolved: list[FieldError] = []
     for i, item in enumerate(spec.overrides):
         fld = f"overrides[{i}]"
         if not _OVERRIDE_KEY.match(item):
-            errors.append(FieldError(fld, item, "must be a Hydra override 'key=value', e.g. 'trainer.val_before_train=False'"))
+            errors.append(field_error(fld, item, "spec.override_form"))
             continue
         expanded = layout.expand(item, user)
         key, _, value = expanded.lstrip("+~").partition("=")
@@ -446,16 +413,9 @@ def _check_model_id(model_id: str, user: str, layout: DataLayout, errors: list[F
         allowed = (*layout.own_areas(user), layout.hf_dir)
         check_foreign_paths(str(real), user, layout, errors, fld="model_id")
         if not any(is_under(real, base) for base in allowed) and not _has_error(errors, "model_id"):
-            errors.append(
-                FieldError("model_id", model_id,
-                           "a model path must be under $HOME/models (your uploads), a team folder of yours "
-                           "($HOME/teams/<team>/...) or $HOME/common/hf (shared cache)")
-            )
+            errors.append(field_error("model_id", model_id, "path.model_outside"))
     elif not _HF_ID.match(model_id):
-        errors.append(
-            FieldError("model_id", model_id,
-                       "is neither a Hugging Face id like 'Qwen/Qwen2.5-0.5B-Instruct' nor a path like $HOME/models/<name>")
-        )
+        errors.append(field_error("model_id", model_id, "spec.model_id"))
 
 
 # ---------------------------------------------------------------- shared path rules
@@ -474,14 +434,13 @@ def check_foreign_paths(text: str, user: str, layout: DataLayout, errors: list[F
             real = normalize(piece, cwd)
         else:
             continue
-        refusal = team_refusal(real, layout)
-        if refusal:
-            errors.append(FieldError(fld, display(str(real), user, layout), refusal))
+        team = team_refusal_code(real, layout)
+        if team:
+            errors.append(field_error(fld, display(str(real), user, layout), team[0], **team[1]))
             continue
         if not is_under(real, layout.users_dir) or real == layout.users_dir:
             if real == layout.users_dir:
-                errors.append(FieldError(fld, display(piece, user, layout),
-                                         "must not name the folder of all users' homes; use $HOME/..."))
+                errors.append(field_error(fld, display(piece, user, layout), "path.users_folder"))
             continue
         owner = real.relative_to(layout.users_dir).parts[0]
         if owner != user:
@@ -492,21 +451,17 @@ def check_foreign_paths(text: str, user: str, layout: DataLayout, errors: list[F
     for m in re.finditer(re.escape(users) + r"/+([^/\s]*)", text.replace("'", "").replace('"', "")):
         owner = m.group(1)
         if _GLOB_OR_VAR.search(owner) and owner != user:
-            errors.append(
-                FieldError(fld, display(m.group(0), user, layout),
-                           "a path under the users directory must name your own home literally (no variables or globs)")
-            )
+            errors.append(field_error(fld, display(m.group(0), user, layout), "path.users_literal"))
     for m in re.finditer(re.escape(str(layout.teams_dir)) + r"/+([^/\s]*)", text.replace("'", "").replace('"', "")):
         if _GLOB_OR_VAR.search(m.group(1)):
-            errors.append(FieldError(fld, display(m.group(0), user, layout),
-                                     "a team folder must be named literally ($HOME/teams/<team>, no variables or globs)"))
+            errors.append(field_error(fld, display(m.group(0), user, layout), "path.team_literal"))
 
 
 def _check_override_paths(key: str, value: str, user: str, layout: DataLayout, errors: list[FieldError], *,
                           fld: str) -> None:
     """Argus's path rules for one override's value, one problem per key: a path in another home is that
     problem, not also "training data must be under your home" for the same path."""
-    found = [FieldError(fld, value, _TILDE_MESSAGE) for _ in _TILDE_USER.finditer(value)][:1]
+    found = [field_error(fld, value, "path.tilde") for _ in _TILDE_USER.finditer(value)][:1]
     if not found:
         check_foreign_paths(value, user, layout, found, fld=fld)
     if not found:
@@ -520,15 +475,9 @@ def _check_override_paths(key: str, value: str, user: str, layout: DataLayout, e
 
 def check_override_key(key: str, errors: list[FieldError], *, fld: str) -> None:
     if key == HYDRA_CHDIR_KEY:
-        errors.append(
-            FieldError(fld, key, "Argus runs the task in $HOME/jobs/<task> and checks relative paths against it; "
-                       "remove hydra.job.chdir")
-        )
+        errors.append(field_error(fld, key, "command.hydra_chdir"))
     if HYDRA_INSTANTIATE_KEYS.intersection(key.split(".")):
-        errors.append(
-            FieldError(fld, key, "overriding Hydra instantiation keys (_target_, _args_, ...) is not allowed: they "
-                       "would run code while Argus validates the config; use the classes verl's config names")
-        )
+        errors.append(field_error(fld, key, "command.hydra_instantiate"))
 
 
 def check_data_paths(value: str, user: str, layout: DataLayout, errors: list[FieldError], *, fld: str) -> None:
@@ -540,9 +489,9 @@ def check_data_paths(value: str, user: str, layout: DataLayout, errors: list[Fie
             )
             continue
         real = normalize(item)
-        refusal = team_refusal(real, layout)
-        if refusal:
-            errors.append(FieldError(fld, display(item, user, layout), refusal))
+        team = team_refusal_code(real, layout)
+        if team:
+            errors.append(field_error(fld, display(item, user, layout), team[0], **team[1]))
         elif not any(is_under(real, base) for base in allowed):
             errors.append(
                 field_error(fld, display(item, user, layout), "path.train_data_outside")

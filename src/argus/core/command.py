@@ -14,6 +14,7 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
+from argus.core.messages import field_error
 from argus.errors import FieldError
 
 _ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
@@ -115,17 +116,11 @@ def parse_command(command: str, fld: str = "command") -> ParsedCommand | list[Fi
     lines = [ln for ln in joined.splitlines() if ln.strip() and not ln.strip().startswith("#")]
     if len(lines) > 1:
         errors.append(
-            FieldError(
-                fld,
-                lines[1].strip()[:200],
-                "must be a single command: end each continued line with '\\' "
-                "(found a second command on its own line)",
-            )
+            field_error(fld, lines[1].strip()[:200], "command.second_line")
         )
     if "`" in joined or "$(" in joined:
         errors.append(
-            FieldError(fld, _snippet(joined, "`" if "`" in joined else "$("),
-                       "command substitution (`...` or $(...)) is not allowed; write the value itself")
+            field_error(fld, _snippet(joined, "`" if "`" in joined else "$("), "command.substitution")
         )
     try:
         lexer = shlex.shlex(" ".join(lines), posix=True, punctuation_chars=";&|<>()")
@@ -133,17 +128,12 @@ def parse_command(command: str, fld: str = "command") -> ParsedCommand | list[Fi
         lexer.commenters = ""
         tokens = list(lexer)
     except ValueError as exc:
-        errors.append(FieldError(fld, None, f"cannot be split into words ({exc}); check that every quote is closed"))
+        errors.append(field_error(fld, None, "command.unsplittable", error=str(exc)))
         return errors
     ops = [t for t in tokens if t and set(t) <= _OPERATOR_CHARS]
     if ops:
         errors.append(
-            FieldError(
-                fld,
-                ops[0],
-                f"shell operator '{ops[0]}' is not allowed: submit one python3 command; Argus already "
-                "writes stdout/stderr to the task log (jobs/<task>/logs), so pipes and redirections are not needed",
-            )
+            field_error(fld, ops[0], "command.shell_operator", op=ops[0])
         )
     if errors and not ops or len(errors) > 1:
         return errors
@@ -185,9 +175,9 @@ def _structure(tokens: list[str], fld: str) -> ParsedCommand | list[FieldError]:
         parsed.env[name] = value
         i += 1
     if i < len(tokens) and tokens[i] == "env":
-        return [FieldError(fld, "env", "write VAR=value before python3 directly instead of using 'env'")]
+        return [field_error(fld, "env", "command.env_program")]
     if i >= len(tokens):
-        return [FieldError(fld, "", "has no program to run; expected 'python3 -m verl.trainer.main_ppo ...'")]
+        return [field_error(fld, "", "command.no_program")]
     parsed.interpreter = tokens[i]
     i += 1
     if parsed.interpreter == TORCHRUN_PROGRAM:
@@ -225,23 +215,20 @@ def _torchrun(parsed: ParsedCommand, tokens: list[str], i: int, fld: str) -> Par
         name, eq, value = tok.partition("=")
         canon = _TORCHRUN_SHORT.get(name) or (name[:2] + name[2:].replace("_", "-") if name.startswith("--") else name)
         if canon not in TORCHRUN_OPTIONS:
-            return [FieldError(fld, tok, "is not a torchrun option Argus knows; write torchrun's options in full "
-                               "(e.g. --nproc_per_node=8 --standalone) before '-m <module>'")]
+            return [field_error(fld, tok, "command.torchrun_option")]
         if TORCHRUN_OPTIONS[canon] and not eq:
             if i + 1 >= len(tokens):
-                return [FieldError(fld, tok, "torchrun option needs a value")]
+                return [field_error(fld, tok, "command.torchrun_option_value")]
             value = tokens[i + 1]
             i += 1
         elif not TORCHRUN_OPTIONS[canon] and eq:
-            return [FieldError(fld, tok, "this torchrun option takes no value")]
+            return [field_error(fld, tok, "command.torchrun_option_no_value")]
         opts[canon] = value
         i += 1
     launcher = "torchrun" if parsed.interpreter == TORCHRUN_PROGRAM else "python3 -m torch.distributed.run"
     if "--module" not in opts or i >= len(tokens):
         found = tokens[i] if i < len(tokens) else ""
-        return [FieldError(fld, found or launcher, f"{launcher} must run a module: write '{launcher} "
-                           "--nproc_per_node=<GPUs> --standalone -m <module> key=value ...' with a module from the "
-                           "allowlist (a script path is not accepted)")]
+        return [field_error(fld, found or launcher, "command.torchrun_module", launcher=launcher)]
     parsed.torchrun = TorchrunOptions(tokens=tokens[start:i], options=opts)
     parsed.module = tokens[i]
     return _with_args(parsed, tokens[i + 1 :])

@@ -20,6 +20,7 @@ command: admission's path checks apply to them.
 
 from __future__ import annotations
 
+from argus.core.messages import field_error, part
 from argus.errors import FieldError
 
 DEFAULT_ENV_ALLOWLIST = (
@@ -33,15 +34,14 @@ DEFAULT_ENV_ALLOWLIST = (
 )
 GPU_VISIBILITY = ("CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES",
                   "ROCR_VISIBLE_DEVICES", "ASCEND_RT_VISIBLE_DEVICES")
-# Why well-known variables outside the allowlist are refused, beyond "not on the list".
+# Why well-known variables outside the allowlist are refused, beyond "not on the list" (core.messages part.env_*).
 _WHY = {
-    **{name: "the platform sets it for python3 and the training environment" for name in
+    **{name: "part.env_platform" for name in  # the platform sets it for python3 and the training environment
        ("PATH", "PYTHONHOME", "PYTHONPATH", "PYTHONSTARTUP", "PYTHONUSERBASE", "PYTHONNOUSERSITE",
         "VIRTUAL_ENV")},
-    **{name: "it changes which native code every process loads" for name in
-       ("LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT")},
-    "HOME": "Argus sets HOME to your home; '~' and $HOME already mean it",
-    "RAY_ADDRESS": "Argus points the task at its Ray cluster",
+    **{name: "part.env_native" for name in ("LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT")},
+    "HOME": "part.env_home",
+    "RAY_ADDRESS": "part.env_ray",
 }
 
 
@@ -63,19 +63,18 @@ def check_env_assignments(env: dict[str, str], allowlist: tuple[str, ...] | list
     """A 400 per assignment that is not allowed, naming the variable and the fix."""
     for name, value in env.items():
         if name in GPU_VISIBILITY:
-            errors.append(FieldError(fld, f"{name}={value}", f"{name} is set by the platform from the GPUs Ray "
-                                     "gives this task (setting it would use GPUs another task holds); remove "
-                                     "it and size the task with n_gpus_per_node"))
+            errors.append(field_error(fld, f"{name}={value}", "command.env_gpu_visibility", name=name))
             continue
         ok, values = env_allowed(name, value, allowlist)
         if ok:
             continue
         if values is not None:
-            errors.append(FieldError(fld, f"{name}={value}", f"{name} may only be set to {values}"))
+            errors.append(field_error(fld, f"{name}={value}", "command.env_values", name=name, values=values))
             continue
-        why = f" ({_WHY[name]})" if name in _WHY else ""
-        errors.append(FieldError(fld, f"{name}={value}", f"setting {name} is not allowed{why}; remove it. A "
-                                 f"command may set only: {', '.join(allowlist)} (setting env_allowlist)"))
+        allowed = ", ".join(allowlist)
+        errors.append(field_error(fld, f"{name}={value}", "command.env_not_allowed_why", name=name,
+                                  why=part(_WHY[name]), allowed=allowed) if name in _WHY else
+                      field_error(fld, f"{name}={value}", "command.env_not_allowed", name=name, allowed=allowed))
 
 
 # The node's variables that reach a task's sandbox and the platform's own ``ray start`` (issue 21):

@@ -24,6 +24,7 @@ from typing import Any
 
 from argus.core import checkpoints as ck
 from argus.core.evaluation import EVALUABLE_WORKLOADS, eval_basic_doc
+from argus.core.messages import field_error, part
 from argus.errors import FieldError
 
 FIELD = "evaluate_checkpoints"
@@ -43,25 +44,23 @@ def option_problems(value: Any) -> list[FieldError]:
     if value is None or isinstance(value, bool):
         return []
     if not isinstance(value, dict):
-        return [FieldError(FIELD, value, "must be true (verl's validation of each complete checkpoint) or a mapping "
-                           f"of {', '.join(KEYS)}, e.g. {_EXAMPLE}")]
+        return [field_error(FIELD, value, "eval.option", keys=", ".join(KEYS), example=_EXAMPLE)]
     errors = []
     for key in value:
         if key not in KEYS:
             close = difflib.get_close_matches(str(key), KEYS, n=1)
-            hint = f"did you mean '{close[0]}'? " if close else ""
-            errors.append(FieldError(f"{FIELD}.{key}", value[key], f"unknown field of evaluate_checkpoints; {hint}"
-                                     f"allowed fields: {', '.join(KEYS)}"))
+            what, allowed = part("part.evaluate_option"), ", ".join(KEYS)
+            errors.append(field_error(f"{FIELD}.{key}", value[key], "eval.unknown_field_did_you_mean", what=what,
+                                      close=close[0], allowed=allowed) if close else
+                          field_error(f"{FIELD}.{key}", value[key], "eval.unknown_field", what=what, allowed=allowed))
     for key in VERL_KEYS:
         v = value.get(key)
         if v is None:
             continue
         if not isinstance(v, str) or not v.strip() or len(v) > _LENGTHS[key] or "\x00" in v:
-            errors.append(FieldError(f"{FIELD}.{key}", v, f"must be a non-empty string of at most {_LENGTHS[key]} "
-                                     f"characters, e.g. {_EXAMPLE}"))
+            errors.append(field_error(f"{FIELD}.{key}", v, "eval.option_string", max=_LENGTHS[key], example=_EXAMPLE))
         elif value.get("lm_eval") is not None:
-            errors.append(FieldError(f"{FIELD}.{key}", v, "is read by verl's validation only; lm-eval's tasks bring "
-                                     "their own data and metrics: remove it, or remove lm_eval to evaluate with verl"))
+            errors.append(field_error(f"{FIELD}.{key}", v, "eval.option_verl_only"))
     block = value.get("lm_eval")
     if block is not None:
         found = eval_basic_doc({"kind": "eval", "checkpoint": _SOME_STEP, "lm_eval": block})
@@ -98,9 +97,8 @@ def spec_problems(option: dict[str, Any], *, workload: str, save_freq: str | Non
     errors: list[FieldError] = []
     warnings: list[str] = []
     if not uses_lm_eval(option) and workload not in EVALUABLE_WORKLOADS:
-        errors.append(FieldError(FIELD, option or True, f"verl's validation (trainer.val_only) loads only a "
-                                 f"{' or '.join(EVALUABLE_WORKLOADS)} checkpoint, and this is a {workload} task: "
-                                 f"evaluate its checkpoints with lm-eval instead, e.g. {_LM_EXAMPLE}"))
+        errors.append(field_error(FIELD, option or True, "eval.verl_workload", workload=workload, example=_LM_EXAMPLE,
+                                  workloads=[part("part.workload", workload=w) for w in EVALUABLE_WORKLOADS]))
     if save_freq is None:
         warnings.append(f"{FIELD}: the command does not set {SAVE_FREQ_KEY}, and verl's default (-1) saves no "
                         f"checkpoint, so none would be evaluated unless your config file sets it; add "
@@ -112,11 +110,10 @@ def spec_problems(option: dict[str, Any], *, workload: str, save_freq: str | Non
         return errors, warnings  # an interpolation (${…}): verl resolves it, Argus cannot judge it here
     if every <= 0:
         basic = save_freq_field == "save_freq"
-        errors.append(FieldError(save_freq_field, every if basic else f"{SAVE_FREQ_KEY}={save_freq}",
-                                 f"{'save_freq' if basic else SAVE_FREQ_KEY} {every}{' (the default)' if basic and every == -1 else ''}"
-                                 f" saves no checkpoint, so {FIELD} would never evaluate one: set "
-                                 f"{'save_freq: N' if basic else SAVE_FREQ_KEY + '=N'} (verl saves a checkpoint "
-                                 f"every N steps and at the last one), or remove {FIELD}"))
+        errors.append(field_error(save_freq_field, every if basic else f"{SAVE_FREQ_KEY}={save_freq}",
+                                  "eval.no_checkpoint_default" if basic and every == -1 else "eval.no_checkpoint",
+                                  key="save_freq" if basic else SAVE_FREQ_KEY, every=every,
+                                  fix="save_freq: N" if basic else SAVE_FREQ_KEY + "=N"))
     return errors, warnings
 
 

@@ -33,6 +33,7 @@ import shlex
 from typing import Any, Literal
 
 from argus.core import checkpoints as ck
+from argus.core.messages import field_error, part
 from argus.core.metrics import VALIDATION_PREFIXES, MetricSeries
 from argus.errors import FieldError
 
@@ -148,12 +149,12 @@ def eval_basic_doc(doc: dict[str, Any]) -> dict[str, Any] | list[FieldError]:
     from ``model_id`` and loads the step's weights into it (``trainer.resume_mode=resume_path``). The
     validation file doubles as the training file verl's trainer insists on building (it is never trained on),
     and the batch is one prompt per worker so a small validation set is enough."""
-    errors = _unknown(doc, EVAL_FIELDS, "", "an eval spec")
+    errors = _unknown(doc, EVAL_FIELDS, "", "part.eval_spec")
     if "lm_eval" in doc:
         return eval_lm_doc(doc, errors)
     for key, example in (("model_id", "$HOME/models/tiny"), ("val_file", "$HOME/datasets/gsm8k/test.parquet")):
         if key not in doc:
-            errors.append(FieldError(key, None, f"required field is missing; add '{key}: {example}'"))
+            errors.append(field_error(key, None, "spec.missing", field=key, example=example))
     checkpoint = doc.get("checkpoint")
     errors += _checkpoint_errors(checkpoint)
     overrides = doc.get("overrides", [])
@@ -175,9 +176,10 @@ def _unknown(doc: dict[str, Any], allowed: frozenset[str], where: str, what: str
     for key in doc:
         if key not in allowed:
             close = difflib.get_close_matches(str(key), sorted(allowed), n=1)
-            hint = f"did you mean '{close[0]}'? " if close else ""
-            errors.append(FieldError(f"{where}{key}", doc[key], f"unknown field of {what}; {hint}allowed fields: "
-                                     f"{', '.join(sorted(allowed))}"))
+            said = {"what": part(what), "allowed": ", ".join(sorted(allowed))}
+            errors.append(field_error(f"{where}{key}", doc[key], "eval.unknown_field_did_you_mean", close=close[0],
+                                      **said) if close else
+                          field_error(f"{where}{key}", doc[key], "eval.unknown_field", **said))
     return errors
 
 
@@ -185,8 +187,7 @@ def _checkpoint_errors(checkpoint: Any) -> list[FieldError]:
     if checkpoint is None or isinstance(checkpoint, str) and \
             ck.step_of(checkpoint.rstrip("/").rpartition("/")[2]) is not None:
         return []
-    return [FieldError("checkpoint", checkpoint, "must be a verl step folder, e.g. "
-                       "$HOME/jobs/<task>/checkpoints/global_step_4 (argus checkpoints <task> lists them)")]
+    return [field_error("checkpoint", checkpoint, "eval.checkpoint")]
 
 
 def _strings(value: Any) -> list[str] | None:
@@ -201,21 +202,17 @@ def _strings(value: Any) -> list[str] | None:
 def _lm_eval_args(block: Any) -> list[str] | list[FieldError]:
     """The program's arguments from an ``lm_eval:`` block, or every error in it."""
     if not isinstance(block, dict):
-        return [FieldError("lm_eval", block, "must be a mapping, e.g. {tasks: [my_task], include_path: "
-                           "$HOME/code/lm_tasks, limit: 32}")]
-    errors = _unknown(block, LM_EVAL_FIELDS, "lm_eval.", "an lm_eval block")
+        return [field_error("lm_eval", block, "eval.lm_eval_mapping")]
+    errors = _unknown(block, LM_EVAL_FIELDS, "lm_eval.", "part.lm_eval_block")
     args: list[str] = []
     tasks = _strings(block.get("tasks"))
     if not tasks or not all(_TASK_NAME.match(t) for t in tasks):
-        errors.append(FieldError("lm_eval.tasks", block.get("tasks"), "must name one or more lm-eval tasks or groups "
-                                 "(letters, digits, '_', '.', '-'), e.g. tasks: [my_task]: a task YAML's 'task:' "
-                                 "under include_path, or one of lm-eval's own whose data is in common/hf"))
+        errors.append(field_error("lm_eval.tasks", block.get("tasks"), "eval.lm_eval_tasks"))
     else:
         args += ["--tasks", ",".join(tasks)]
     include = _strings(block.get("include_path", []))
     if include is None or not all(p.strip() for p in include):
-        errors.append(FieldError("lm_eval.include_path", block.get("include_path"),
-                                 "must be a folder (or a list of folders) of task YAMLs, e.g. $HOME/code/lm_tasks"))
+        errors.append(field_error("lm_eval.include_path", block.get("include_path"), "eval.lm_eval_include_path"))
     else:
         for folder in include:
             args += ["--include-path", folder.strip()]
@@ -224,7 +221,7 @@ def _lm_eval_args(block: Any) -> list[str] | list[FieldError]:
         if value is None:
             continue
         if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= 4096:
-            errors.append(FieldError(f"lm_eval.{key}", value, f"must be a whole number from {low} to 4096"))
+            errors.append(field_error(f"lm_eval.{key}", value, "spec.whole_number_range", low=low, high=4096))
         else:
             args += [flag, str(value)]
     limit = block.get("limit")
@@ -232,8 +229,7 @@ def _lm_eval_args(block: Any) -> list[str] | list[FieldError]:
         ok = not isinstance(limit, bool) and (isinstance(limit, int) and 1 <= limit <= 10**9 or
                                               isinstance(limit, float) and 0 < limit < 1)
         if not ok:
-            errors.append(FieldError("lm_eval.limit", limit, "must be a number of examples per task (≥ 1) or a "
-                                     "fraction of each task's examples (between 0 and 1), e.g. limit: 32"))
+            errors.append(field_error("lm_eval.limit", limit, "eval.lm_eval_limit"))
         else:
             args += ["--limit", str(limit)]
     return errors or args
@@ -245,23 +241,17 @@ def eval_lm_doc(doc: dict[str, Any], errors: list[FieldError]) -> dict[str, Any]
     worker: a GPU, or with ``device: cpu`` the node's cores."""
     for key in _VERL_ONLY:
         if key in doc:
-            errors.append(FieldError(key, doc[key], "is read by verl's validation only; an lm_eval spec's tasks "
-                                     "bring their own data and metrics: remove it, or evaluate with verl in "
-                                     "another eval spec (without lm_eval)"))
+            errors.append(field_error(key, doc[key], "eval.lm_eval_verl_only"))
     model, checkpoint = doc.get("model_id"), doc.get("checkpoint")
     if (model is None) == (checkpoint is None):
-        errors.append(FieldError("model_id" if model is not None else "checkpoint", model or checkpoint,
-                                 "an lm_eval spec evaluates one model: give model_id (a Hugging Face folder, e.g. "
-                                 "$HOME/models/tiny) or checkpoint (a verl step folder, merged first), not both"
-                                 if model is not None else
-                                 "an lm_eval spec needs the model: add 'model_id: $HOME/models/tiny' or "
-                                 "'checkpoint: $HOME/jobs/<task>/checkpoints/global_step_N'"))
+        errors.append(field_error("model_id" if model is not None else "checkpoint", model or checkpoint,
+                                  "eval.lm_eval_both_models" if model is not None else "eval.lm_eval_no_model"))
     if model is not None and not (isinstance(model, str) and model.strip()):
-        errors.append(FieldError("model_id", model, "must be a folder path, e.g. $HOME/models/tiny"))
+        errors.append(field_error("model_id", model, "eval.lm_eval_model_folder"))
     errors += _checkpoint_errors(checkpoint)
     for key in ("nnodes", "n_gpus_per_node"):
         if doc.get(key, 1) != 1:
-            errors.append(FieldError(key, doc[key], "lm-eval runs as one process on one worker: set it to 1"))
+            errors.append(field_error(key, doc[key], "eval.lm_eval_one_worker"))
     args = _lm_eval_args(doc["lm_eval"])
     if errors or args and isinstance(args[0], FieldError):
         return errors + [a for a in args if isinstance(a, FieldError)]

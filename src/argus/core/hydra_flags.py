@@ -20,23 +20,24 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from argus.core.messages import field_error, part
 from argus.errors import FieldError
 
 PACKAGED = "pkg://verl.trainer.config"
 # Hydra's argparse options (hydra/_internal/utils.py get_args_parser): long name, short name.
 _VALUE_FLAGS = {"--config-path": "-cp", "--config-name": "-cn", "--config-dir": "-cd"}
 _HARMLESS = {"--run": "-r"}
-_REFUSED = {
-    "--multirun": ("-m", "runs a sweep of several jobs inside one task; submit one task per configuration"),
-    "--cfg": ("-c", "prints the config and exits without training"),
-    "--help": ("-h", "prints help and exits without training"),
-    "--hydra-help": ("", "prints help and exits without training"),
-    "--info": ("-i", "prints information and exits without training"),
-    "--version": ("", "prints Hydra's version and exits without training"),
-    "--shell-completion": ("-sc", "installs shell completion instead of training"),
-    "--resolve": ("", "only applies with --cfg, which is refused"),
-    "--package": ("-p", "only applies with --cfg, which is refused"),
-    "--experimental-rerun": ("", "re-runs a pickled earlier job instead of this command"),
+_REFUSED = {  # long name: (short name, why: core.messages part.hydra_*)
+    "--multirun": ("-m", "part.hydra_multirun"),  # a sweep of several jobs inside one task
+    "--cfg": ("-c", "part.hydra_cfg"),
+    "--help": ("-h", "part.hydra_help"),
+    "--hydra-help": ("", "part.hydra_help"),
+    "--info": ("-i", "part.hydra_info"),
+    "--version": ("", "part.hydra_version"),
+    "--shell-completion": ("-sc", "part.hydra_completion"),
+    "--resolve": ("", "part.hydra_cfg_only"),
+    "--package": ("-p", "part.hydra_cfg_only"),
+    "--experimental-rerun": ("", "part.hydra_rerun"),
 }
 
 
@@ -90,7 +91,7 @@ def split_hydra_flags(args: list[str], fld: str = "command") -> HydraFlags | lis
         if name in by_name:
             if not eq:
                 if i + 1 >= len(args):
-                    errors.append(FieldError(fld, a, f"{name} needs a value, e.g. {name}=..."))
+                    errors.append(field_error(fld, a, "command.hydra_flag_value", flag=name))
                     break
                 value = args[i + 1]
                 i += 1
@@ -102,11 +103,11 @@ def split_hydra_flags(args: list[str], fld: str = "command") -> HydraFlags | lis
             else:
                 flags.config_dirs.append(value)
         elif name in refused:
-            errors.append(FieldError(fld, a, f"Hydra's {refused[name]} {_REFUSED[refused[name]][1]}; remove it"))
+            errors.append(field_error(fld, a, "command.hydra_flag_refused", flag=refused[name],
+                                      why=part(_REFUSED[refused[name]][1])))
         elif name not in harmless:
-            errors.append(FieldError(fld, a, "is not a Hydra flag: verl's command line takes key=value overrides "
-                                     "and Hydra's --config-path / --config-name / --config-dir"))
+            errors.append(field_error(fld, a, "command.hydra_flag_unknown"))
         i += 1
     if flags.config_name is not None and not flags.name:
-        errors.append(FieldError(fld, "--config-name", "needs a config name, e.g. --config-name=ppo_megatron_trainer"))
+        errors.append(field_error(fld, "--config-name", "command.config_name_empty"))
     return errors or flags

@@ -34,18 +34,20 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
+from argus.core.messages import field_error, part
 from argus.errors import FieldError
 
 ALLOWED_RESOLVERS = frozenset({"oc.select", "oc.dict.keys", "oc.dict.values", "now"})
-# Why the best-known refused resolvers are refused, in the user's terms.
+# Why the best-known refused resolvers are refused, in the user's terms (core.messages part.resolver_*).
 _RESOLVER_WHY = {
-    "oc.env": "it reads the server's environment variables",
-    "env": "it reads the server's environment variables",
-    "oc.decode": "it turns a string into new interpolations that Argus cannot see",
-    "oc.create": "it turns a string into new config that Argus cannot see",
-    "oc.deprecated": "it is not needed in a task: set the key verl reads",
-    "hydra": "it reads Hydra's runtime state (the process's directories), not your config",
+    "oc.env": "part.resolver_env",  # it reads the server's environment variables
+    "env": "part.resolver_env",
+    "oc.decode": "part.resolver_decode",
+    "oc.create": "part.resolver_create",
+    "oc.deprecated": "part.resolver_deprecated",
+    "hydra": "part.resolver_hydra",
 }
 _PATH_SUFFIXES = ("path", "paths", "dir", "dirs", "file", "files", "filename", "folder")
 _OUTPUT_SUFFIXES = ("dir", "dirs")
@@ -59,11 +61,12 @@ _NESTED = "\0"  # stands for a nested ${...} while the outer one is inspected
 
 @dataclass(frozen=True)
 class Interpolation:
-    """One ``${...}`` found in a value: its text, its resolver (None: a config key) and why it is refused."""
+    """One ``${...}`` found in a value: its text, its resolver (None: a config key) and why it is refused (a
+    core.messages part, ``part.interp_*``)."""
 
     text: str
     resolver: str | None
-    refused: str | None
+    refused: dict[str, Any] | None
     keys: tuple[str, ...] = ()
 
 
@@ -105,22 +108,20 @@ def _matching_brace(text: str, i: int) -> int | None:
 
 def _judge(whole: str, unterminated: bool) -> Interpolation:
     if unterminated:
-        return Interpolation(whole, None, "is not closed with '}'")
+        return Interpolation(whole, None, part("part.interp_unclosed"))
     body = _flatten_nested(whole[2:-1]).strip()
     name, colon, _args = body.partition(":")
     if colon:
         name = name.strip()
         if _NESTED in name:
-            return Interpolation(whole, name, "builds a resolver name from an interpolation; only plain "
-                                 "${key.path} references to your config are allowed")
+            return Interpolation(whole, name, part("part.interp_built_resolver"))
         if name in ALLOWED_RESOLVERS:
             keys = _select_keys(whole) if name == "oc.select" else ()
             return Interpolation(whole, name, None, keys)
-        why = _RESOLVER_WHY.get(name, "it is not a built-in config resolver (custom resolvers run code)")
-        return Interpolation(whole, name, f"uses the '{name}' resolver, which is not allowed: {why}")
+        why = part(_RESOLVER_WHY.get(name, "part.resolver_custom"))
+        return Interpolation(whole, name, part("part.interp_resolver", resolver=name, why=why))
     if not body or not _PLAIN_KEY.match(body.replace(_NESTED, "x")):
-        return Interpolation(whole, None, "is not a reference to a config key; only ${key.path} (or "
-                             f"{', '.join(sorted(ALLOWED_RESOLVERS))}) may be used")
+        return Interpolation(whole, None, part("part.interp_not_a_key", resolvers=", ".join(sorted(ALLOWED_RESOLVERS))))
     return Interpolation(whole, None, None, (body,) if _NESTED not in body else ())
 
 
@@ -148,24 +149,20 @@ def check_interpolations(text: str, errors: list[FieldError], *, fld: str) -> No
     """Refuse every resolver that reads the server's environment or runs code (see module doc)."""
     for interp in find_interpolations(text):
         if interp.refused:
-            errors.append(FieldError(fld, interp.text, f"interpolation {interp.refused}; write the value "
-                                     "itself (Argus checks paths in the config verl will resolve)"))
+            errors.append(field_error(fld, interp.text, "command.interpolation", refused=interp.refused))
 
 
 def unresolved_path_errors(key: str, value: str, *, fld: str) -> list[FieldError]:
     """What must be refused for ``key=value`` when no one will resolve the config and check the result."""
-    why = ("verl validation is off, unavailable, or does not cover this entry module, so Argus cannot "
-           "resolve the config to check where the path lands")
     interps = find_interpolations(value)
     if interps and is_path_key(key):
-        return [FieldError(fld, f"{key}={value}", f"{key} is a path and contains the interpolation "
-                           f"{interps[0].text}; {why}: write the path itself ($HOME/...)")]
+        return [field_error(fld, f"{key}={value}", "command.path_interpolation", key=key,
+                            interpolation=interps[0].text)]
     for interp in interps:
         for ref in interp.keys:
             if is_path_key(ref):
-                return [FieldError(fld, f"{key}={value}", f"{interp.text} reads the path {ref}; {why}: "
-                                   "write the value itself")]
+                return [field_error(fld, f"{key}={value}", "command.interpolation_reads_path",
+                                    interpolation=interp.text, ref=ref)]
     if key in VERL_PATH_PIECES and (interps or "/" in value or ".." in value):
-        return [FieldError(fld, f"{key}={value}", f"verl builds trainer.default_local_dir from {key}, so it "
-                           f"must be a plain name (no '/', '..' or ${{...}}); {why}")]
+        return [field_error(fld, f"{key}={value}", "command.path_piece", key=key)]
     return []

@@ -41,6 +41,202 @@ from argus.errors import ArgusError, FieldError
 Param = Any  # str | int | float | dict (a nested message) | list[dict]
 E = TypeVar("E", bound=ArgusError)
 
+# --- admission's refusals beyond the generic spec.*/path.* ones (issue 37, item 7), by area; spliced into EN --
+_WHY_UNCHECKED = ("verl validation is off, unavailable, or does not cover this entry module, so Argus cannot "
+                  "resolve the config to check where the path lands")
+_INTERPRETER = ("must run 'python3 -m <module>' (or 'torchrun --nproc_per_node=<GPUs> --standalone -m <module>') "
+                "with a module from the allowlist ({allowed})")
+_SFT_TORCHRUN = ("verl's SFT trainer runs one process per GPU, started by torchrun; 'python3 -m {module}' starts one "
+                 "process, which would use 1 of the {gpus} GPUs this task reserves (it never reads "
+                 "trainer.n_gpus_per_node): replace 'python3 -m' with '{launcher}' (the module and its arguments "
+                 "stay)")
+_ENV_ONLY = "; remove it. A command may set only: {allowed} (setting env_allowlist)"
+_OTHER_TEAM = ("is in the folder of team {team}, which you are not in; use $HOME/teams/<team>/... for a team you are "
+               "in (argus teams lists them), your own files ($HOME/...) or the shared $HOME/common/...")
+_ALL_TEAMS = "names the folder of all teams; use $HOME/teams/<team>/... for a team you are in"
+_NO_CHECKPOINT = ("saves no checkpoint, so evaluate_checkpoints would never evaluate one: set {fix} (verl saves a "
+                  "checkpoint every N steps and at the last one), or remove evaluate_checkpoints")
+
+# an advanced command (core/command.py, hydra_flags.py, envvars.py, interpolation.py; admission's checks of it)
+_COMMAND: dict[str, str] = {
+    "command.second_line": ("must be a single command: end each continued line with '\\' (found a second command "
+                            "on its own line)"),
+    "command.substitution": "command substitution (`...` or $(...)) is not allowed; write the value itself",
+    "command.unsplittable": "cannot be split into words ({error}); check that every quote is closed",
+    "command.shell_operator": ("shell operator '{op}' is not allowed: submit one python3 command; Argus already "
+                               "writes stdout/stderr to the task log (jobs/<task>/logs), so pipes and redirections "
+                               "are not needed"),
+    "command.env_program": "write VAR=value before python3 directly instead of using 'env'",
+    "command.no_program": "has no program to run; expected 'python3 -m verl.trainer.main_ppo ...'",
+    "command.interpreter": _INTERPRETER,
+    "command.interpreter_by_path": _INTERPRETER + (" (Argus points python3 and torchrun at the training environment; "
+                                                   "do not name an interpreter by path)"),
+    "command.python_module": "python3 must be run with '-m <module>' where module is one of: {allowed}",
+    "command.module_not_allowed": "module is not on the allowlist; allowed: {allowed}",
+    "command.shell_expansion": ("the shell would fill this in from the task's environment after Argus checked the "
+                                "command; write the value itself (a Hydra interpolation goes in single quotes: "
+                                "'key=${other.key}')"),
+    "command.torchrun_option": ("is not a torchrun option Argus knows; write torchrun's options in full (e.g. "
+                                "--nproc_per_node=8 --standalone) before '-m <module>'"),
+    "command.torchrun_option_value": "torchrun option needs a value",
+    "command.torchrun_option_no_value": "this torchrun option takes no value",
+    "command.torchrun_module": ("{launcher} must run a module: write '{launcher} --nproc_per_node=<GPUs> --standalone "
+                                "-m <module> key=value ...' with a module from the allowlist (a script path is not "
+                                "accepted)"),
+    "command.torchrun_not_allowed": "module torchrun would run is not on the allowlist; allowed: {allowed}",
+    "command.torchrun_python_flag": "torchrun must run a Python module with -m; remove {flag}",
+    "command.torchrun_multinode": ("Argus runs one driver per task, so torchrun (SFT) runs on one node; multi-node "
+                                   "SFT is not supported yet: set nnodes: 1 and --nnodes=1 (or --standalone)"),
+    "command.torchrun_nnodes": "must be a number of nodes (1)",
+    "command.torchrun_nproc": "must be a number of processes, one per GPU (n_gpus_per_node={gpus})",
+    "command.torchrun_nproc_over": ("starts more processes than the task has GPUs (n_gpus_per_node={gpus}): ranks "
+                                    "would share or miss GPUs; set --nproc_per_node={gpus} or raise n_gpus_per_node"),
+    "command.sft_torchrun": _SFT_TORCHRUN + ", or reserve n_gpus_per_node: 1",
+    "command.sft_torchrun_one_node": _SFT_TORCHRUN + (" (one node: SFT under torchrun runs on one node), or reserve "
+                                                      "n_gpus_per_node: 1"),
+    "command.hydra_flag_value": "{flag} needs a value, e.g. {flag}=...",
+    "command.hydra_flag_refused": "Hydra's {flag} {why}; remove it",
+    "command.hydra_flag_unknown": ("is not a Hydra flag: verl's command line takes key=value overrides and Hydra's "
+                                   "--config-path / --config-name / --config-dir"),
+    "command.config_name_empty": "needs a config name, e.g. --config-name=ppo_megatron_trainer",
+    "command.config_folder_relative": ("Hydra reads a relative config folder inside verl's trainer package: write "
+                                       "config (verl's own configs) or your folder as $HOME/code/<project>/config"),
+    "command.config_folder_outside": "a config folder must be under your home, e.g. $HOME/code/<project>/config",
+    "command.hydra_chdir": ("Argus runs the task in $HOME/jobs/<task> and checks relative paths against it; remove "
+                            "hydra.job.chdir"),
+    "command.hydra_instantiate": ("overriding Hydra instantiation keys (_target_, _args_, ...) is not allowed: they "
+                                  "would run code while Argus validates the config; use the classes verl's config "
+                                  "names"),
+    "command.env_gpu_visibility": ("{name} is set by the platform from the GPUs Ray gives this task (setting it would "
+                                   "use GPUs another task holds); remove it and size the task with n_gpus_per_node"),
+    "command.env_values": "{name} may only be set to {values}",
+    "command.env_not_allowed": "setting {name} is not allowed" + _ENV_ONLY,
+    "command.env_not_allowed_why": "setting {name} is not allowed ({why})" + _ENV_ONLY,
+    "command.interpolation": ("interpolation {refused}; write the value itself (Argus checks paths in the config verl "
+                              "will resolve)"),
+    "command.path_interpolation": ("{key} is a path and contains the interpolation {interpolation}; "
+                                   + _WHY_UNCHECKED + ": write the path itself ($HOME/...)"),
+    "command.interpolation_reads_path": "{interpolation} reads the path {ref}; " + _WHY_UNCHECKED
+                                        + ": write the value itself",
+    "command.path_piece": ("verl builds trainer.default_local_dir from {key}, so it must be a plain name (no '/', "
+                           "'..' or ${...}); " + _WHY_UNCHECKED),
+    # why a Hydra flag, a variable or an interpolation is refused (the {why}/{refused} of the codes above)
+    "part.hydra_multirun": "runs a sweep of several jobs inside one task; submit one task per configuration",
+    "part.hydra_cfg": "prints the config and exits without training",
+    "part.hydra_help": "prints help and exits without training",
+    "part.hydra_info": "prints information and exits without training",
+    "part.hydra_version": "prints Hydra's version and exits without training",
+    "part.hydra_completion": "installs shell completion instead of training",
+    "part.hydra_cfg_only": "only applies with --cfg, which is refused",
+    "part.hydra_rerun": "re-runs a pickled earlier job instead of this command",
+    "part.env_platform": "the platform sets it for python3 and the training environment",
+    "part.env_native": "it changes which native code every process loads",
+    "part.env_home": "Argus sets HOME to your home; '~' and $HOME already mean it",
+    "part.env_ray": "Argus points the task at its Ray cluster",
+    "part.interp_unclosed": "is not closed with '}'",
+    "part.interp_built_resolver": ("builds a resolver name from an interpolation; only plain ${key.path} references "
+                                   "to your config are allowed"),
+    "part.interp_resolver": "uses the '{resolver}' resolver, which is not allowed: {why}",
+    "part.interp_not_a_key": "is not a reference to a config key; only ${key.path} (or {resolvers}) may be used",
+    "part.resolver_env": "it reads the server's environment variables",
+    "part.resolver_decode": "it turns a string into new interpolations that Argus cannot see",
+    "part.resolver_create": "it turns a string into new config that Argus cannot see",
+    "part.resolver_deprecated": "it is not needed in a task: set the key verl reads",
+    "part.resolver_hydra": "it reads Hydra's runtime state (the process's directories), not your config",
+    "part.resolver_custom": "it is not a built-in config resolver (custom resolvers run code)",
+}
+
+# resources, durations and the rest of a spec's own fields (core/resources.py, stall.py, taskspec.py, admission.py)
+_SPEC: dict[str, str] = {
+    "spec.platform_limit": "must be ≤ {max} (the platform limit)",
+    "spec.needs_gpus": ("verl training needs GPUs: set n_gpus_per_node ≥ 1 (0 is only for CPU jobs such as "
+                        "argus.jobs.doctor)"),
+    "spec.memory": "must be a size such as '64Gi' or a number of bytes",
+    "spec.memory_negative": "must be ≥ 0 bytes, e.g. '64Gi'",
+    "spec.memory_units": "must be a size such as '64Gi', '512Mi' or '16G' (units: Ki Mi Gi Ti Pi, k M G T P)",
+    "spec.memory_too_large": "is larger than any node (at most 1Ei)",
+    "spec.cpus": "must be a number of CPUs, e.g. 12",
+    "spec.cpus_range": "must be from 0 to {max} CPUs",
+    "spec.duration": "must be a duration such as '30m', '2h' or a number of seconds (0: never)",
+    "spec.duration_negative": "must be ≥ 0 seconds (0: never)",
+    "spec.duration_too_long": "must be at most {days} days (0: never)",
+    "spec.control_characters": ("must not contain control characters (NUL, newline, tab, escape, …); use a plain "
+                                "one-line label"),
+    "spec.submit_elsewhere": ("a {kind} is submitted as a {kind}: argus {kind} submit FILE (argus submit does that "
+                              "for you), or POST /api/v2/{kind}s"),
+    "spec.val_file_required": "required for ppo/grpo; add 'val_file: $HOME/datasets/.../test.parquet'",
+    "spec.reward_name_without_path": "set reward_path too (a file under $HOME/code/)",
+    "spec.sft_one_node": ("a basic sft task runs on one node (torchrun); set nnodes: 1 or write an advanced spec for "
+                          "multi-node SFT"),
+    "spec.rollout_n_sft": "only applies to ppo/grpo; remove it for sft",
+    "spec.override_form": "must be a Hydra override 'key=value', e.g. 'trainer.val_before_train=False'",
+    "spec.interpolation_basic": "must be written out: ${...} interpolations are only accepted in 'overrides'",
+    "spec.model_id": ("is neither a Hugging Face id like 'Qwen/Qwen2.5-0.5B-Instruct' nor a path like "
+                      "$HOME/models/<name>"),
+    # a spec document that is not YAML/JSON or not a mapping (core/taskspec.py load_spec_document)
+    "spec.yaml": "invalid YAML at line {line} column {column}: {problem}",
+    "spec.yaml_nowhere": "invalid YAML: {problem}",
+    "spec.json": "invalid JSON at line {line} column {column}: {problem}",
+    "spec.too_deep": ("nested deeper than {max} levels; a task spec is a flat mapping of fields (only 'overrides' is "
+                      "a list of strings)"),
+    "spec.not_a_mapping": "a task spec must be a mapping of fields, got {type}",
+    "spec.empty_document": "a task spec must be a mapping of fields, got empty",
+    "spec.field_name": "field names must be strings",
+}
+
+# evaluate_checkpoints and eval specs (core/evaluate_every.py, core/evaluation.py)
+_EVAL: dict[str, str] = {
+    "eval.option": ("must be true (verl's validation of each complete checkpoint) or a mapping of {keys}, e.g. "
+                    "{example}"),
+    "eval.unknown_field": "unknown field of {what}; allowed fields: {allowed}",
+    "eval.unknown_field_did_you_mean": "unknown field of {what}; did you mean '{close}'? allowed fields: {allowed}",
+    "eval.option_string": "must be a non-empty string of at most {max} characters, e.g. {example}",
+    "eval.option_verl_only": ("is read by verl's validation only; lm-eval's tasks bring their own data and metrics: "
+                              "remove it, or remove lm_eval to evaluate with verl"),
+    "eval.verl_workload": ("verl's validation (trainer.val_only) loads only a {workloads} checkpoint, and this is a "
+                           "{workload} task: evaluate its checkpoints with lm-eval instead, e.g. {example}"),
+    "eval.no_checkpoint": "{key} {every} " + _NO_CHECKPOINT,
+    "eval.no_checkpoint_default": "{key} {every} (the default) " + _NO_CHECKPOINT,
+    "eval.checkpoint": ("must be a verl step folder, e.g. $HOME/jobs/<task>/checkpoints/global_step_4 (argus "
+                        "checkpoints <task> lists them)"),
+    "eval.lm_eval_mapping": "must be a mapping, e.g. {tasks: [my_task], include_path: $HOME/code/lm_tasks, limit: 32}",
+    "eval.lm_eval_tasks": ("must name one or more lm-eval tasks or groups (letters, digits, '_', '.', '-'), e.g. "
+                           "tasks: [my_task]: a task YAML's 'task:' under include_path, or one of lm-eval's own whose "
+                           "data is in common/hf"),
+    "eval.lm_eval_include_path": "must be a folder (or a list of folders) of task YAMLs, e.g. $HOME/code/lm_tasks",
+    "eval.lm_eval_limit": ("must be a number of examples per task (≥ 1) or a fraction of each task's examples "
+                           "(between 0 and 1), e.g. limit: 32"),
+    "eval.lm_eval_verl_only": ("is read by verl's validation only; an lm_eval spec's tasks bring their own data and "
+                               "metrics: remove it, or evaluate with verl in another eval spec (without lm_eval)"),
+    "eval.lm_eval_both_models": ("an lm_eval spec evaluates one model: give model_id (a Hugging Face folder, e.g. "
+                                 "$HOME/models/tiny) or checkpoint (a verl step folder, merged first), not both"),
+    "eval.lm_eval_no_model": ("an lm_eval spec needs the model: add 'model_id: $HOME/models/tiny' or 'checkpoint: "
+                              "$HOME/jobs/<task>/checkpoints/global_step_N'"),
+    "eval.lm_eval_model_folder": "must be a folder path, e.g. $HOME/models/tiny",
+    "eval.lm_eval_one_worker": "lm-eval runs as one process on one worker: set it to 1",
+    "part.eval_spec": "an eval spec",
+    "part.lm_eval_block": "an lm_eval block",
+    "part.evaluate_option": "evaluate_checkpoints",
+    "part.workload": "{workload}",
+    "sep.workloads": " or ",
+}
+
+# team folders, the users folder and '~name' (core/pathrules.py, admission.py)
+_PATH: dict[str, str] = {
+    "path.all_teams": _ALL_TEAMS,
+    "path.all_teams_at": "{at} " + _ALL_TEAMS,
+    "path.other_team": _OTHER_TEAM,
+    "path.other_team_at": "{at} " + _OTHER_TEAM,
+    "path.team_literal": "a team folder must be named literally ($HOME/teams/<team>, no variables or globs)",
+    "path.users_folder": "must not name the folder of all users' homes; use $HOME/...",
+    "path.users_literal": ("a path under the users directory must name your own home literally (no variables or "
+                           "globs)"),
+    "path.tilde": "'~name' is another account's home; write your own paths as $HOME/...",
+    "path.tilde_at": "{at}: '~name' is another account's home; write $HOME/... instead",
+    "path.model_outside": ("a model path must be under $HOME/models (your uploads), a team folder of yours "
+                           "($HOME/teams/<team>/...) or $HOME/common/hf (shared cache)"),
+}
+
 # English templates by code. Every code here has msg.<code> in both WebUI catalogs with the same
 # placeholders (tests/core/test_messages.py).
 EN: dict[str, str] = {
@@ -237,6 +433,7 @@ EN: dict[str, str] = {
     "notify.too_many_channels_field": "you have {count} channels, the most allowed; remove one first",
     "notify.channel_not_found": "no notification channel {channel}",
     "notify.too_many_tests": "too many test notifications: at most {limit} in {window} s; try again in {seconds} s",
+    **_COMMAND, **_SPEC, **_EVAL, **_PATH,  # above, by area
     # --- joining lists --------------------------------------------------------------------------------
     "none": "none",
     "sep": ", ",
@@ -319,6 +516,16 @@ def refusal(kind: type[E], api_code: str, code: str, /, *, errors: list[FieldErr
     kind of refusal scripts branch on, unchanged)."""
     m = msg(code, **params)
     return kind(m.text, code=api_code, errors=list(errors or ()), message_code=m.code, message_params=m.params)
+
+
+class Invalid(ValueError):
+    """A validator's refusal as a code and params (``raise Invalid("spec.cpus")`` in a pydantic validator or a parser
+    it calls): its text is the code's English rendering, so whoever reads ``str(e)`` sees what it always did, and
+    the spec parser makes it a coded :class:`FieldError` (``value_error``)."""
+
+    def __init__(self, code: str, /, **params: Param) -> None:
+        self.message = msg(code, **params)
+        super().__init__(self.message.text)
 
 
 def retext(e: FieldError, change: Callable[[str], str]) -> FieldError:

@@ -44,13 +44,17 @@ _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*://")
 
 def team_refusal(real: PurePosixPath, layout: DataLayout) -> str | None:
     """Why ``real`` is not the owner's to use when it is in the teams folder outside their teams; else None."""
+    why = team_refusal_code(real, layout)
+    return None if why is None else render(why[0], why[1])
+
+
+def team_refusal_code(real: PurePosixPath, layout: DataLayout) -> tuple[str, dict[str, str]] | None:
+    """:func:`team_refusal` as a code and its params (core.messages ``path.all_teams``, ``path.other_team``; with
+    ``_at`` appended, the same after the ``{at}`` a caller names)."""
     team = layout.team_of(real)
     if team is None or team in layout.teams:
         return None
-    if team == "":
-        return "names the folder of all teams; use $HOME/teams/<team>/... for a team you are in"
-    return (f"is in the folder of team {team}, which you are not in; use $HOME/teams/<team>/... for a team "
-            f"you are in (argus teams lists them), your own files ($HOME/...) or the shared $HOME/common/...")
+    return ("path.all_teams", {}) if team == "" else ("path.other_team", {"team": team})
 
 
 def code_dirs(user: str, layout: DataLayout) -> tuple[PurePosixPath, ...]:
@@ -78,7 +82,7 @@ def check_path_value(key: str, value: str, user: str, layout: DataLayout, *, fld
         return []
     shown = f"{key} resolves to {display(v, user, layout)}" if resolved else f"{key}={display(v, user, layout)}"
     if v.startswith("~") and not v.startswith("~/") and v != "~":
-        return [FieldError(fld, v, f"{shown}: '~name' is another account's home; write $HOME/... instead")]
+        return [_coded(fld, v, "path.tilde_at", shown, resolved)]
     real = where(v, user, layout)
     if real is None:
         return []
@@ -86,9 +90,9 @@ def check_path_value(key: str, value: str, user: str, layout: DataLayout, *, fld
     at = f"{shown} ({seen})" if seen != display(v, user, layout) else shown
     if real == layout.users_dir or (is_under(real, layout.users_dir) and real.relative_to(layout.users_dir).parts[0] != user):
         return [_coded(fld, seen, "path.other_home", at, resolved)]
-    refusal = team_refusal(real, layout)
-    if refusal:
-        return [FieldError(fld, seen, f"{at} {refusal}")]
+    team = team_refusal_code(real, layout)
+    if team:
+        return [_coded(fld, seen, team[0] + "_at", at, resolved, **team[1])]
     if not is_path_key(key):
         return []
     own = layout.own_areas(user)
@@ -108,13 +112,13 @@ def check_path_value(key: str, value: str, user: str, layout: DataLayout, *, fld
     return []
 
 
-def _coded(fld: str, seen: str, code: str, at: str, resolved: bool) -> FieldError:
+def _coded(fld: str, seen: str, code: str, at: str, resolved: bool, **more: str) -> FieldError:
     """A refusal of ``key=value`` as written, coded (core.messages ``path.*``; ``at`` is the key, the value and
     where it lands: no words); one about a resolved value (``at`` says "… resolves to …") keeps the same English
     text without a code."""
     if resolved:
-        return FieldError(fld, seen, render(code, {"at": at}))
-    return field_error(fld, seen, code, at=at)
+        return FieldError(fld, seen, render(code, {"at": at, **more}))
+    return field_error(fld, seen, code, at=at, **more)
 
 
 def display(path: str, user: str, layout: DataLayout) -> str:

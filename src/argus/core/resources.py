@@ -45,6 +45,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from argus.core.messages import Invalid
+
 PPO_MODULES = frozenset({"verl.trainer.main_ppo"})
 LEGACY_PPO_MODULES = frozenset({"verl.trainer.main_ppo_v0"})
 SFT_MODULES = frozenset({"verl.trainer.sft_trainer"})
@@ -80,35 +82,35 @@ def parse_memory(value: object) -> int:
     Raises ValueError with a message that names the fix.
     """
     if isinstance(value, bool):
-        raise ValueError("must be a size such as '64Gi' or a number of bytes")
+        raise Invalid("spec.memory")
     if isinstance(value, int | float):
         if not math.isfinite(value) or value < 0:
-            raise ValueError("must be ≥ 0 bytes, e.g. '64Gi'")
+            raise Invalid("spec.memory_negative")
         amount = int(value)
     elif isinstance(value, str):
         m = _QUANTITY.match(value)
         if m is None:
-            raise ValueError("must be a size such as '64Gi', '512Mi' or '16G' (units: Ki Mi Gi Ti Pi, k M G T P)")
+            raise Invalid("spec.memory_units")
         amount = int(float(m.group(1)) * _UNITS[(m.group(2) or "").lower()])
     else:
-        raise ValueError("must be a size such as '64Gi' or a number of bytes")
+        raise Invalid("spec.memory")
     if amount > MAX_MEMORY:
-        raise ValueError("is larger than any node (at most 1Ei)")
+        raise Invalid("spec.memory_too_large")
     return amount
 
 
 def parse_cpus(value: object) -> float:
     """CPUs as a number (``12``, ``0.5``) or a numeric string; raises ValueError naming the fix."""
     if isinstance(value, bool):
-        raise ValueError("must be a number of CPUs, e.g. 12")
+        raise Invalid("spec.cpus")
     try:
         cpus = float(value) if isinstance(value, int | float | str) else math.nan
     except ValueError:
         cpus = math.nan
     if not math.isfinite(cpus):
-        raise ValueError("must be a number of CPUs, e.g. 12")
+        raise Invalid("spec.cpus")
     if cpus < 0 or cpus > MAX_CPUS:
-        raise ValueError(f"must be from 0 to {MAX_CPUS} CPUs")
+        raise Invalid("spec.cpus_range", max=MAX_CPUS)
     return cpus
 
 

@@ -22,6 +22,8 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 
+from argus.core.messages import Invalid
+
 STALL_ACTIONS = ("keep", "cancel", "requeue")
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|sec|m|min|h|d)?\s*$", re.I)
 _UNIT_S = {"": 1, "s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "d": 86400}
@@ -33,17 +35,17 @@ def parse_duration(value: object) -> int:
 
     Raises ValueError with a message that names the fix."""
     if isinstance(value, bool):
-        raise ValueError("must be a duration such as '30m', '2h' or a number of seconds (0: never)")
+        raise Invalid("spec.duration")
     if isinstance(value, int | float):
         seconds = float(value)
     elif isinstance(value, str) and (m := _DURATION.match(value)):
         seconds = float(m.group(1)) * _UNIT_S[(m.group(2) or "").lower()]
     else:
-        raise ValueError("must be a duration such as '30m', '2h' or a number of seconds (0: never)")
+        raise Invalid("spec.duration")
     if not math.isfinite(seconds) or seconds < 0:
-        raise ValueError("must be ≥ 0 seconds (0: never)")
+        raise Invalid("spec.duration_negative")
     if seconds > MAX_STALL_S:
-        raise ValueError(f"must be at most {MAX_STALL_S // 86400} days (0: never)")
+        raise Invalid("spec.duration_too_long", days=MAX_STALL_S // 86400)
     return int(seconds)
 
 

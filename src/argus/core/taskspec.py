@@ -12,6 +12,7 @@ import difflib
 import json
 import re
 import unicodedata
+from dataclasses import replace
 from typing import Any, Literal
 
 import yaml
@@ -20,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 from argus.core import evaluate_every
 from argus.core.command import infer_workload
 from argus.core.evaluation import eval_basic_doc
-from argus.core.messages import field_error
+from argus.core.messages import Invalid, field_error
 from argus.core.resources import parse_cpus, parse_memory
 from argus.core.stall import parse_duration
 from argus.errors import FieldError
@@ -90,8 +91,7 @@ class _Spec(BaseModel):
         """A label shown in tables and stored in the database: no NUL (PostgreSQL refuses it), no newline
         (checked before whitespace is stripped, so a trailing ``\\n`` is refused too)."""
         if isinstance(value, str) and any(unicodedata.category(c) in ("Cc", "Cs") for c in value):
-            raise ValueError("must not contain control characters (NUL, newline, tab, escape, …); use a plain "
-                             "one-line label")
+            raise Invalid("spec.control_characters")
         return value
 
 
@@ -139,7 +139,7 @@ TaskSpec = BasicTaskSpec | AdvancedTaskSpec
 
 
 _TOO_DEEP = (f"nested deeper than {MAX_DEPTH} levels; a task spec is a flat mapping of fields "
-             "(only 'overrides' is a list of strings)")
+             "(only 'overrides' is a list of strings)")  # spec.too_deep's English (inside a YAML error too)
 
 
 class _SpecLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
@@ -218,26 +218,29 @@ def load_spec_document(text: str, content_type: str | None = None) -> dict[str, 
     try:
         if content_type and "json" in content_type:
             if not _json_depth_ok(text):
-                return [FieldError("(body)", None, _TOO_DEEP)]
+                return [field_error("(body)", None, "spec.too_deep", max=MAX_DEPTH)]
             doc = json.loads(text)
         else:
             _refuse_shapes(text)
             doc = yaml.load(text, Loader=_SpecLoader)  # noqa: S506 - a (C)SafeLoader subclass
     except json.JSONDecodeError as exc:
-        return [FieldError("(body)", None, f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}")]
-    except yaml.YAMLError as exc:
+        return [field_error("(body)", None, "spec.json", line=exc.lineno, column=exc.colno, problem=exc.msg)]
+    except yaml.YAMLError as exc:  # the parser's own words stay English: a parameter of the code
         mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1} column {mark.column + 1}" if mark else ""
         problem = getattr(exc, "problem", None) or str(exc)
-        return [FieldError("(body)", None, f"invalid YAML{where}: {problem}", line=mark.line + 1 if mark else None)]
+        if mark is None:
+            return [field_error("(body)", None, "spec.yaml_nowhere", problem=problem)]
+        return [replace(field_error("(body)", None, "spec.yaml", line=mark.line + 1, column=mark.column + 1,
+                                    problem=problem), line=mark.line + 1)]
     except (RecursionError, MemoryError):  # a last resort: the depth checks above should come first
-        return [FieldError("(body)", None, _TOO_DEEP)]
+        return [field_error("(body)", None, "spec.too_deep", max=MAX_DEPTH)]
     if not isinstance(doc, dict):
-        kind = "empty" if doc is None else type(doc).__name__
-        return [FieldError("(body)", None, f"a task spec must be a mapping of fields, got {kind}")]
+        if doc is None:
+            return [field_error("(body)", None, "spec.empty_document")]
+        return [field_error("(body)", None, "spec.not_a_mapping", type=type(doc).__name__)]
     bad_keys = [k for k in doc if not isinstance(k, str)]
     if bad_keys:
-        return [FieldError(str(k), k, "field names must be strings") for k in bad_keys]
+        return [field_error(str(k), k, "spec.field_name") for k in bad_keys]
     return doc
 
 
@@ -250,8 +253,7 @@ def parse_taskspec(doc: dict[str, Any]) -> TaskSpec | list[FieldError]:
             return doc
         kind = doc["kind"]  # basic (verl's validation) or advanced (the lm-eval program)
     if kind in ("sweep", "pipeline"):
-        return [FieldError("kind", kind, f"a {kind} is submitted as a {kind}: argus {kind} submit FILE (argus submit "
-                           f"does that for you), or POST /api/v2/{kind}s")]
+        return [field_error("kind", kind, "spec.submit_elsewhere", kind=kind)]
     if kind not in ("basic", "advanced"):
         return [field_error("kind", kind, "spec.kind")]
     model: type[_Spec] = AdvancedTaskSpec if kind == "advanced" else BasicTaskSpec
@@ -312,7 +314,10 @@ def _field_error(model: type[_Spec], err: Any) -> FieldError:
             return field_error(loc, value, "spec.bound", op=op, limit=limit)
         return FieldError(loc, value, f"must be {op} {limit}")
     if etype == "value_error":
-        return FieldError(loc, _short(value), str(ctx.get("error") or err.get("msg", "invalid value")))
+        error = ctx.get("error")
+        if isinstance(error, Invalid):  # a validator's coded refusal (core.resources, core.stall, the name's)
+            return field_error(loc, _short(value), error.message.code, **error.message.params)
+        return FieldError(loc, _short(value), str(error or err.get("msg", "invalid value")))
     if etype.startswith("int_") or etype == "bool_type":
         low, high = _bounds(model, loc)
         if isinstance(value, float) and not isinstance(value, bool) and high is not None and not low <= value <= high:
