@@ -88,6 +88,23 @@ def test_a_queue_reason_and_a_failure_hint_in_chinese(up: Up, pages: Pages) -> N
     en.locator("#s-hint", has_text="A file the task reads is not there").wait_for(timeout=60_000)
 
 
+def _checked(pages: Pages, up: Up, lang: str, spec: str, said: dict):  # noqa: ANN202
+    """New Task's check of ``spec`` on a page in ``lang``: each field's refusal as the API ``said`` it, in English,
+    or rendered from its code with the zh catalog, and the field's name as written."""
+    zh_catalog = {k.removeprefix("msg."): v for k, v in i18n.catalog("zh").items() if k.startswith("msg.")}
+    page = pages.new(lang=lang, user="alice")
+    page.goto(f"{up.url}/tasks/new")
+    set_editor(page, spec)
+    page.click("#check")
+    for fld, e in said.items():
+        item = page.locator(f'#errors li[data-field="{fld}"] .message')
+        want = render(e["code"], e["params"], zh_catalog) if lang == "zh" else e["message"]
+        wait_until(lambda item=item, want=want: item.count() == 1 and item.inner_text() == want, 60, every=0.1,
+                   what=f"{lang} {fld}")
+        assert page.locator(f'#errors li[data-field="{fld}"] code').inner_text() == fld
+    return page
+
+
 REFUSED = ("workload: grpo\nmodel_id: m\ntrain_file: $HOME/d/t.parquet\nnnodes: 0\nn_gpus_per_node: 1\n"
            "devise: cpu\n")
 
@@ -100,19 +117,8 @@ def test_a_refused_specs_field_errors_in_chinese_and_in_the_apis_english(up: Up,
     said = {e["field"]: e for e in r.json()["detail"]["errors"]}
     assert said["devise"]["code"] == "spec.unknown_field_did_you_mean" and said["devise"]["params"]["close"] == "device"
     assert said["nnodes"]["code"] == "spec.bound" and said["nnodes"]["message"] == "must be ≥ 1"
-    zh_catalog = {k.removeprefix("msg."): v for k, v in i18n.catalog("zh").items() if k.startswith("msg.")}
-
     for lang in ("zh", "en"):
-        page = pages.new(lang=lang, user="alice")
-        page.goto(f"{up.url}/tasks/new")
-        set_editor(page, REFUSED)
-        page.click("#check")
-        for fld, e in said.items():
-            item = page.locator(f'#errors li[data-field="{fld}"] .message')
-            want = render(e["code"], e["params"], zh_catalog) if lang == "zh" else e["message"]
-            wait_until(lambda item=item, want=want: item.count() == 1 and item.inner_text() == want, 60, every=0.1,
-                       what=f"{lang} {fld}")
-            assert page.locator(f'#errors li[data-field="{fld}"] code').inner_text() == fld
+        page = _checked(pages, up, lang, REFUSED, said)
         text = page.locator("#errors").inner_text()
         if lang == "zh":
             assert "未知字段；你是不是想写 'device'？" in text and "必须 ≥ 1" in text
@@ -120,3 +126,26 @@ def test_a_refused_specs_field_errors_in_chinese_and_in_the_apis_english(up: Up,
             shot(page, "new-task-refusals-zh")
         else:
             assert "unknown field; did you mean 'device'?" in text
+
+
+# an advanced command's refusal (a module off the allowlist) and a resource's (above the platform's GPUs per node)
+ADVANCED = "kind: advanced\nworkload: job\nnnodes: 1\nn_gpus_per_node: 100\ncommand: python3 -m os.path x=1\n"
+
+
+def test_a_refused_command_and_resource_in_chinese_and_in_the_apis_english(up: Up, pages: Pages) -> None:
+    with up.api("alice") as c:
+        r = c.post("/api/v2/tasks?dry_run=true&checks=spec", content=ADVANCED,
+                   headers={"Content-Type": "application/yaml"})
+    assert r.status_code == 400, r.text
+    said = {e["field"]: e for e in r.json()["detail"]["errors"]}
+    assert said["command"]["code"] == "command.module_not_allowed", said
+    assert said["command"]["message"].startswith("module is not on the allowlist; allowed: ")
+    assert said["n_gpus_per_node"]["code"] == "spec.platform_limit"
+    assert said["n_gpus_per_node"]["message"] == "must be ≤ 64 (the platform limit)"
+    page = _checked(pages, up, "zh", ADVANCED, said)
+    text = page.locator("#errors").inner_text()
+    assert "模块不在允许列表中；允许的模块：" in text and "必须 ≤ 64（平台上限）" in text
+    assert "allowlist" not in text and "platform limit" not in text
+    shot(page, "new-task-command-refusals-zh")
+    en = _checked(pages, up, "en", ADVANCED, said).locator("#errors").inner_text()
+    assert "module is not on the allowlist" in en and "(the platform limit)" in en
