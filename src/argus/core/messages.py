@@ -7,8 +7,9 @@ with its catalogs (``web/i18n/{en,zh}.json``, key ``msg.<code>``; ``static/js/me
 to ``text`` for a code it does not know. docs/reference.md lists the codes.
 
 Admission's common refusals are coded the same way: a :class:`~argus.errors.FieldError` built by
-:func:`field_error` carries ``code`` (``spec.*``, ``path.*``) and ``params``, its ``message`` rendered from
-:data:`EN`, so the English scripts read and the template the WebUI translates cannot drift apart.
+:func:`field_error` carries ``code`` (``spec.*``, ``path.*``, ``command.*``, ``eval.*``) and ``params``, its
+``message`` rendered from :data:`EN`, so the English scripts read and the template the WebUI translates cannot
+drift apart; a pydantic validator (or a parser it calls) raises :class:`Invalid` for the same.
 A refusal as a whole (an :class:`~argus.errors.ArgusError`: what the Account, Admin and Teams pages are refused —
 a wrong password, a team rule, a limit) is built by :func:`refusal`: its ``message`` rendered from :data:`EN`, and
 ``message_code``/``message_params`` sent beside the API's ``code`` in the error's ``detail``. A request the API's
