@@ -49,7 +49,7 @@ def test_a_refused_value_after_a_missing_one_is_named_too(validator):
     assert len(r["errors"]) == 2, r["errors"]
     assert r["errors"][0]["key"] == MICRO[0]
     assert "temperature should be greater than 0" in r["errors"][1]["message"]
-    # a refused value ends the rounds: with the actor's size given, the temperature alone
+    # the temperature's refusal names no key: it ends the rounds; with the actor's size given, it alone
     fixed = validator.request({"op": "validate", "config": "ppo_trainer", "overrides": [*overrides, f"{MICRO[0]}=2"]})
     assert [e["message"] for e in fixed["errors"]] == [r["errors"][1]["message"]]
 

@@ -4,8 +4,8 @@ Runs as ``<verl_python> -m argus.verl.worker`` inside the *training* environment
 so the verl that judges a task is the verl that will run it. It must stay
 self-contained (stdlib + verl + hydra + omegaconf): the training environment has
 none of the server's dependencies; the only argus modules it imports are its
-siblings ``argus.verl.messages`` (the error wording) and ``argus.verl.resolve``
-(resolved paths), held to the same rule.
+siblings ``argus.verl.messages`` (the error wording), ``argus.verl.resolve``
+(resolved paths) and ``argus.verl.rounds`` (more than verl's first refusal), held to the same rule.
 Importing verl costs seconds, composing and validating a config well under one,
 hence a warm process.
 
@@ -66,6 +66,7 @@ from argus.verl.messages import (
     value_errors,
 )
 from argus.verl.resolve import RESOLVED_KEYS, hydra_values, lock_resolvers, resolved_paths
+from argus.verl.rounds import run_rounds
 
 _OVERRIDE = re.compile(r"^(?P<prefix>\+\+|\+|~)?(?P<key>[A-Za-z_][\w.\-/@]*)(?:=(?P<value>.*))?$", re.S)
 
@@ -760,49 +761,11 @@ def _validate_sft(cfg: Any) -> None:
                          f"per-GPU batch ({tbs // world} = data.train_batch_size / {world} GPUs)")
 
 
-# How many of verl's refusals one verdict collects (``_run_verl``): each further one is one more run of its checks.
-MAX_VERL_ROUNDS = 6
-
-
 def _run_verl(fn: Any, schema: Schema, cfg: Any) -> tuple[list[dict[str, Any]], list[str]]:
-    """Run one of verl's checks: (errors, warnings), every refusal verl's checks reach in one answer.
-
-    verl stops at its first refusal, so a spec missing three micro batch sizes took three rounds (issue 37). A
-    refusal of a key that has no value (``Please set at least one of …``) is recorded, the key is given a
-    stand-in value (1: a size no other rule refuses) in the config, and verl's checks run again, up to
-    ``MAX_VERL_ROUNDS``; a refusal of a value the user gave ends the rounds (what a changed value would make
-    verl say next is a guess). The stand-ins are taken back out of ``cfg`` before this returns."""
-    errors: list[dict[str, Any]] = []
-    stood_in: list[str] = []
-    try:
-        for _ in range(MAX_VERL_ROUNDS):
-            found, warned = _run_verl_once(fn, schema, cfg)
-            if warned or not found:
-                return errors + found, warned  # what this environment cannot check ends the rounds as before
-            errors.extend(e for e in found if e not in errors)
-            key = found[0].get("key")
-            if not key or key in stood_in or key not in schema.leaves or _select(cfg, key) is not None \
-                    or schema.leaves.get(key) is not None:
-                break
-            if not _stand_in(cfg, key, 1):
-                break
-            stood_in.append(key)
-    finally:
-        for key in stood_in:
-            _stand_in(cfg, key, None)
-    return errors, []
-
-
-def _stand_in(cfg: Any, key: str, value: Any) -> bool:
-    """Set ``key`` in ``cfg`` in place (no copy: verl's checks only read it); whether it could be set."""
-    from omegaconf import OmegaConf, open_dict
-
-    try:
-        with open_dict(cfg):
-            OmegaConf.update(cfg, key, value, merge=False)
-        return True
-    except Exception:  # noqa: BLE001 - a read-only or typed node: no second round then
-        return False
+    """Run one of verl's checks: (errors, warnings), every refusal verl's checks reach in one answer
+    (``rounds.run_rounds``: a missing key gets a stand-in, a refused value verl's default, and the checks run
+    again while what they say next cannot be a consequence of that)."""
+    return run_rounds(lambda: _run_verl_once(fn, schema, cfg), schema, cfg)
 
 
 def _run_verl_once(fn: Any, schema: Schema, cfg: Any) -> tuple[list[dict[str, Any]], list[str]]:
