@@ -25,7 +25,9 @@ Rules (ARCHITECTURE §2):
   yet started; Ray covers GPUs whose real location differs from the plan. A held task
   whose nodes are unknown is charged best-fit against the ledger (and, if it does not
   fit there, against whatever is left) — over-counting only delays, under-counting
-  would over-submit and Ray's PENDING fails after 900 s.
+  would over-submit and Ray's PENDING fails after 900 s. A GPU that its node agent found
+  still in use after its task ended (``NodeState.gpus_held_back``, :mod:`argus.core.gpu_free`)
+  is not free until a later check says so.
 * **CPUs and memory** (issue 15, :mod:`argus.core.scheduling.fit`): a node takes a gang member
   only if it also has the member's CPUs and memory free (``cpus_per_node``/``memory_per_node``,
   from the spec or :mod:`argus.core.resources`' defaults), counted like GPUs: min(Argus's
@@ -107,6 +109,9 @@ class NodeState:
     cpus_free: float | None = None
     memory_total: int | None = None
     memory_free: int | None = None
+    # issue 36 (core.gpu_free): GPUs its node agent found a process still on after their task ended; not free
+    # until a later check finds them free (Ray, which counts them free, picks which GPU a task gets)
+    gpus_held_back: int = 0
 
 
 @dataclass(frozen=True)
@@ -209,7 +214,7 @@ def take(free: dict[str, int], nnodes: int, gpus: int) -> tuple[str, ...] | None
 
 
 def free_gpus(nodes: Sequence[NodeState], held: Sequence[HeldTask]) -> dict[str, int]:
-    """Free GPUs per alive node: min(Argus's ledger, Ray's report)."""
+    """Free GPUs per alive node: min(Argus's ledger, Ray's report), less the GPUs held back (issue 36)."""
     ledger = {n.node_id: n.gpus_total for n in nodes if n.alive}
     unknown: list[HeldTask] = []
     for t in held:
@@ -229,7 +234,8 @@ def free_gpus(nodes: Sequence[NodeState], held: Sequence[HeldTask]) -> dict[str,
                 ledger[node] -= used
                 need -= used
     ray = {n.node_id: n.gpus_free for n in nodes if n.alive}
-    return {node: max(0, min(ledger[node], ray[node])) for node in ledger}
+    back = {n.node_id: n.gpus_held_back for n in nodes if n.alive}
+    return {node: max(0, min(ledger[node], ray[node]) - back[node]) for node in ledger}
 
 
 NO_TEAM = ""  # the group of tasks charged to no team: one group, weight 1, like a team of its own
