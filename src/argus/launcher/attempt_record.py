@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import threading
 import time
@@ -59,6 +60,39 @@ def stacks_path(data_root: Path, task_id: str, attempt: int) -> Path:
 
 def stacks_answer_path(data_root: Path, task_id: str, attempt: int) -> Path:
     return folder(data_root) / f"{task_id}.{attempt}.stacks.json"
+
+
+def gpu_check_path(data_root: Path, key: str) -> Path:
+    """The node agent's check of an ended attempt's GPUs (``core.gpu_free.GpuCheck``; issue 36): ``key`` is the
+    agent's, ``<task>.<attempt>`` or ``<task>.<attempt>.node-<k>`` for the other nodes of a gang."""
+    return folder(data_root) / f"{key}.gpus.json"
+
+
+def held_folder(data_root: Path) -> Path:
+    """The GPUs held back (``core.gpu_free.HeldGpu``, one file each): written and removed by the nodes' agents,
+    listed by the scheduler every pass (so a folder of its own, empty while nothing is held)."""
+    return data_root / ".argus" / "gpus-held"
+
+
+def held_path(data_root: Path, node_id: str, uuid: str) -> Path:
+    return held_folder(data_root) / f"{_SAFE.sub('_', node_id)}.{_SAFE.sub('_', uuid)}.json"
+
+
+_SAFE = re.compile(r"[^A-Za-z0-9_-]")
+
+
+def write_json(path: Path, data: dict[str, Any]) -> OSError | None:
+    """``data`` replaced atomically (0600, its folder 0700); the error, never raised."""
+    return _replace_json(path, data)
+
+
+def read_held(data_root: Path) -> list[dict[str, Any]]:
+    """Every held GPU's record (decoded, not yet typed: ``HeldGpu.parse``); [] when none (the usual case)."""
+    try:
+        entries = [e.path for e in os.scandir(held_folder(data_root)) if e.name.endswith(".json")]
+    except OSError:
+        return []
+    return [data for data in (_read_json(Path(p)) for p in sorted(entries)) if data]
 
 
 def write(path: Path, data: dict[str, Any]) -> OSError | None:

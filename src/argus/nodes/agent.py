@@ -20,7 +20,9 @@ filesystem keeps reporting (launcher/attempt_record.py), and the server follows 
   longer wait for them, so it polls them and reads the exit code the launcher leaves in ``<key>.exit``).
 * **Ends** an attempt completely: when its launcher exits, whatever is left in its cgroup is killed and
   the group is verified empty and removed before the attempt is reported over, so no second attempt
-  of a task ever runs beside the first's leftovers.
+  of a task ever runs beside the first's leftovers. On a GPU node it then asks the driver whether the
+  attempt's GPUs are free (:mod:`argus.nodes.gpu_check`: ``gpus_free`` with the attempt's end; a GPU left
+  busy is held back from the scheduler until a later look finds it free).
 * **Lingers** only while it has work: once its keeper (the ``argus up`` / ``argus worker`` that started
   it) is gone and no attempt runs, it exits; one started without a keeper (systemd) stays.
 """
@@ -33,6 +35,7 @@ import logging
 import os
 import re
 import signal
+import socket
 import socketserver
 import subprocess
 import sys
@@ -45,13 +48,16 @@ from typing import Any
 
 import psutil
 
-from argus.nodes import cgroups
+from argus.core.gpu_free import GpuCheck
+from argus.launcher import attempt_record
+from argus.nodes import cgroups, gpu_check
 from argus.nodes.paths import AgentPaths
 
 log = logging.getLogger("argus.agent")
 
 KEY_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 STOP_GRACE_S = 15.0  # a launcher asked to stop stops its task within its own grace; then the group is killed
+GPU_CHECK_S = 2 * sum(gpu_check.WAITS_S) + 4 * gpu_check.QUERY_TIMEOUT_S  # the end's GPU check, at most
 LINGER_S = 5.0  # with no keeper and no attempt, this long before exiting
 ECHO_LIMIT = 1 << 20  # the launcher's stdout file is kept this small (launcher/driver.py: CappedEcho)
 # What the launcher finds in its environment when the agent started it
@@ -81,6 +87,10 @@ class Attempt:
     finished_at: str | None = None
     stop_requested_at: str | None = None
     emptied: bool | None = None  # its cgroup was verified empty at the end
+    gpus: str | None = None  # CUDA_VISIBLE_DEVICES Ray gave it (None: unset; "": no GPU)
+    data_root: str = ""  # where its GPU check is recorded for the server ('' : not a launcher's attempt)
+    gpus_free: bool | None = None  # its GPUs had no process left at the end (None: not checked; gpu_check says why)
+    gpu_check: dict[str, Any] | None = None  # core.gpu_free.GpuCheck.as_dict()
     proc: subprocess.Popen[bytes] | None = field(default=None, repr=False, compare=False)
 
     def public(self) -> dict[str, Any]:
@@ -90,8 +100,13 @@ class Attempt:
 
 
 class Agent:
-    def __init__(self, paths: AgentPaths, *, keeper: int | None = None, layout: cgroups.Layout | None = None) -> None:
+    def __init__(self, paths: AgentPaths, *, keeper: int | None = None, layout: cgroups.Layout | None = None,
+                 smi: gpu_check.Smi | None = None) -> None:
         self.paths = paths
+        self.smi = smi if smi is not None else gpu_check.Smi()
+        self.gpu_waits: tuple[float, ...] = gpu_check.WAITS_S
+        self.holds = gpu_check.Holds(paths.dir / "gpus-held.json")
+        self._said: set[str] = set()  # why a GPU check was skipped, logged once each
         self.keeper = keeper
         self.permanent = keeper is None  # started without a keeper (systemd): it stays, whoever says hello
         self.layout = layout
@@ -130,11 +145,17 @@ class Agent:
     def start(self, key: str, argv: list[str], env: dict[str, str], cwd: str | None) -> dict[str, Any]:
         if not KEY_RE.match(key):
             raise ValueError(f"bad attempt key {key!r}")
+        if self.holds:  # a held-back GPU may be the one Ray gives this attempt: look again first
+            self.recheck_gpus()
         with self.lock:
             att = self.attempts.get(key)
             if att is not None:  # a second start of one attempt (a retried Ray entry point): the same one
                 return {"pid": att.pid, "new": False, **att.public()}
-            att = Attempt(key=key, argv=argv, started_at=_now(), node_id=env.get(NODE_ID_ENV, ""))
+            att = Attempt(key=key, argv=argv, started_at=_now(), node_id=env.get(NODE_ID_ENV, ""),
+                          gpus=env.get(gpu_check.GPUS_ENV), data_root=str(gpu_check.data_root(argv, env) or ""))
+            busy = {str(h.get(k)) for h in self.holds.items for k in ("uuid", "index")}
+            if busy and att.gpus and any(g.strip() in busy for g in att.gpus.split(",")):
+                log.warning("attempt %s was given a GPU still held back (%s)", key, att.gpus)
             group = self._group(key)
             task = group.child("task") if group is not None else None
             launcher = group.child("launcher") if group is not None else None
@@ -199,7 +220,7 @@ class Agent:
             if group is not None:
                 group.kill()
             _signal(att.pid, att.create_time, signal.SIGKILL)
-            done = self.wait(key, 10.0)
+            done = self.wait(key, 10.0 + GPU_CHECK_S)
         return done
 
     def list(self) -> list[dict[str, Any]]:
@@ -249,12 +270,47 @@ class Agent:
         emptied = None
         if group is not None and group.exists():
             emptied = group.kill()
+        else:
+            group = None
+        checked = self._check_gpus(att, group)  # before the group goes: a pid still in it is the attempt's
+        if group is not None:
             group.remove()
         with self.lock:
             att.exit_code, att.finished_at, att.emptied = code, _now(), emptied
+            att.gpus_free, att.gpu_check = checked.gpus_free, checked.as_dict()
             self._save(att)
             self.changed.notify_all()
-        log.info("attempt %s ended: exit code %s, group emptied: %s", att.key, code, emptied)
+        log.info("attempt %s ended: exit code %s, group emptied: %s, GPUs free: %s", att.key, code, emptied,
+                 "not checked" if checked.gpus_free is None else checked.gpus_free)
+
+    def _check_gpus(self, att: Attempt, group: cgroups.Group | None) -> GpuCheck:
+        """The attempt's GPUs asked of the driver (nodes/gpu_check.py), recorded for the server; a GPU left busy
+        is held back. Not checked (None) without GPUs, without nvidia-smi or when it fails: said once."""
+        ours = gpu_check.attempt_member(group.pids if group is not None else set, att.pid, att.create_time)
+        checked = gpu_check.check(att.gpus, self.smi, ours, waits=self.gpu_waits)
+        if not att.gpus or not att.gpus.strip():
+            return checked  # no GPU: nothing to say
+        if checked.gpus_free is None and checked.note and checked.note not in self._said:
+            self._said.add(checked.note)
+            log.info("GPUs of ended attempts are not checked here: %s (said once)", checked.note)
+        root = Path(att.data_root) if att.data_root else None
+        hostname = socket.gethostname()
+        if root is not None:
+            failed = attempt_record.write_json(attempt_record.gpu_check_path(root, att.key), {
+                "key": att.key, "node_id": att.node_id, "hostname": hostname, "checked_at": _now(),
+                **checked.as_dict()})
+            if failed is not None:
+                log.warning("could not record the GPU check of %s: %s", att.key, failed)
+        if checked.gpus_free is False:
+            held = gpu_check.held_gpus(checked, att.key, att.node_id, hostname, _now())
+            for h in held:
+                log.warning("attempt %s: %s", att.key, h.event())
+            self.holds.add(root, held)
+        return checked
+
+    def recheck_gpus(self) -> None:
+        """Look at the held-back GPUs again (every RECHECK_S and before a start); release the free ones."""
+        self.holds.recheck(self.smi)
 
     # -- the agent's own life ---------------------------------------------------------------
 
@@ -347,11 +403,14 @@ def serve(paths: AgentPaths, keeper: int | None) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: agent.closing.set())
     idle_since: float | None = None
-    last_prune = 0.0
+    last_prune = last_gpus = 0.0
     while not agent.closing.wait(1.0):
         if time.monotonic() - last_prune > 3600:
             agent.prune()
             last_prune = time.monotonic()
+        if agent.holds and time.monotonic() - last_gpus > gpu_check.RECHECK_S:
+            agent.recheck_gpus()
+            last_gpus = time.monotonic()
         if agent.idle_to_exit():
             idle_since = idle_since or time.monotonic()
             if time.monotonic() - idle_since >= LINGER_S:
