@@ -24,9 +24,11 @@ from typing import Any
 
 from argus.cluster.types import ClusterUnavailable, NodeInventory
 from argus.core import eta
+from argus.core.gpu_free import held_by_node
 from argus.core.scheduling import policy
 from argus.db.models import utcnow
 from argus.db.session import Database
+from argus.scheduler.gpu_holds import read_holds
 from argus.scheduler.submit import (
     fair_order,
     load_held,
@@ -61,7 +63,7 @@ class QueueInputs:
                 nodes = self.inventory.worker_nodes()
             except ClusterUnavailable as exc:
                 error = str(exc) or type(exc).__name__
-        states = node_states(nodes)
+        states = node_states(nodes, held_by_node(read_holds(self.settings.root)))  # issue 36: held-back GPUs
         s = self.settings
         with self._lock, self.db.session() as session:
             fingerprint = queue_fingerprint(session)

@@ -11,6 +11,7 @@ submitted — Ray's own queue fails a PENDING job after 900 s and cannot say why
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -46,6 +47,7 @@ from argus.scheduler.common import (
     user_of,
 )
 from argus.scheduler.fairshare import HELD_CHARGE_S, Usage, rate
+from argus.scheduler.gpu_holds import GpuHolds
 from argus.scheduler.usage import UsageLedger
 from argus.services import telemetry
 from argus.services.tasks import switch_task_status
@@ -143,12 +145,14 @@ def load_sweep_limits(s: Session) -> dict[str, int]:
     return {r.id: r.max_concurrent for r in rows}
 
 
-def node_states(nodes: list[WorkerNode]) -> list[policy.NodeState]:
-    """The policy's view of the nodes; CPUs/memory a node does not advertise (a fake, an old Ray) do not limit."""
+def node_states(nodes: list[WorkerNode], held_back: Mapping[str, int] | None = None) -> list[policy.NodeState]:
+    """The policy's view of the nodes; CPUs/memory a node does not advertise (a fake, an old Ray) do not limit.
+    ``held_back``: GPUs per node its agent found still in use after their task ended (scheduler/gpu_holds.py)."""
+    back = held_back or {}
     return [policy.NodeState(n.node_id, n.alive, n.gpus_total, n.gpus_free,
                              n.cpus_total if "CPU" in n.resources or n.cpus_free is not None else None, n.cpus_free,
                              n.memory_total if "memory" in n.resources or n.memory_free is not None else None,
-                             n.memory_free) for n in nodes]
+                             n.memory_free, back.get(n.node_id, 0)) for n in nodes]
 
 
 def fair_order(usage: dict[str, Usage], held: list[policy.HeldTask], team_usage: dict[str, Usage] | None = None,
@@ -197,6 +201,7 @@ class SubmitQueuedTasks:
         # Unconfirmed attempts (id stored, Ray's answer not seen) come only from a crash (this is a new
         # process: True at start) or from this loop's own submissions; looked for only then.
         self._maybe_unconfirmed = True
+        self.gpu_holds = GpuHolds(ctx.settings.root)
 
     def run_once(self) -> int:
         """One pass; returns how many tasks were handed to Ray."""
@@ -212,6 +217,7 @@ class SubmitQueuedTasks:
         except ClusterUnavailable as exc:
             error = str(exc) or type(exc).__name__
         with ctx.db.session() as s:
+            held_back = self.gpu_holds.look(s)  # issue 36: GPUs left busy by an ended task (and their events)
             fingerprint = queue_fingerprint(s)
             if not fingerprint[0]:
                 self._unchanged = None
@@ -221,7 +227,7 @@ class SubmitQueuedTasks:
             sweeps = load_sweep_limits(s)
             usage = self.usage.read(s, ctx.now())
             team_usage = self.usage.teams
-            states = node_states(nodes)
+            states = node_states(nodes, held_back)
             inputs = (fingerprint, sorted((t.task_id, t.nodes) for t in held), states, sorted(user_limits.items()),
                       sorted(teams.items()), sorted(sweeps.items()), fair_order(usage, held, team_usage, teams), error)
             if inputs == self._unchanged and time.monotonic() - self._planned_at < self.REPLAN_S:
