@@ -55,7 +55,8 @@ SHARED: dict[str, tuple[str, ...]] = {
         "test_browser_phone", "test_envs_page", "test_browser_data", "test_browser_charts",
         "test_browser_data_bulk", "test_browser_drafts", "test_browser_tasks_list", "test_browser_teams",
         "test_browser_logs_server", "test_browser_task_states", "test_browser_polish", "test_browser_new_task_round4",
-        "test_browser_messages", "test_browser_sweeps", "test_browser_pipelines_models")),
+        "test_browser_messages", "test_browser_sweeps", "test_browser_pipelines_models",
+        "test_browser_account_messages")),
 }
 
 # The units that start a Ray cluster, an ``argus up`` or Chromium (path prefixes under tests/): on two cores one
