@@ -156,9 +156,10 @@ def test_what_may_follow_from_a_change_and_what_is_never_changed() -> None:
     cfg = OmegaConf.create(defaults)
     cfg.actor.ppo_mini_batch_size, cfg.actor.loss_agg_mode, cfg.data.train_batch_size = 16, "foo", 7
     cfg.actor.use_dynamic_bsz, cfg.actor.strategy = True, "megatron"
-    assert rounds.drawn_from("actor.ppo_mini_batch_size", cfg) == {
+    links = rounds.interpolations(cfg)
+    assert rounds.drawn_from("actor.ppo_mini_batch_size", links) == {
         "actor.ppo_mini_batch_size", "critic.ppo_mini_batch_size", "critic.forward"}
-    drawn = rounds.drawn_from("data.train_batch_size", cfg)
+    drawn = rounds.drawn_from("data.train_batch_size", links)
     follows = [("data.train_batch_size", "anything"), ("", "real_train_batch_size (7) must be divisible by 2"),
                ("critic.ppo_mini_batch_size", "train_batch_size (1024) must be >= critic.ppo_mini_batch_size (2000)"),
                ("", "ZeroDivisionError")]  # names no key: cannot be told from a consequence

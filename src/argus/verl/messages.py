@@ -384,7 +384,11 @@ def raw_value(cfg: Any, key: str) -> Any:
     parent, _, leaf = key.rpartition(".")
     try:
         node = OmegaConf.select(cfg, parent) if parent else cfg
-        return OmegaConf.to_container(node, resolve=False).get(leaf)  # type: ignore[union-attr]
+        if node is None or leaf not in node:
+            return None
+        if not OmegaConf.is_interpolation(node, leaf):
+            return node[leaf]
+        return OmegaConf.to_container(node, resolve=False)[leaf]  # type: ignore[index]
     except Exception:  # noqa: BLE001 - not a section: nothing to show
         return None
 

@@ -58,6 +58,7 @@ def run_rounds(once: Callable[[], Found], schema: Schema, cfg: Any) -> Found:
     errors: list[dict[str, Any]] = []
     changed: dict[str, Any] = {}  # key -> the value to put back
     drawn: set[str] = set()  # the changed keys and those whose values come from them
+    links: dict[str, str] = {}  # key -> its interpolation, read at the first change
     started = time.process_time()
     try:
         for _ in range(MAX_VERL_ROUNDS):
@@ -75,7 +76,8 @@ def run_rounds(once: Callable[[], Found], schema: Schema, cfg: Any) -> Found:
             if not set_value(cfg, key, value):
                 break
             changed[key] = before
-            drawn |= drawn_from(key, cfg)
+            links = links or interpolations(cfg)
+            drawn |= drawn_from(key, links)
     finally:
         for key, before in reversed(changed.items()):
             set_value(cfg, key, before)
@@ -128,13 +130,16 @@ def follows_from(error: dict[str, Any], drawn: set[str], schema: Schema) -> bool
     return any(n == d or d.startswith(n + ".") for n in named for d in drawn)
 
 
-def drawn_from(key: str, cfg: Any) -> set[str]:
-    """``key`` and every leaf whose value is an interpolation that may read it (by its full name or, relative,
-    its last segment), and theirs in turn."""
+def interpolations(cfg: Any) -> dict[str, str]:
+    """Every leaf of ``cfg`` whose value is an interpolation, with its text."""
     from omegaconf import OmegaConf
 
-    links = {k: v for k, v in _leaves(OmegaConf.to_container(cfg, resolve=False), "")
-             if isinstance(v, str) and "${" in v}
+    return {k: v for k, v in _leaves(OmegaConf.to_container(cfg, resolve=False), "") if isinstance(v, str) and "${" in v}
+
+
+def drawn_from(key: str, links: dict[str, str]) -> set[str]:
+    """``key`` and every leaf whose interpolation (``links``) may read it, by its full name or, relative, its last
+    segment, and theirs in turn."""
     out, todo = {key}, [key]
     while todo:
         last = todo.pop().rpartition(".")[2]
