@@ -23,6 +23,7 @@ def test_ray_programs_and_unknown_commands_get_a_private_ray_plain_programs_do_n
     assert uses_ray(["bash", "-lc", "NCCL_DEBUG=WARN python3 -m verl.trainer.main_ppo a=1"])
     assert not uses_ray(["bash", "-lc", "python3 -m argus.jobs.gpus --hold 1"])
     assert uses_ray(["bash", "-lc", "python3 -m argus.jobs.ray_gpus --gpus 2"])
+    assert uses_ray(["bash", "-lc", "python3 -m argus.jobs.gang_steps nodes=2"])  # an actor on each node
     assert not uses_ray(["bash", "-lc", "python3 -m argus.jobs.doctor"])
     assert uses_ray(["bash", "-lc", "python3 $HOME/code/train.py"])  # unknown: it may call ray.init()
     assert uses_ray(["bash", "-lc", "python3 -m mylab.train"])

@@ -23,6 +23,7 @@ RAY_PLACED_MODULES = frozenset({
     "verl.trainer.main_generation_server",
     "verl.trainer.sft_trainer_ray",
     "argus.jobs.ray_gpus",
+    "argus.jobs.gang_steps",
 })
 
 
