@@ -62,11 +62,12 @@ from argus.verl.messages import (
     fold_knock_on,
     installed_verl,
     key_in,
+    raw_value,
     rename_error,
     value_errors,
 )
 from argus.verl.resolve import RESOLVED_KEYS, hydra_values, lock_resolvers, resolved_paths
-from argus.verl.rounds import run_rounds
+from argus.verl.rounds import run_rounds, set_value
 
 _OVERRIDE = re.compile(r"^(?P<prefix>\+\+|\+|~)?(?P<key>[A-Za-z_][\w.\-/@]*)(?:=(?P<value>.*))?$", re.S)
 
@@ -665,7 +666,8 @@ def _validate_ppo(cfg: Any) -> None:
     Building the critic's config loads the model's HF config and tokenizer. When
     the critic model is not a local directory (a hub id: validation never
     downloads) a tiny stand-in model is used, so the batch-size rules verl checks
-    for the critic are still checked; only the model's files are not.
+    for the critic are still checked; only the model's files are not. The stand-in is set in the request's own
+    config and taken back out after (a copy of the whole config was ~50 ms, paid again at each of verl's rounds).
     """
     from omegaconf import open_dict
     from verl.trainer.ppo.utils import need_critic, need_reference_policy
@@ -673,13 +675,22 @@ def _validate_ppo(cfg: Any) -> None:
 
     use_critic = need_critic(cfg)
     path = _select(cfg, "critic.model.path")
+    stub: dict[str, Any] = {}
     if use_critic and not (isinstance(path, str) and os.path.isdir(os.path.expanduser(path))):
-        cfg = cfg.copy()
-        with open_dict(cfg):
-            cfg.critic.model.path = _stub_model_dir()
-            cfg.critic.model.tokenizer_path = None
-            cfg.critic.model.hf_config_path = None
-    validate_config(cfg, use_reference_policy=need_reference_policy(cfg), use_critic=use_critic)
+        stub = {"path": _stub_model_dir(), "tokenizer_path": None, "hf_config_path": None}
+    model = cfg.critic.model if stub else {}
+    before = {name: (name in model, raw_value(cfg, f"critic.model.{name}")) for name in stub}
+    try:
+        for name, value in stub.items():
+            set_value(cfg, f"critic.model.{name}", value)
+        validate_config(cfg, use_reference_policy=need_reference_policy(cfg), use_critic=use_critic)
+    finally:
+        for name, (present, value) in before.items():
+            if present:
+                set_value(cfg, f"critic.model.{name}", value)
+            else:
+                with open_dict(model):
+                    model.pop(name, None)
 
 
 _STUB: list[str] = []
