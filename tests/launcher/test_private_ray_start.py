@@ -230,3 +230,22 @@ def test_the_clean_up_ends_every_process_below_even_orphans_reparented_to_it() -
     assert done.returncode == 0, done.stderr
     before, ended, after = map(int, done.stdout.split())
     assert before == 4 and ended == 4 and after == 0  # bash, its two sleeps, and the orphaned sleep
+
+
+def test_a_joined_node_ends_when_its_raylet_does_not_for_ever(fake, monkeypatch, capsys) -> None:  # noqa: ANN001
+    """Bug found by bench/outage_multinode.py: after a platform head restart the node's actor is gone, nobody stops
+    the node, and its join slept for ever once the task ended (its raylet, having lost the task's GCS, had exited):
+    sandbox, cgroup and the agent's attempt held past the task's SUCCEEDED. Now the join follows its raylet."""
+    fake((0, "Ray runtime started."))
+    lost_gcs = subprocess.Popen([sys.executable, "-c", "import sys; sys.exit(1)"])  # how Ray's raylet ends then
+    monkeypatch.setattr(private_ray, "ray_daemons", lambda: {lost_gcs.pid: "raylet"})
+    ns = private_ray.parse_args(["--join", "10.0.0.1:6380", "--cpus", "2"])
+    assert private_ray.join(ns) == 0
+    out = capsys.readouterr().out
+    assert "[argus] joined the task's private Ray at 10.0.0.1:6380" in out
+    assert (f"[argus] this node's part of the task's private Ray ended: its raylet (raylet, pid {lost_gcs.pid}) exited "
+            f"with code 1 (its head gone, or it was stopped); the node ends") in out
+    killed = subprocess.Popen(["sleep", "60"])
+    threading.Timer(0.2, killed.kill).start()
+    assert private_ray.stay_joined({killed.pid: "raylet"}) == private_ray.EX_RAY_FAILED
+    assert f"its raylet (raylet, pid {killed.pid}) was killed by SIGKILL" in capsys.readouterr().out

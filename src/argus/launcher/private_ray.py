@@ -387,8 +387,26 @@ def join(ns: argparse.Namespace) -> int:
               f"ended its {ended} process(es), trying again in {pause:.0f} s", flush=True)
         time.sleep(pause)
     print(f"[argus] joined the task's private Ray at {ns.join}", flush=True)
-    while True:  # the sandbox ends when the launcher's node actor is killed
-        time.sleep(3600)
+    return stay_joined(ray_daemons())
+
+
+def stay_joined(daemons: dict[int, str]) -> int:
+    """Keep a joined node until its raylet ends; then its exit status: 0 when the raylet exited by itself, else
+    EX_RAY_FAILED. At the attempt's end the launcher has the node stopped (its node actor asks the node's agent);
+    a node whose actor is gone — the platform's Ray restarted under the task — ends here instead: once the task's
+    private Ray head has gone, the raylet loses its GCS and exits (Ray gives up on it after ~60 s), and the
+    node's agent then empties its group. Without this a node outlived its task for ever, sandbox and GPUs held."""
+    if not daemons:  # not seen below us (it cannot be watched): the node's stop ends it, as before
+        print("[argus] warning: this node's raylet is not below its join; the node ends only when stopped", flush=True)
+        while True:
+            time.sleep(3600)
+    while True:
+        time.sleep(WATCH_S)
+        dead = dead_daemons(daemons)
+        if dead:
+            print(f"[argus] this node's part of the task's private Ray ended: {'; '.join(dead)} (its head gone, or "
+                  f"it was stopped); the node ends", flush=True)
+            return EX_RAY_FAILED if any(" was killed by " in d for d in dead) else 0
 
 
 def ray_daemons() -> dict[int, str]:
