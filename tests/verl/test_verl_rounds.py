@@ -61,7 +61,8 @@ def test_two_refused_values_come_in_one_answer_each_as_alone(validator):
     # each is what verl says of it alone (the user's value, not the default that stood in for the first)
     assert check(validator, spec(BATCH)) == both[:1]
     assert check(validator, spec(LOSS)) == both[1:]
-    assert check(validator, spec(BATCH, LOSS)) == both  # the defaults never leave the worker
+    again = validator.request({"op": "validate", "config": "ppo_trainer", "overrides": spec(BATCH, LOSS)})
+    assert again["errors"] == both and again["resolved"]["data.train_batch_size"] == 7  # the default stayed inside
     # another pair, in verl's order: the loss mode (the actor's config), then its batch sizes
     pair = check(validator, spec(LOSS, MINI))
     assert [(e["key"], e["value"]) for e in pair] == [("actor_rollout_ref.actor.loss_agg_mode", "foo"),
@@ -120,13 +121,22 @@ out = {}
 for limit, budget in ((6, 60.0), (4, 60.0), (6, 0.0)):
     rounds.MAX_VERL_ROUNDS, rounds.ROUNDS_BUDGET_S = limit, budget
     out[f"{limit} {budget}"] = [e["key"] or e["message"] for e in v.validate("ppo_trainer", chain, "ppo")["errors"]]
+# verl's defaults, stand-ins and the critic's stand-in model (a hub id) are all taken back out of the config
+from omegaconf import OmegaConf
+rounds.MAX_VERL_ROUNDS, rounds.ROUNDS_BUDGET_S = 6, 60.0
+cfg = worker._without_hydra(v.compose("ppo_trainer", [*chain, "algorithm.adv_estimator=gae",
+                                                      "critic.ppo_micro_batch_size_per_gpu=2"], with_hydra=True))
+before = OmegaConf.to_yaml(cfg)
+found = worker._run_verl(lambda: worker._ppo_check()(cfg), v.schema("ppo_trainer"), cfg)[0]
+out["gae"] = [len(found), OmegaConf.to_yaml(cfg) == before]
 print(json.dumps(out))
 """
 
 
 def test_the_round_limit_and_the_time_budget_hold() -> None:
     """Six refusals one after the other (a value, a missing key, a value, two missing keys, the temperature):
-    six rounds report all six, four rounds the first four, and a spent budget only the first."""
+    six rounds report all six, four rounds the first four, and a spent budget only the first. Whatever the rounds
+    set, the config is given back as composed."""
     repo = Path(__file__).resolve().parents[2]
     r = subprocess.run([sys.executable, "-c", CHAIN], cwd=repo, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
@@ -137,6 +147,7 @@ def test_the_round_limit_and_the_time_budget_hold() -> None:
                        "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu"], six
     assert len(six) == 6 and "temperature should be greater than 0" in six[5], six
     assert out["6 60.0"][:4] == out["4 60.0"] and out["6 0.0"] == six[:1], out
+    assert out["gae"][0] >= 2 and out["gae"][1], out  # after some rounds with a critic, the config is as composed
 
 
 def test_what_may_follow_from_a_change_and_what_is_never_changed() -> None:
