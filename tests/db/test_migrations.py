@@ -178,3 +178,63 @@ def team_model_registries_up_and_down(engine) -> None:  # noqa: ANN001
 
 def test_team_model_registries_migrate_up_and_down_on_sqlite(tmp_path):
     team_model_registries_up_and_down(Database(f"sqlite:///{tmp_path / 'm.db'}").engine)
+
+
+def status_message_code_up_and_down(engine) -> None:  # noqa: ANN001
+    """0016 (issue 37) adds the status message's and each timeline entry's code and parameters beside their text,
+    and takes them away again: the texts (English, as always) stay either way, and an old row has no code."""
+    from alembic import command
+    from alembic.config import Config
+
+    from argus.db.session import MIGRATIONS_DIR
+
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+
+    def to(revision: str, down: bool = False) -> None:
+        with engine.begin() as conn:
+            cfg.attributes["connection"] = conn
+            (command.downgrade if down else command.upgrade)(cfg, revision)
+
+    def columns(table: str) -> set[str]:
+        return {c["name"] for c in inspect(engine).get_columns(table)}
+
+    at = "'2026-01-01 00:00:00+00:00'"
+    to("0015")
+    with engine.begin() as conn:
+        conn.execute(text("INSERT INTO users (id, name, is_admin, disabled, created_at) "
+                          "VALUES (1, 'alice', false, false, " + at + ")"))
+        conn.execute(text("INSERT INTO tasks (id, user_id, kind, workload, status, priority, nnodes, n_gpus_per_node, "
+                          "spec_raw, spec_resolved, command_raw, command_expanded, argv, warnings, attempts, "
+                          "status_message, created_at, updated_at) VALUES ('ppo-000001', 1, 'advanced', 'ppo', "
+                          "'CANCELED', 0, 1, 8, 'kind: advanced', '{}', 'x', 'x', '[]', '[]', 0, "
+                          "'canceled by alice', " + at + ", " + at + ")"))
+        conn.execute(text("INSERT INTO task_events (task_id, at, from_status, to_status, message, actor) "
+                          "VALUES ('ppo-000001', " + at + ", 'QUEUED', 'CANCELED', 'canceled by alice', 'alice')"))
+    assert "status_message_code" not in columns("tasks") and "message_code" not in columns("task_events")
+    to("head")
+    assert {"status_message_code", "status_message_params"} <= columns("tasks")
+    assert {"message_code", "message_params"} <= columns("task_events")
+    with engine.begin() as conn:
+        assert conn.execute(text("SELECT status_message, status_message_code FROM tasks")).one() == (
+            "canceled by alice", None)
+        assert conn.execute(text("SELECT message, message_code FROM task_events")).one() == ("canceled by alice", None)
+        conn.execute(text("UPDATE tasks SET status_message_code = 'status.canceled_by', "
+                          "status_message_params = '{\"user\": \"alice\"}'"))
+        conn.execute(text("UPDATE task_events SET message_code = 'status.canceled_by', "
+                          "message_params = '{\"user\": \"alice\"}'"))
+    to("0015", down=True)
+    assert not {"status_message_code", "status_message_params"} & columns("tasks")
+    assert not {"message_code", "message_params"} & columns("task_events")
+    with engine.connect() as conn:
+        assert conn.execute(text("SELECT id, status, status_message FROM tasks")).one() == (
+            "ppo-000001", "CANCELED", "canceled by alice")
+        assert conn.execute(text("SELECT to_status, message FROM task_events")).one() == (
+            "CANCELED", "canceled by alice")
+    to("head")
+    with engine.connect() as conn:
+        assert conn.execute(text("SELECT status_message_code, status_message_params FROM tasks")).one() == (None, None)
+
+
+def test_status_message_code_migrates_up_and_down_on_sqlite(tmp_path):
+    status_message_code_up_and_down(Database(f"sqlite:///{tmp_path / 'm.db'}").engine)

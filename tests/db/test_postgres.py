@@ -89,3 +89,11 @@ def test_team_model_registries_migrate_up_and_down_on_postgres(pg_url):
     db = Database(pg_url)
     team_model_registries_up_and_down(db.engine)
     db.dispose()
+
+
+def test_status_message_code_migrates_up_and_down_on_postgres(pg_url):
+    from tests.db.test_migrations import status_message_code_up_and_down
+
+    db = Database(pg_url)
+    status_message_code_up_and_down(db.engine)
+    db.dispose()

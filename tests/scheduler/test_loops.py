@@ -257,6 +257,7 @@ def test_nonzero_exit_is_a_user_failure_never_retried(ctx, ray):
     MonitorActiveTasks(ctx).run_once()
     t = task(ctx, tid)
     assert (t.status, t.termination_reason, t.status_message) == ("FAILED", "EXIT_NONZERO", "exit code 3")
+    assert (t.status_message_code, t.status_message_params) == ("status.exit_code", {"exit_code": 3})
     assert attempts(ctx, tid)[0].exit_code == 3
 
 
@@ -284,6 +285,16 @@ def test_nonzero_exit_message_names_the_exception_from_the_log_tail(ctx, ray):
     want = "exit code 1: ValueError: real_train_batch_size (60) must be divisible by minimal possible batch size (8)"
     assert (t.status, t.termination_reason, t.status_message) == ("FAILED", "EXIT_NONZERO", want)
     assert attempts(ctx, tid)[0].message == want
+    # issue 37: "exit code N:" is ours, coded; the exception's text is the program's, a parameter as written
+    cause = want.removeprefix("exit code 1: ")
+    assert (t.status_message_code, t.status_message_params) == ("status.exit_code_cause", {"exit_code": 1,
+                                                                                           "cause": cause})
+    with ctx.db.session() as s:
+        end = s.scalars(select(TaskEventModel).where(TaskEventModel.task_id == tid)
+                        .order_by(TaskEventModel.id.desc())).first()
+    assert end.message == f"{want}\nhint: {t.failure_hint}"
+    assert (end.message_code, end.message_params) == ("status.hinted", {
+        "message": {"code": "status.exit_code_cause", "exit_code": 1, "cause": cause}, "hint": t.failure_hint})
 
 
 def test_nonzero_exit_without_a_traceback_keeps_the_plain_message(ctx, ray):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import create_engine, update
 
+from argus.core import messages
 from argus.core.failures import FailureKind, hint_for
 from argus.core.messages import render
 from argus.db.models import TaskModel
@@ -86,6 +87,58 @@ def test_a_queue_reason_and_a_failure_hint_in_chinese(up: Up, pages: Pages) -> N
     en.locator(f'tr[data-task="{queued}"] td.reason', has_text="0 GPUs in the cluster").wait_for(timeout=60_000)
     en.goto(f"{up.url}/tasks/{failed}")
     en.locator("#s-hint", has_text="A file the task reads is not there").wait_for(timeout=60_000)
+
+
+def test_a_canceled_and_a_failed_tasks_status_message_in_chinese(up: Up, pages: Pages) -> None:
+    """A task's status message (issue 37, item 7): "canceled by <user>" in the tasks list's reason, the Overview's
+    message and the Events tab in Chinese; "exit code 1: <cause>" with its cause (the program's text) as written."""
+    user, password = "cancel37", "cancel37-pw-123456789"
+    up.add_user(user, password)
+    canceled = submit_api(up, user, GPU.format(name="canceled"))
+    failed = submit_api(up, user, GPU.format(name="exits"))
+    with up.api(user) as c:
+        for tid in (canceled, failed):
+            assert c.post(f"/api/v2/tasks/{tid}/cancel").status_code == 200
+        assert c.get(f"/api/v2/tasks/{canceled}").json()["status_message_code"] == "status.canceled_by"
+    cause = "ValueError: train_batch_size (60) must be divisible by 8"
+    said = messages.exit_message(1, cause)
+    engine = create_engine(f"sqlite:///{up.state / 'argus.db'}")
+    with engine.begin() as conn:  # as the monitor leaves a task that exited 1 with that exception
+        conn.execute(update(TaskModel).where(TaskModel.id == failed).values(
+            status="FAILED", termination_reason="EXIT_NONZERO", status_message=said.text,
+            status_message_code=said.code, status_message_params=said.params))
+    engine.dispose()
+
+    page = _login_as(pages, up, "zh", user, password)
+    reason = page.locator(f'#tasks-body tr[data-task="{canceled}"] td.reason')
+    reason.filter(has_text=f"已被 {user} 取消").wait_for(timeout=60_000)
+    assert "canceled by" not in reason.inner_text()
+    page.locator(f'#tasks-body tr[data-task="{failed}"] td.reason', has_text=f"退出码 1：{cause}").wait_for(
+        timeout=60_000)
+    shot(page, "tasks-status-message-zh")
+
+    page.goto(f"{up.url}/tasks/{canceled}")
+    page.locator("dd#s-message", has_text=f"已被 {user} 取消").wait_for(timeout=60_000)
+    assert "canceled by" not in page.locator("dd#s-message").inner_text()
+    page.click('.tab[data-tab="events"]')
+    page.locator("#events div.message", has_text=f"已被 {user} 取消").wait_for(timeout=60_000)
+    shot(page, "task-events-canceled-zh")
+    page.goto(f"{up.url}/tasks/{failed}")
+    page.locator("dd#s-message", has_text=f"退出码 1：{cause}").wait_for(timeout=60_000)
+
+    en = _login_as(pages, up, "en", user, password)
+    en.goto(f"{up.url}/tasks/{canceled}")
+    en.locator("dd#s-message", has_text=f"canceled by {user}").wait_for(timeout=60_000)
+
+
+def _login_as(pages: Pages, up: Up, lang: str, user: str, password: str):  # noqa: ANN202
+    page = pages.new(lang=lang)
+    page.goto(f"{up.url}/login")
+    page.fill("#login-user", user)
+    page.fill("#login-password", password)
+    page.click("#login-submit")
+    page.wait_for_url(f"{up.url}/tasks")
+    return page
 
 
 def _checked(pages: Pages, up: Up, lang: str, spec: str, said: dict):  # noqa: ANN202

@@ -115,6 +115,11 @@ class TaskSummaryOut(BaseModel):
                                   "its CPU training workers (the spec's n_gpus_per_node)")
     termination_reason: str | None
     status_message: str | None
+    status_message_code: str | None = Field(None, description="status_message's stable code (docs/reference.md "
+                                            "'Message codes'), e.g. status.canceled_by; null: none or uncoded (a "
+                                            "message written before codes, or one not coded yet)")
+    status_message_params: dict[str, Any] | None = Field(None, description="the code's parameters (a program's own "
+                                                         "text, such as an exception's, stays as written)")
     pending_reason: str | None
     pending_reason_code: str | None = Field(None, description="pending_reason's stable code (docs/reference.md "
                                             "'Message codes'), e.g. queue.user_gpu_limit; null: none or uncoded")
@@ -226,6 +231,9 @@ class EventOut(BaseModel):
     to_status: str
     reason: str | None
     message: str | None
+    message_code: str | None = Field(None, description="message's stable code (docs/reference.md 'Message codes'); "
+                                     "null: none or uncoded")
+    message_params: dict[str, Any] | None = Field(None, description="the code's parameters")
     actor: str
 
 

@@ -238,6 +238,20 @@ _PATH: dict[str, str] = {
                            "($HOME/teams/<team>/...) or $HOME/common/hf (shared cache)"),
 }
 
+# --- a task's status message (issue 37, item 7): what services/tasks.py, the scheduler's loops and its monitor
+# write to tasks.status_message and the timeline (status_message_code/params, task_events.message_code/params).
+# A program's own words (an exception's text, Ray's message) are parameters and stay as written; a message that
+# wraps another (``{message}; retrying ...``) takes it as a nested message, or as its text where it has no code.
+_STATUS: dict[str, str] = {
+    "status.canceled_by": "canceled by {user}",
+    "status.exit_code": "exit code {exit_code}",
+    "status.exit_code_cause": "exit code {exit_code}: {cause}",
+    "status.retrying": "{message}; retrying as attempt {attempt}",
+    "status.no_retries": "{message}; no retries left ({max} allowed)",
+    "status.ray_said": "{message}\nRay's message:\n{detail}",
+    "status.hinted": "{message}\nhint: {hint}",
+}
+
 # English templates by code. Every code here has msg.<code> in both WebUI catalogs with the same
 # placeholders (tests/core/test_messages.py).
 EN: dict[str, str] = {
@@ -434,7 +448,7 @@ EN: dict[str, str] = {
     "notify.too_many_channels_field": "you have {count} channels, the most allowed; remove one first",
     "notify.channel_not_found": "no notification channel {channel}",
     "notify.too_many_tests": "too many test notifications: at most {limit} in {window} s; try again in {seconds} s",
-    **_COMMAND, **_SPEC, **_EVAL, **_PATH,  # above, by area
+    **_COMMAND, **_SPEC, **_EVAL, **_PATH, **_STATUS,  # above, by area
     # --- joining lists --------------------------------------------------------------------------------
     "none": "none",
     "sep": ", ",
@@ -582,3 +596,24 @@ def failure_hint(kind: str | None, hint: str | None) -> Message | None:
     if not hint.endswith(generic):
         return None
     return Message(FAILURE_PREFIX + kind, {"where": hint[: len(hint) - len(generic)]}, hint)
+
+
+# --- a task's status message (issue 37, item 7) ----------------------------------------------------------------
+
+
+def nested(m: str | Message) -> Param:
+    """``m`` as the parameter of a message that wraps it: a nested message where it has a code, else its text
+    (written as is: it stays English)."""
+    return {"code": m.code, **m.params} if isinstance(m, Message) else m
+
+
+def text_of(m: str | Message | None) -> str | None:
+    """The English of a status message, coded or not."""
+    return m.text if isinstance(m, Message) else m
+
+
+def exit_message(exit_code: int, cause: str | None) -> Message:
+    """``exit code 1: <cause>`` (core.failures.failure_message's words): the cause is the program's text or a
+    diagnosis and stays as written."""
+    return msg("status.exit_code_cause", exit_code=exit_code, cause=cause) if cause else \
+        msg("status.exit_code", exit_code=exit_code)

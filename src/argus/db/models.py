@@ -122,6 +122,9 @@ class TaskModel(Base):
     failure_kind: Mapped[str | None] = mapped_column(String(32))
     failure_hint: Mapped[str | None] = mapped_column(Text)  # where it happened and what to change, one line
     status_message: Mapped[str | None] = mapped_column(Text)
+    # issue 37: the status message as a message (core.messages), shown only while it still renders to the text
+    status_message_code: Mapped[str | None] = mapped_column(String(64))
+    status_message_params: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     pending_reason: Mapped[str | None] = mapped_column(Text)
     # issue 37: the pending reason as a message (core.messages): a stable code and its parameters, so the WebUI
     # says it in the user's language; the API shows them only while they still render to pending_reason
@@ -220,6 +223,9 @@ class TaskEventModel(Base):
     to_status: Mapped[str] = mapped_column(String(16), nullable=False)
     reason: Mapped[str | None] = mapped_column(String(32))
     message: Mapped[str | None] = mapped_column(Text)
+    # issue 37: the message as a code and its parameters (core.messages), shown while they render to ``message``
+    message_code: Mapped[str | None] = mapped_column(String(64))
+    message_params: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     actor: Mapped[str] = mapped_column(String(64), nullable=False)
 
 

@@ -42,12 +42,12 @@ from argus.core.failures import (
     TAIL_BYTES,
     FailureKind,
     diagnose,
-    failure_message,
     hint_for,
     memory_limit_cause,
     node_lost_message,
 )
 from argus.core.launch import AttemptStatus, LimitHit
+from argus.core.messages import Message, exit_message, msg, nested, text_of
 from argus.core.states import TaskStatus, TerminationReason
 from argus.db.models import TaskAttemptModel, TaskEventModel, TaskModel
 from argus.errors import Conflict
@@ -97,6 +97,16 @@ class Outcome:
     requeue: bool = False  # run it again as a new attempt (within max_retries), like an infrastructure failure
     failure_kind: str | None = None  # core.failures.FailureKind of a non-zero exit, from its log
     failure_hint: str | None = None  # where it happened and what to change (one line)
+    coded: Message | None = None  # ``message`` as a code and params (issue 37), used while its text is ``message``
+
+    def said(self) -> str | Message | None:
+        """The status message to store: coded where the code still says ``message``."""
+        return self.coded if self.coded is not None and self.coded.text == self.message else self.message
+
+
+def saying(m: Message) -> dict[str, object]:
+    """An Outcome's ``message`` and ``coded`` from one coded message."""
+    return {"message": m.text, "coded": m}
 
 
 NOTHING = Outcome(None)
@@ -171,8 +181,8 @@ def classify(
         return Outcome(TaskStatus.FAILED, TerminationReason.LOG_WRITE_FAILED, log_write.task_message(log_failure),
                        exit_code=exit_code)
     if exit_code is not None and exit_code != 0:
-        return Outcome(TaskStatus.FAILED, TerminationReason.EXIT_NONZERO, f"exit code {exit_code}",
-                       exit_code=exit_code)
+        return Outcome(TaskStatus.FAILED, TerminationReason.EXIT_NONZERO, exit_code=exit_code,
+                       **saying(exit_message(exit_code, None)))
     if info.error_type == "JOB_SUPERVISOR_ACTOR_START_TIMEOUT":
         return Outcome(TaskStatus.FAILED, TerminationReason.START_TIMEOUT, f"Ray could not start the job{detail}")
     if info.error_type in SETUP_ERRORS:
@@ -202,9 +212,9 @@ def with_log_cause(out: Outcome, home: Path, path: Path, fallback: str | None = 
     if found is None and fallback:
         found = diagnose(fallback[-TAIL_BYTES:], out.exit_code)
     if found is None:
-        return replace(out, message=failure_message(out.exit_code, None))
+        return replace(out, **saying(exit_message(out.exit_code, None)))
     where = f"on {found.where}: " if found.where else ""
-    return replace(out, message=failure_message(out.exit_code, found.cause), failure_kind=found.kind.value,
+    return replace(out, **saying(exit_message(out.exit_code, found.cause)), failure_kind=found.kind.value,
                    failure_hint=f"{where}{found.hint}")
 
 
@@ -216,7 +226,7 @@ def limit_hit(out: Outcome, driver: AttemptStatus, hit: LimitHit) -> Outcome:
     certain, with its kind and hint."""
     kind = LIMIT_KINDS.get(hit.kind, FailureKind.HOST_OOM)
     assert out.exit_code is not None
-    return replace(out, message=failure_message(out.exit_code, (hit.message or kind.value)[:500]),
+    return replace(out, **saying(exit_message(out.exit_code, (hit.message or kind.value)[:500])),
                    failure_kind=kind.value,
                    failure_hint=f"on {driver.hostname or 'its node'}: {hint_for(kind)}")
 
@@ -225,8 +235,8 @@ def oom_killed(out: Outcome, driver: AttemptStatus) -> Outcome:
     """A task the kernel's OOM killer hit inside its memory cgroup (launcher/task_bounds.py): a host OOM, for
     certain."""
     assert out.exit_code is not None
-    return replace(out, message=failure_message(out.exit_code, memory_limit_cause(driver.oom_kills,
-                                                                                  driver.memory_limit)),
+    return replace(out, **saying(exit_message(out.exit_code, memory_limit_cause(driver.oom_kills,
+                                                                                driver.memory_limit))),
                    failure_kind=FailureKind.HOST_OOM.value,
                    failure_hint=f"on {driver.hostname or 'its node'}: {hint_for(FailureKind.HOST_OOM)}")
 
@@ -317,7 +327,7 @@ class MonitorActiveTasks:
                     out = oom_killed(out, driver)
                 elif driver and driver.error:
                     # the driver refused to start the task (no jail, missing rollout engine): its words
-                    out = replace(out, message=failure_message(out.exit_code, driver.error[:500]))
+                    out = replace(out, **saying(exit_message(out.exit_code, driver.error[:500])))
                 else:
                     out = with_log_cause(out, ctx.layout_home(user),
                                          log_path(ctx, user, task_id, task.attempts), ray_log)
@@ -446,13 +456,13 @@ class MonitorActiveTasks:
 
     def _apply(self, s, task: TaskModel, sid: str, info: JobInfo | None, driver: dict, out: Outcome) -> int:
         ctx = self.ctx
-        new, message = out.status, out.message
+        new, message = out.status, out.said()
         assert new is not None
         again = out.reason in INFRA or out.requeue
         retry = again and task.attempts <= ctx.settings.max_retries
         if again:
-            message = (f"{message}; retrying as attempt {task.attempts + 1}" if retry
-                       else f"{message}; no retries left ({ctx.settings.max_retries} allowed)")
+            message = (msg("status.retrying", message=nested(message), attempt=task.attempts + 1) if retry
+                       else msg("status.no_retries", message=nested(message), max=ctx.settings.max_retries))
         target = TaskStatus.QUEUED if retry else new
         if out.reason == TerminationReason.NODE_LOST:
             ctx.inventory.invalidate()  # the submit loop must not place the retry on the dead node
@@ -470,16 +480,17 @@ class MonitorActiveTasks:
                 notify(s, task, found.notify, found.message)
         try:
             switch_task_status(s, task, target, actor=ACTOR, reason=out.reason, message=message,
-                               event_message=f"{message}\nRay's message:\n{out.detail}" if out.detail else
-                               f"{message}\nhint: {out.failure_hint}" if out.failure_hint else None,
+                               event_message=msg("status.ray_said", message=nested(message), detail=out.detail)
+                               if out.detail else msg("status.hinted", message=nested(message), hint=out.failure_hint)
+                               if out.failure_hint else None,
                                **({"pending_reason": "requeued after a stall" if out.requeue else
                                    "retrying after an infrastructure failure"} if retry else {}),
                                **({"failure_kind": out.failure_kind, "failure_hint": out.failure_hint}
                                   if out.failure_kind else {}))
         except Conflict:
             return 0
-        self._update_attempt(s, sid, info, driver, out, message)
-        log.info("task %s: %s (%s)", task.id, target, message)
+        self._update_attempt(s, sid, info, driver, out, text_of(message))
+        log.info("task %s: %s (%s)", task.id, target, text_of(message))
         return 1
 
     def _update_attempt(self, s, sid: str, info: JobInfo | None, driver: AttemptStatus | None, out: Outcome | None,

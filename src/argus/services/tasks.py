@@ -37,6 +37,7 @@ from argus.core.builders import (
     display_command,
 )
 from argus.core.example_paths import fold_example_paths
+from argus.core.messages import Message, msg, text_of
 from argus.core.problems import merge_problems, shown, shown_text
 from argus.core.resources import reserved_gpus
 from argus.core.spec_lines import with_lines
@@ -434,8 +435,9 @@ def owned_rows(session: Session, principal: Principal, model: type[Any], *, limi
 
 SUMMARY_COLUMNS = (TaskModel.id, TaskModel.user_id, TaskModel.name, TaskModel.kind, TaskModel.workload,
                    TaskModel.status, TaskModel.priority, TaskModel.nnodes, TaskModel.n_gpus_per_node,
-                   TaskModel.termination_reason, TaskModel.status_message, TaskModel.pending_reason,
-                   TaskModel.pending_reason_code, TaskModel.pending_reason_params,
+                   TaskModel.termination_reason, TaskModel.status_message, TaskModel.status_message_code,
+                   TaskModel.status_message_params, TaskModel.pending_reason, TaskModel.pending_reason_code,
+                   TaskModel.pending_reason_params,
                    TaskModel.created_at, TaskModel.started_at, TaskModel.finished_at)
 
 
@@ -542,8 +544,8 @@ def cancel_task(session: Session, principal: Principal, task_id: str) -> TaskMod
     status = TaskStatus(task.status)
     if status in TERMINAL and status != TaskStatus.CANCELED:
         raise Conflict(f"task {task_id} already ended with {status}", code="task_finished")
-    if not request_stop(session, task, reason=TerminationReason.USER_CANCELED, message=f"canceled by {principal.name}",
-                        actor=principal.name):
+    if not request_stop(session, task, reason=TerminationReason.USER_CANCELED,
+                        message=msg("status.canceled_by", user=principal.name), actor=principal.name):
         return task
     if task.user_id != principal.id:  # an admin stopping someone's task: the owner may ask who
         audit.record(session, actor=principal.name, action=audit.TASK_CANCELED_BY_OTHER, target=task.id,
@@ -551,7 +553,8 @@ def cancel_task(session: Session, principal: Principal, task_id: str) -> TaskMod
     return task
 
 
-def request_stop(session: Session, task: TaskModel, *, reason: TerminationReason, message: str, actor: str) -> bool:
+def request_stop(session: Session, task: TaskModel, *, reason: TerminationReason, message: str | Message,
+                 actor: str) -> bool:
     """Stop a task for ``reason``: QUEUED → CANCELED now; SUBMITTED/RUNNING → CANCELING (the cancel loop stops its
     Ray job and ends it CANCELED with this reason). False when it has ended or is already being stopped."""
     status = TaskStatus(task.status)
@@ -582,14 +585,16 @@ def switch_task_status(
     *,
     actor: str,
     reason: TerminationReason | None = None,
-    message: str | None = None,
-    event_message: str | None = None,
+    message: str | Message | None = None,
+    event_message: str | Message | None = None,
     **fields: Any,
 ) -> None:
     """The only writer of ``tasks.status`` (ARCHITECTURE §5.1).
 
     ``message`` is the task's one-line status message; ``event_message`` (default: the same) is what
-    the timeline keeps, e.g. Ray's full multi-line account of a lost node. An ending (SUCCEEDED, FAILED,
+    the timeline keeps, e.g. Ray's full multi-line account of a lost node. Either may be a coded
+    :class:`~argus.core.messages.Message` (issue 37): its code and parameters are stored beside its text, which the
+    WebUI says in the user's language; a plain text clears the status message's code. An ending (SUCCEEDED, FAILED,
     CANCELED) also queues the owner's notifications, committed or rolled back with the change.
     """
     old = TaskStatus(task.status)
@@ -600,7 +605,9 @@ def switch_task_status(
     if reason is not None:
         values["termination_reason"] = reason.value
     if message is not None:
-        values["status_message"] = message
+        coded = message if isinstance(message, Message) else None
+        values.update(status_message=text_of(message), status_message_code=coded and coded.code,
+                      status_message_params=coded and coded.params)
     if new != TaskStatus.QUEUED:
         values["pending_reason"] = None
     if new == TaskStatus.SUBMITTED:
@@ -616,8 +623,11 @@ def switch_task_status(
         raise StaleTask(f"task {task.id} changed concurrently (expected {old})", code="stale_task")
     for key, value in values.items():
         set_committed_value(task, key, value)
+    said = event_message or message
+    said_coded = said if isinstance(said, Message) else None
     session.add(TaskEventModel(task_id=task.id, at=now, from_status=old.value, to_status=new.value,
-                               reason=reason.value if reason else None, message=event_message or message,
-                               actor=actor))
+                               reason=reason.value if reason else None, message=text_of(said),
+                               message_code=said_coded and said_coded.code,
+                               message_params=said_coded and said_coded.params, actor=actor))
     if new in TERMINAL:  # the owner's webhooks and e-mail: outbox rows in this same transaction (issue 24)
-        notifications.enqueue(session, task, new.value, message)
+        notifications.enqueue(session, task, new.value, text_of(message))

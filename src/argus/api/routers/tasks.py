@@ -282,7 +282,14 @@ def get_spec(
 def get_events(
     task_id: str, principal: Principal = Depends(current_principal), session: Session = Depends(get_session, scope="function")
 ) -> list[EventOut]:
-    return [EventOut.model_validate(e) for e in svc.list_task_events(session, principal, task_id)]
+    return [_event(e) for e in svc.list_task_events(session, principal, task_id)]
+
+
+def _event(e: Any) -> EventOut:
+    """A timeline entry, its message's code shown only while it still renders to its text (issue 37)."""
+    said = messages.from_stored(e.message_code, e.message_params, e.message)
+    return EventOut(at=e.at, from_status=e.from_status, to_status=e.to_status, reason=e.reason, message=e.message,
+                    message_code=said and said.code, message_params=said and said.params, actor=e.actor)
 
 
 @router.post("/{task_id}/rerun", status_code=201, response_model=SubmitOut | RerunPreviewOut,
@@ -339,11 +346,13 @@ def _summary(task: TaskModel | Row[Any], user: str) -> TaskSummaryOut:
     ``device`` is gpu and its workers its GPUs; one task's answer reads its spec)."""
     device, workers = training_device(getattr(task, "spec_resolved", None), task.n_gpus_per_node)
     why = messages.from_stored(task.pending_reason_code, task.pending_reason_params, task.pending_reason)
+    said = messages.from_stored(task.status_message_code, task.status_message_params, task.status_message)
     return TaskSummaryOut(
         task_id=task.id, user=user, name=task.name, kind=task.kind, workload=task.workload, status=task.status,
         priority=task.priority, nnodes=task.nnodes, n_gpus_per_node=task.n_gpus_per_node,
         device=device, workers_per_node=workers,
         termination_reason=task.termination_reason, status_message=task.status_message,
+        status_message_code=said and said.code, status_message_params=said and said.params,
         pending_reason=task.pending_reason, pending_reason_code=why and why.code,
         pending_reason_params=why and why.params, created_at=task.created_at, started_at=task.started_at,
         finished_at=task.finished_at, status_note=task_list.status_note(task.status_message),

@@ -66,6 +66,19 @@ export function pendingReason(task) {
   return sayMessage(task.pending_reason_code, task.pending_reason_params, task.pending_reason);
 }
 
+/** A task's status message in the page's language ("canceled by alice", "exit code 1: <the program's own text>"):
+ * `text` is the server's English of it (status_message, or status_note, which drops the Ray plumbing), said from
+ * status_message_code/params while it is that message. */
+export function statusMessage(task, text = task.status_message) {
+  if (!text) return text || "";
+  return text === task.status_message ? sayMessage(task.status_message_code, task.status_message_params, text) : text;
+}
+
+/** A timeline entry's message in the page's language (message_code/params beside its English). */
+export function eventMessage(e) {
+  return sayMessage(e.message_code, e.message_params, e.message);
+}
+
 /** A failed task's hint in the page's language (its cause, the log's text, stays as it was written). */
 export function failureHint(task) {
   return sayMessage(task.failure_hint_code, task.failure_hint_params, task.failure_hint);

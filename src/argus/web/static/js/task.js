@@ -4,7 +4,7 @@
 import { ApiError, TERMINAL, age, alertDialog, api, confirmDialog, duration, el, fmtDuration, fmtTime, page, poll, setText, statusBadge, t } from "./common.js";
 import { startCharts } from "./charts.js";
 import { renderEta } from "./eta.js";
-import { failureHint, pendingReason } from "./messages.js";
+import { eventMessage, failureHint, pendingReason, statusMessage } from "./messages.js";
 import { startLog } from "./logpane.js";
 import { startResources } from "./resources.js";
 import { startCheckpoints } from "./checkpoints.js";
@@ -35,7 +35,7 @@ function renderSummary(tk) {
   setText("s-node", last ? (last.hostname || last.node_id || "") : "");
   setText("s-attempts", tk.attempts.length);
   setText("s-reason", tk.termination_reason || (tk.pending_reason ? t("task.waiting") : ""));
-  setText("s-message", tk.status_message || pendingReason(tk));
+  setText("s-message", statusMessage(tk) || pendingReason(tk));
   setText("s-hint", tk.failure_hint ? `${tk.failure_kind}: ${failureHint(tk)}` : "");
   document.getElementById("s-warnings").replaceChildren(...(tk.warnings || []).map((w) => el("li", {}, w)));
   document.getElementById("cancel").hidden = !tk.can_cancel;
@@ -137,7 +137,7 @@ async function loadEvents() {
     e.from_status ? statusBadge(e.from_status) : null, e.from_status ? " → " : null, statusBadge(e.to_status),
     " ", el("span", { class: "muted" }, t("task.by", { actor: e.actor })),
     e.reason ? el("div", { class: "reason" }, e.reason) : null,
-    e.message ? el("div", { class: "message" }, e.message) : null)));
+    e.message ? el("div", { class: "message" }, eventMessage(e)) : null)));
 }
 
 summaryPoll.now();

@@ -7,7 +7,7 @@
 // anywhere but its links and boxes, or Enter on the focused row; Ctrl/⌘-click: a new tab).
 import { age, api, confirmDialog, duration, el, fmtDuration, fmtTime, gpus, page, poll, statusBadge, t } from "./common.js";
 import { queueCell } from "./eta.js";
-import { pendingReason } from "./messages.js";
+import { pendingReason, statusMessage } from "./messages.js";
 
 const BLOCK = 100;      // rows per request
 const OVERSCAN = 8;     // rows rendered above and below the view
@@ -55,13 +55,14 @@ function filtered() { return Boolean(state.status || state.workload || state.use
 /** What the reason column says: why it waits, where it runs (nodes and since when), or how it ended. */
 function reasonOf(task) {
   if (task.status === "QUEUED") return pendingReason(task);
+  const note = task.status_note && statusMessage(task, task.status_note);
   if ((task.status === "RUNNING" || task.status === "CANCELING") && task.started_at) {
     const where = task.nodes && task.nodes.length ? task.nodes.join(", ") : t("tasks.node_unknown");
     const run = t("tasks.running_on", { nodes: where, since: fmtTime(task.started_at) });
-    return task.status_note ? `${run} · ${task.status_note}` : run;
+    return note ? `${run} · ${note}` : run;
   }
-  if (task.status === "SUBMITTED") return task.status_note || t("tasks.starting");
-  return task.status_note || task.termination_reason || pendingReason(task);
+  if (task.status === "SUBMITTED") return note || t("tasks.starting");
+  return note || task.termination_reason || pendingReason(task);
 }
 
 function row(task, index) {
