@@ -160,6 +160,7 @@ def test_nodes_api_without_a_cluster_says_so(settings):
     with live_server(settings) as srv:
         r = srv.admin().get("/api/v2/nodes")
         assert r.status_code == 200 and r.json()["error"] == "no Ray cluster configured"
+        assert r.json()["error_code"] == "nodes.no_ray" and r.json()["error_params"] == {}  # said in zh (issue 37)
 
 
 def _argus(srv, token, *args):  # noqa: ANN001, ANN202

@@ -115,6 +115,7 @@ def _install_error_handlers(app: FastAPI) -> None:
             body["detail"]["message_params"] = exc.message_params
         if exc.warnings:
             body["detail"]["warnings"] = exc.warnings
+            body["detail"]["warning_messages"] = messages.known_messages(exc.warnings)  # as codes (issue 37)
         return JSONResponse(body, status_code=status, headers=headers)
 
     @app.exception_handler(RequestValidationError)

@@ -6,7 +6,9 @@ from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import Path
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, computed_field
+
+from argus.core.messages import known_messages
 
 # Database row ids and offsets are 64-bit integers: a larger number in a URL must be a 400 naming the
 # parameter, not an OverflowError (500) from the database driver.
@@ -51,10 +53,22 @@ class ErrorOut(BaseModel):
     detail: ErrorDetail
 
 
-class SubmitOut(BaseModel):
+class Warned(BaseModel):
+    """An answer with admission's warnings: each an English text, as always, and beside them the same warnings as
+    codes (issue 37), so a client says them in its reader's language."""
+
+    warnings: list[str]
+
+    @computed_field(description="each of `warnings` as `{code, params}` (docs/reference.md lists the warn.* codes), "
+                    "or null where it has no code (say its English text)")  # type: ignore[prop-decorator]
+    @property
+    def warning_messages(self) -> list[dict[str, Any] | None]:
+        return known_messages(self.warnings)
+
+
+class SubmitOut(Warned):
     task_id: str
     status: str
-    warnings: list[str]
     info: dict[str, Any] = {}
 
 
@@ -65,20 +79,18 @@ class RerunIn(BaseModel):
     env: str = Field(min_length=1, max_length=200, description="an environment you can name in env: (GET /api/v2/envs)")
 
 
-class RerunPreviewOut(BaseModel):
+class RerunPreviewOut(Warned):
     """``POST /api/v2/tasks/{id}/rerun?dry_run=true``: the spec a re-run would submit, nothing queued."""
 
     spec: str = Field(description="the task's spec as submitted, with env: set and the keys moved for its verl")
     diff: str = Field(description="unified diff from the spec as submitted to `spec`")
     edits: list[dict[str, str]] = Field(description="each fix applied: {field, replace, with}")
     errors: list[ErrorItem] = Field(description="what no fix covers: a re-run is refused with these")
-    warnings: list[str]
 
 
-class DryRunOut(BaseModel):
+class DryRunOut(Warned):
     """``POST /api/v2/tasks?dry_run=true``: what a submit would be told, with nothing queued."""
 
-    warnings: list[str]
     info: dict[str, Any] = {}
     resolved: dict[str, Any]
     command_expanded: str | None = None
@@ -169,7 +181,7 @@ class ProgressOut(BaseModel):
                           "(scheduler/progress.py; the task's message says since when); cleared by new output")
 
 
-class TaskOut(TaskSummaryOut):
+class TaskOut(TaskSummaryOut, Warned):
     attempt: int
     submission_id: str | None
     warnings: list[str]

@@ -32,7 +32,7 @@ from argus.core.interpolation import (
     find_interpolations,
     unresolved_path_errors,
 )
-from argus.core.messages import field_error
+from argus.core.messages import field_error, msg
 from argus.core.pathrules import (
     REWARD_KEYS,
     TRAIN_KEYS,
@@ -115,8 +115,7 @@ def admit(spec: TaskSpec, user: str, policy: AdmissionPolicy) -> Admitted | Reje
     if isinstance(spec, AdvancedTaskSpec):
         if spec.workload_inferred:
             why = infer_workload(spec.command)[1]
-            warnings.append(f"workload: {spec.workload}, inferred from the command ({why}); write workload: "
-                            "(ppo, grpo, sft or job) to choose it")
+            warnings.append(msg("warn.workload_inferred", workload=spec.workload, why=why).text)
         admitted = _admit_advanced(spec, user, policy, errors, warnings)
     else:
         admitted = _admit_basic(spec, user, policy, errors)
@@ -318,8 +317,7 @@ def _check_torchrun(spec: AdvancedTaskSpec, parsed: ParsedCommand, errors: list[
     nproc = tr.nproc_per_node
     if nproc is None:
         if want > 1:
-            warnings.append(f"command does not set torchrun's --nproc_per_node, so torchrun starts 1 process "
-                            f"while the task reserves n_gpus_per_node={want} GPUs; add --nproc_per_node={want}")
+            warnings.append(msg("warn.torchrun_no_nproc", gpus=want).text)
     elif nproc.strip().lower() in _NPROC_ALL_GPUS:
         pass  # one process per GPU the driver sees: exactly the reservation
     elif not nproc.strip().isdigit() or int(nproc) < 1:
@@ -327,41 +325,26 @@ def _check_torchrun(spec: AdvancedTaskSpec, parsed: ParsedCommand, errors: list[
     elif int(nproc) > want:
         errors.append(field_error("command", f"--nproc_per_node={nproc}", "command.torchrun_nproc_over", gpus=want))
     elif int(nproc) < want:
-        warnings.append(f"command runs torchrun --nproc_per_node={nproc} but the task reserves "
-                        f"n_gpus_per_node={want}: {want - int(nproc)} reserved GPU(s) stay idle; set "
-                        f"--nproc_per_node={want} or n_gpus_per_node: {nproc}")
+        warnings.append(msg("warn.torchrun_nproc_under", nproc=nproc, gpus=want, idle=want - int(nproc)).text)
     if not tr.standalone and not {"--rdzv-endpoint", "--master-port"} & tr.options.keys():
-        warnings.append("torchrun without --standalone rendezvous on the fixed port 29500, which another task on "
-                        "the same node may hold; add --standalone")
+        warnings.append(msg("warn.torchrun_no_standalone").text)
 
 
 def _weak_checks(spec: AdvancedTaskSpec, parsed: ParsedCommand, warnings: list[str]) -> None:
     ov = parsed.overrides
     for key in TRAIN_KEYS:
         if key not in ov:
-            warnings.append(
-                f"command does not set {key}=...; verl will use its config default (set it explicitly, "
-                "e.g. $HOME/common/datasets/...)"
-            )
+            warnings.append(msg("warn.data_key_unset", key=key).text)
     if RAY_ADDRESS_KEY in ov:
-        warnings.append(
-            f"command overrides {RAY_ADDRESS_KEY}={ov[RAY_ADDRESS_KEY][1]}: Argus already points the driver at its "
-            "cluster (RAY_ADDRESS); remove the override unless you mean to attach elsewhere"
-        )
+        warnings.append(msg("warn.ray_address_override", key=RAY_ADDRESS_KEY, value=ov[RAY_ADDRESS_KEY][1]).text)
     if parsed.torchrun is not None or parsed.module in SFT_ENTRIES:
         return  # torchrun's --nnodes/--nproc_per_node set the gang (checked in _check_torchrun), not trainer.*
     for spec_field, key in (("nnodes", "trainer.nnodes"), ("n_gpus_per_node", "trainer.n_gpus_per_node")):
         want = getattr(spec, spec_field)
         if key not in ov:
-            warnings.append(
-                f"command does not set {key}; verl will use its default, while Argus reserves {spec_field}={want}: "
-                f"add {key}={want}"
-            )
+            warnings.append(msg("warn.gang_key_unset", key=key, field=spec_field, want=want).text)
         elif ov[key][1].strip() != str(want):
-            warnings.append(
-                f"spec {spec_field}={want} but command sets {key}={ov[key][1]}: Argus schedules by the spec "
-                f"({spec_field}={want}) and verl runs with the command's value; make them agree"
-            )
+            warnings.append(msg("warn.gang_mismatch", field=spec_field, want=want, key=key, value=ov[key][1]).text)
 
 
 # ---------------------------------------------------------------- basic

@@ -24,7 +24,7 @@ from typing import Any
 
 from argus.core import checkpoints as ck
 from argus.core.evaluation import EVALUABLE_WORKLOADS, eval_basic_doc
-from argus.core.messages import field_error, part
+from argus.core.messages import field_error, msg, part
 from argus.errors import FieldError
 
 FIELD = "evaluate_checkpoints"
@@ -100,9 +100,7 @@ def spec_problems(option: dict[str, Any], *, workload: str, save_freq: str | Non
         errors.append(field_error(FIELD, option or True, "eval.verl_workload", workload=workload, example=_LM_EXAMPLE,
                                   workloads=[part("part.workload", workload=w) for w in EVALUABLE_WORKLOADS]))
     if save_freq is None:
-        warnings.append(f"{FIELD}: the command does not set {SAVE_FREQ_KEY}, and verl's default (-1) saves no "
-                        f"checkpoint, so none would be evaluated unless your config file sets it; add "
-                        f"{SAVE_FREQ_KEY}=N (a checkpoint every N steps)")
+        warnings.append(msg("warn.save_freq_unset", field=FIELD, key=SAVE_FREQ_KEY).text)
         return errors, warnings
     try:
         every = int(save_freq.strip())

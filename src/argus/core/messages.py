@@ -252,6 +252,50 @@ _STATUS: dict[str, str] = {
     "status.hinted": "{message}\nhint: {hint}",
 }
 
+# --- what admission warns of, environments, the Nodes page (issue 37, item 7; spliced into EN) ----------------
+# A warning is kept, stored and served as its English text (a list of strings, as it always was); its producer
+# renders it from its warn.* template (msg(...).text), and :func:`known_message` recovers the code and params
+# from the text, so a warning stored before the codes existed is said in the reader's language too.
+_ADVICE: dict[str, str] = {
+    # admission's warnings (core/admission.py, core/evaluate_every.py, envs/check.py, verl/check.py)
+    "warn.workload_inferred": ("workload: {workload}, inferred from the command ({why}); write workload: (ppo, grpo, "
+                               "sft or job) to choose it"),
+    "warn.torchrun_no_nproc": ("command does not set torchrun's --nproc_per_node, so torchrun starts 1 process while "
+                               "the task reserves n_gpus_per_node={gpus} GPUs; add --nproc_per_node={gpus}"),
+    "warn.torchrun_nproc_under": ("command runs torchrun --nproc_per_node={nproc} but the task reserves "
+                                  "n_gpus_per_node={gpus}: {idle} reserved GPU(s) stay idle; set "
+                                  "--nproc_per_node={gpus} or n_gpus_per_node: {nproc}"),
+    "warn.torchrun_no_standalone": ("torchrun without --standalone rendezvous on the fixed port 29500, which another "
+                                    "task on the same node may hold; add --standalone"),
+    "warn.data_key_unset": ("command does not set {key}=...; verl will use its config default (set it explicitly, "
+                            "e.g. $HOME/common/datasets/...)"),
+    "warn.ray_address_override": ("command overrides {key}={value}: Argus already points the driver at its cluster "
+                                  "(RAY_ADDRESS); remove the override unless you mean to attach elsewhere"),
+    "warn.gang_key_unset": ("command does not set {key}; verl will use its default, while Argus reserves "
+                            "{field}={want}: add {key}={want}"),
+    "warn.gang_mismatch": ("spec {field}={want} but command sets {key}={value}: Argus schedules by the spec "
+                           "({field}={want}) and verl runs with the command's value; make them agree"),
+    "warn.save_freq_unset": ("{field}: the command does not set {key}, and verl's default (-1) saves no checkpoint, "
+                             "so none would be evaluated unless your config file sets it; add {key}=N (a checkpoint "
+                             "every N steps)"),
+    "warn.env_no_rollout_engine": ("{workload} needs the {engine} rollout engine and environment {env} does not have "
+                                   "it (it has no rollout engine: a CPU or SFT-only environment); name an environment "
+                                   "with {engine} in env: (argus env list)"),
+    "warn.env_lm_eval_unknown": ("environment {env} was last checked before Argus looked for lm-eval, so whether it "
+                                 "has the lm_eval package is not known: an admin runs argus env check {name} (without "
+                                 "it the task fails at its start on the import)"),
+    "warn.verl_no_resolved_paths": "the verl validator did not return resolved paths; restart the server",
+    "warn.verl_config_dir": ("verl validation skipped: the command adds config folders with --config-dir, which Argus "
+                             "cannot compose yet; Argus's own checks (files, paths, reward) ran"),
+    # the Environments page and New Task's environment hint (envs/registry.py, envs/probe.py)
+    "env.server_description": ("Argus's own environment (the server's interpreter): no build needed; set default_env "
+                               "to a built environment so tasks do not share the platform's packages"),
+    "env.no_rollout_engine": ("no rollout engine (vllm, sglang, tensorrt-llm): PPO/GRPO cannot run here; SFT and "
+                              "jobs can"),
+    # the Nodes page (api/routers/nodes.py, scheduler/queue_inputs.py)
+    "nodes.no_ray": "no Ray cluster configured",
+}
+
 # English templates by code. Every code here has msg.<code> in both WebUI catalogs with the same
 # placeholders (tests/core/test_messages.py).
 EN: dict[str, str] = {
@@ -449,6 +493,7 @@ EN: dict[str, str] = {
     "notify.channel_not_found": "no notification channel {channel}",
     "notify.too_many_tests": "too many test notifications: at most {limit} in {window} s; try again in {seconds} s",
     **_COMMAND, **_SPEC, **_EVAL, **_PATH, **_STATUS,  # above, by area
+    **_ADVICE,  # admission's warnings, environments, the Nodes page (above)
     # --- joining lists --------------------------------------------------------------------------------
     "none": "none",
     "sep": ", ",
@@ -617,3 +662,57 @@ def exit_message(exit_code: int, cause: str | None) -> Message:
     diagnosis and stays as written."""
     return msg("status.exit_code_cause", exit_code=exit_code, cause=cause) if cause else \
         msg("status.exit_code", exit_code=exit_code)
+
+
+# --- texts kept as English, known again by their template (issue 37, item 7) -----------------------------------
+WARNING_PREFIX = "warn."
+
+
+def _pattern(template: str) -> re.Pattern[str]:
+    """A template as a regex: each parameter's first place a group, its later places the same text again."""
+    out, seen, at = [], set(), 0
+    for m in _PLACEHOLDER.finditer(template):
+        out.append(re.escape(template[at:m.start()]))
+        name = m.group(2)
+        out.append(f"(?P={name})" if name in seen else f"(?P<{name}>.+?)")
+        seen.add(name)
+        at = m.end()
+    out.append(re.escape(template[at:]))
+    return re.compile("".join(out), re.DOTALL)
+
+
+_PATTERNS: dict[str, list[tuple[str, re.Pattern[str]]]] = {}  # prefix → its plain templates as regexes
+
+
+def known_message(text: str, prefix: str = WARNING_PREFIX) -> Message | None:
+    """The message whose English ``text`` is, among the templates of codes starting with ``prefix`` (``warn.``:
+    admission's warnings; ``env.``: what an environment's probe notes): the template it matches whole, verified by
+    rendering the params back to exactly ``text``; None for a text no template makes (it stays English).
+    Parameters come back as the text wrote them (strings). For texts stored and served as English only — a
+    task's warnings, a probe's notes —, so one stored before the codes existed is said in the reader's language
+    too."""
+    if prefix not in _PATTERNS:
+        _PATTERNS[prefix] = [(code, _pattern(t)) for code, t in EN.items()
+                             if code.startswith(prefix) and "{s:" not in t]  # plain parameters: the text holds them
+    for code, pattern in _PATTERNS[prefix]:
+        m = pattern.fullmatch(text)
+        if m is not None and render(code, m.groupdict()) == text:
+            return Message(code, m.groupdict(), text)
+    return None
+
+
+def known_messages(texts: list[str], prefix: str = WARNING_PREFIX) -> list[dict[str, Any] | None]:
+    """``{code, params}`` of each text (:func:`known_message`), or None where it has none: the list an answer
+    carries beside the texts (``warning_messages`` beside ``warnings``)."""
+    out: list[dict[str, Any] | None] = []
+    for text in texts:
+        m = known_message(text, prefix) if isinstance(text, str) else None
+        out.append({"code": m.code, "params": m.params} if m else None)
+    return out
+
+def as_fields(name: str, m: Message | None) -> dict[str, Any]:
+    """``m`` as an answer's fields: ``name`` its English text (what the field always held), ``name_code`` and
+    ``name_params`` beside it (None, None and None for no message)."""
+    if m is None:
+        return {name: None, f"{name}_code": None, f"{name}_params": None}
+    return {name: m.text, f"{name}_code": m.code, f"{name}_params": m.params}

@@ -21,6 +21,7 @@ from __future__ import annotations
 from argus.core.admission import Admitted, CheckOutcome, EnvChoices
 from argus.core.command import PPO_ENTRY
 from argus.core.evaluation import LM_EVAL_MODULE
+from argus.core.messages import msg
 from argus.core.taskspec import BasicTaskSpec
 from argus.envs.registry import EnvError, Environment, Registry
 from argus.errors import FieldError
@@ -70,9 +71,7 @@ class EnvCheck:
         if admitted.entry_module != LM_EVAL_MODULE or env.probe.get("lm_eval") is True:
             return
         if "lm_eval" not in env.probe:
-            out.warnings.append(f"environment {env.name!r} was last checked before Argus looked for lm-eval, so "
-                                "whether it has the lm_eval package is not known: an admin runs argus env check "
-                                f"{env.name} (without it the task fails at its start on the import)")
+            out.warnings.append(msg("warn.env_lm_eval_unknown", env=repr(env.name), name=env.name).text)
             return
         having = [e.name for e in self.registry.visible(None) if e.ok and e.probe.get("lm_eval")]
         named = f" such as {', '.join(having)}" if having else " (verl-0.9.1-vllm-cpu's lock has it)"
@@ -106,7 +105,8 @@ class EnvCheck:
         message = (f"{admitted.spec.workload} needs the {wanted} rollout engine and environment {env.name!r} does not "
                    f"have it ({have}); name an environment with {wanted} in env: (argus env list)")
         if not engines:  # a CPU environment validates and runs everything up to the rollout, where the launcher stops
-            out.warnings.append(message)
+            out.warnings.append(msg("warn.env_no_rollout_engine", workload=admitted.spec.workload, engine=wanted,
+                                    env=repr(env.name)).text)
         else:
             out.errors.append(FieldError(fld, wanted, message))
 

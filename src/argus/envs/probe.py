@@ -116,6 +116,7 @@ def probe(imports: bool, find: list[str]) -> dict[str, object]:
     notes: list[str] = []
     engines = [name for name, dist in ROLLOUT_ENGINES.items() if versions.get(dist)]
     if not engines:
+        # core.messages' env.no_rollout_engine (this runs in the environment's interpreter, without Argus)
         notes.append("no rollout engine (vllm, sglang, tensorrt-llm): PPO/GRPO cannot run here; SFT and jobs can")
     report: dict[str, object] = {
         "python": platform.python_version(),

@@ -26,6 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from argus.core.messages import known_message, known_messages, msg
 from argus.envs.catalog import NAME_RE, NAME_RULE
 from argus.settings import Settings
 
@@ -86,6 +87,9 @@ class Environment:
             "templates": self.templates, "cpu_training": bool(self.probe.get("cpu_platform")),
             "lm_eval": self.probe.get("lm_eval"), "ok": self.ok, "problems": self.problems,
             "notes": self.probe.get("notes") or [], "lock_sha256": self.lock_sha256,
+            # issue 37: the notes and the description Argus wrote as codes ({code, params} or None, one per note)
+            "note_messages": known_messages(self.probe.get("notes") or [], "env."),
+            "description_code": m.code if (m := known_message(self.description, "env.")) else None,
             "created_at": self.created_at, "checked_at": self.checked_at,
         }
 
@@ -191,8 +195,7 @@ class Registry:
             py = Path(self.builtin_python)
             self._builtin = Environment(
                 name=BUILTIN, python=str(py), prefix=str(py.parent.parent), source="builtin", templates=True,
-                description="Argus's own environment (the server's interpreter): no build needed; set default_env "
-                            "to a built environment so tasks do not share the platform's packages",
+                description=msg("env.server_description").text,
                 checked_at=now(), probe=run_probe(str(py), imports=False))
         return self._builtin
 

@@ -13,6 +13,7 @@ from typing import Any
 from sqlalchemy import select
 
 from argus.cluster.types import ClusterUnavailable, NodeInventory
+from argus.core.messages import as_fields, msg
 from argus.core.states import ACTIVE
 from argus.db.models import TaskAttemptModel, TaskModel, UserModel
 from argus.db.session import Database
@@ -23,7 +24,7 @@ def nodes_view(db: Database, inventory: NodeInventory) -> dict[str, Any]:
         nodes = inventory.worker_nodes()
         error = None
     except ClusterUnavailable as exc:
-        nodes, error = [], f"Ray cluster unreachable: {exc}"
+        nodes, error = [], msg("queue.ray_unreachable", error=str(exc))
     with db.session() as s:
         rows = s.execute(
             select(TaskModel.id, UserModel.name, TaskModel.status, TaskModel.nnodes, TaskModel.n_gpus_per_node,
@@ -54,6 +55,6 @@ def nodes_view(db: Database, inventory: NodeInventory) -> dict[str, Any]:
             "cpus_free_ray": n.cpus_free, "memory_total": n.memory_total, "memory_free_ray": n.memory_free,
             "tasks": tasks,
         })
-    return {"available": error is None, "error": error, "nodes": out, "unplaced": unplaced,
+    return {"available": error is None, **as_fields("error", error), "nodes": out, "unplaced": unplaced,
             "gpus_total": sum(n.gpus_total for n in nodes if n.alive),
             "gpus_allocated": sum(x["gpus_allocated"] for x in out if x["alive"])}

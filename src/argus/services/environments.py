@@ -9,6 +9,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from argus.core.messages import known_messages
 from argus.core.paths import DataLayout
 from argus.core.states import TERMINAL
 from argus.db.models import TaskModel
@@ -38,6 +39,7 @@ def shown_to(env: Environment, principal: Principal, settings: Settings) -> dict
     out["python"] = hidden(env.python) if env.owner == principal.name else None
     out["problems"] = [hidden(p) for p in out["problems"]]
     out["notes"] = [hidden(n) for n in out["notes"]]
+    out["note_messages"] = known_messages(out["notes"], "env.")  # of the notes as shown
     return out
 
 

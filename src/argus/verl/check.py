@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from argus.core import messages
 from argus.core.admission import Admitted, CheckOutcome
 from argus.core.command import ParsedCommand, parse_command, split_list_value
 from argus.core.hydra_flags import HydraFlags, split_hydra_flags
@@ -174,7 +175,7 @@ class VerlCheck:
                                              fix=_as_typed(e.get("fix"), spec)))
             out.warnings.extend(resp.get("warnings", []))
             if "paths" not in resp:  # a validator from an older Argus: nothing resolved
-                out.warnings.append("the verl validator did not return resolved paths; restart the server")
+                out.warnings.append(messages.msg("warn.verl_no_resolved_paths").text)
         # Argus's own checks never wait for verl's: a wrong key does not hide a missing data file. Where verl
         # could not compose the config, the values are judged as written.
         composed = plan is not None and resp is not None and "paths" in resp and resp.get("composed", True)
@@ -309,8 +310,7 @@ class VerlCheck:
         """Where the config named by ``--config-path/--config-name`` comes from; False: cannot load it
         (a warning says exactly why, and Argus's own checks still run)."""
         if flags.config_dirs:
-            out.warnings.append("verl validation skipped: the command adds config folders with --config-dir, "
-                                "which Argus cannot compose yet; Argus's own checks (files, paths, reward) ran")
+            out.warnings.append(messages.msg("warn.verl_config_dir").text)
             return False
         if flags.packaged:
             known = info.get("configs") or []

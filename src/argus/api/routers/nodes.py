@@ -16,6 +16,7 @@ from fastapi import APIRouter, Depends
 
 from argus.api.context import AppContext
 from argus.api.deps import current_principal, get_ctx
+from argus.core.messages import as_fields, msg
 from argus.services import queue_view
 from argus.services.node_usage import cpu_mem_by_node, gpu_use_by_node
 from argus.services.principal import Principal
@@ -28,7 +29,7 @@ QUEUE_HEAD = 50
 @router.get("/nodes")
 def list_nodes(principal: Principal = Depends(current_principal), ctx: AppContext = Depends(get_ctx)) -> dict[str, Any]:
     if ctx.nodes is None:
-        view: dict[str, Any] = {"available": False, "error": "no Ray cluster configured", "nodes": [], "unplaced": [],
+        view: dict[str, Any] = {"available": False, **as_fields("error", msg("nodes.no_ray")), "nodes": [], "unplaced": [],
                                 "gpus_total": 0, "gpus_allocated": 0}
     else:
         view = ctx.nodes()
