@@ -202,3 +202,35 @@ def test_a_refused_command_and_resource_in_chinese_and_in_the_apis_english(up: U
     shot(page, "new-task-command-refusals-zh")
     en = _checked(pages, up, "en", ADVANCED, said).locator("#errors").inner_text()
     assert "module is not on the allowlist" in en and "(the platform limit)" in en
+
+
+# an advanced verl command whose trainer.nnodes disagrees with the spec's nnodes: admission's warn.gang_mismatch
+MISMATCH = ("kind: advanced\nworkload: ppo\nnnodes: 1\nn_gpus_per_node: 1\ncommand: python3 -m verl.trainer.main_ppo "
+            "trainer.nnodes=2 trainer.n_gpus_per_node=1\n")
+
+
+def test_an_admission_warning_in_chinese_on_new_task(up: Up, pages: Pages) -> None:
+    """Issue 37 item 7: New Task's warnings are said from their codes (warning_messages beside warnings)."""
+    with up.api("alice") as c:
+        r = c.post("/api/v2/tasks?dry_run=true&checks=spec", content=MISMATCH,
+                   headers={"Content-Type": "application/yaml"})
+    assert r.status_code == 200, r.text
+    said = dict(zip(r.json()["warnings"], r.json()["warning_messages"], strict=True))
+    english = next(w for w in said if w.startswith("spec nnodes=1 but command sets trainer.nnodes=2"))
+    assert said[english] == {"code": "warn.gang_mismatch",
+                             "params": {"field": "nnodes", "want": "1", "key": "trainer.nnodes", "value": "2"}}
+    zh_catalog = {k.removeprefix("msg."): v for k, v in i18n.catalog("zh").items() if k.startswith("msg.")}
+    chinese = render("warn.gang_mismatch", said[english]["params"], zh_catalog)
+    assert chinese.startswith("spec 中 nnodes=1，但命令设置了 trainer.nnodes=2")
+    for lang, want, not_want in (("zh", chinese, english), ("en", english, chinese)):
+        page = pages.new(lang=lang, user="alice")
+        page.goto(f"{up.url}/tasks/new")
+        set_editor(page, MISMATCH)
+        page.click("#check")
+        box = page.locator("#warnings")
+        wait_until(lambda box=box, want=want: box.is_visible() and want in box.inner_text(), 60, every=0.1,
+                   what=f"{lang} warning")
+        assert not_want not in box.inner_text()
+        if lang == "zh":
+            assert "make them agree" not in box.inner_text()
+            shot(page, "new-task-warning-zh")

@@ -73,6 +73,13 @@ def test_environments_page_lists_the_builtin_and_a_registered_one(up: Up, pages:
     assert zh.locator("h1").inner_text() == "训练环境"
     zh.locator('tr[data-env="argus"] .default-badge').wait_for()
     assert zh.locator('tr[data-env="argus"] .default-badge').inner_text() == "默认"
+    # issue 37: Argus's own description and its probe's note (no rollout engine here) in Chinese, from their codes
+    assert builtin["description_code"] == "env.server_description"
+    assert {"code": "env.no_rollout_engine", "params": {}} in builtin["note_messages"]
+    desc = zh.locator('tr[data-env="argus"] td.desc').inner_text()
+    assert "Argus 自身的环境（服务器的解释器）" in desc and "没有 rollout 引擎" in desc, desc
+    assert "no build needed" not in desc and "PPO/GRPO cannot run here" not in desc
+    assert "no rollout engine (vllm" in row.locator("td.desc").inner_text()  # the English page says the API's text
     shot(zh, "envs-zh")
 
 

@@ -70,6 +70,7 @@ export class ApiError extends Error {
     this.messageParams = d.message_params;
     this.errors = d.errors || [];
     this.warnings = d.warnings || [];
+    this.warningMessages = d.warning_messages || []; // the warnings as codes (issue 37): messages.js warningTexts
   }
 }
 

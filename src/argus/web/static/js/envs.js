@@ -2,6 +2,7 @@
 // cluster's and the user's own ~/envs/<name>), what each holds and whether its last check passed.
 // Read-only: building, registering and removing them is the CLI's (`argus env …`).
 import { api, el, fmtTime, poll, t } from "./common.js";
+import { envDescription, envNotes } from "./messages.js";
 
 const errorBox = document.getElementById("envs-error");
 
@@ -45,8 +46,8 @@ function row(env, dflt) {
     el("td", {}, list(env.kernels)),
     el("td", { class: "templates", "data-templates": env.templates ? "1" : "0" }, env.templates ? t("envs.yes") : t("envs.no")),
     el("td", { class: "status" }, status(env)),
-    el("td", { class: "desc" }, env.description || "",
-      (env.notes || []).map((n) => el("div", { class: "hint" }, n))),
+    el("td", { class: "desc" }, envDescription(env),
+      envNotes(env).map((n) => el("div", { class: "hint" }, n))),
     el("td", { title: env.checked_at || "" }, fmtTime(env.checked_at)));
 }
 

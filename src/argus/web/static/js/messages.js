@@ -83,3 +83,20 @@ export function eventMessage(e) {
 export function failureHint(task) {
   return sayMessage(task.failure_hint_code, task.failure_hint_params, task.failure_hint);
 }
+
+/** Admission's warnings in the page's language: `r.warnings` (English, as the server always sent them) said from
+ * `r.warning_messages` (`{code, params}` or null, one per warning; an ApiError's `warningMessages`). */
+export function warningTexts(r) {
+  const coded = r.warning_messages || r.warningMessages || [];
+  return (r.warnings || []).map((w, i) => (coded[i] ? sayMessage(coded[i].code, coded[i].params, w) : w));
+}
+
+/** An environment's description and notes in the page's language where Argus wrote them (GET /api/v2/envs:
+ * `description_code`, `note_messages`); an admin's description and the probe's other notes as written. */
+export function envDescription(env) {
+  return env.description_code ? sayMessage(env.description_code, {}, env.description) : (env.description || "");
+}
+
+export function envNotes(env) {
+  return warningTexts({ warnings: env.notes, warning_messages: env.note_messages });
+}

@@ -9,7 +9,7 @@
 // (one undoable edit); verl keys complete as they are typed (new_task_keys.js).
 import { createEditor } from "../vendor/editor.js";
 import { ApiError, api, el, page, t } from "./common.js";
-import { fieldMessage } from "./messages.js";
+import { envNotes, fieldMessage, warningTexts } from "./messages.js";
 import { installKeyCompletion } from "./new_task_keys.js";
 
 // The verdict should arrive within 0.5 s of the last keystroke (issue 25): the dry run answers in ~0.1 s
@@ -203,7 +203,7 @@ function syncEnv() {
   envSelect.replaceChildren(...options);
   envSelect.value = current || "";
   const chosen = envs && envs.environments.find((e) => e.name === (current || dflt));
-  if (envs) envHint.textContent = chosen ? (chosen.notes || []).join(" ") : "";
+  if (envs) envHint.textContent = chosen ? envNotes(chosen).join(" ") : "";
 }
 
 envSelect.addEventListener("change", () => setEnv(envSelect.value));
@@ -341,12 +341,12 @@ async function quickCheck(text, mine, ctrl, settled) {
   try {
     const r = await api("/api/v2/tasks?dry_run=true&checks=spec", { method: "POST", body: text, contentType: "application/yaml", signal: ctrl.signal });
     if (mine !== generation || settled.done) return;
-    show([], r.warnings || [], null, r.command_expanded, false);
+    show([], warningTexts(r), null, r.command_expanded, false);
     state.textContent = t("new.checking_verl");
   } catch (e) {
     if (mine !== generation || settled.done || e.name === "AbortError") return;
     if (!(e instanceof ApiError && e.status === 400)) return; // the full check reports what went wrong
-    show(e.errors.length ? e.errors : [{ field: "(spec)", value: null, message: e.message }], e.warnings, null, null, false);
+    show(e.errors.length ? e.errors : [{ field: "(spec)", value: null, message: e.message }], warningTexts(e), null, null, false);
     state.textContent = t("new.rejected_so_far", { n: e.errors.length || 1 });
   }
   state.dataset.quick = String(mine);
@@ -367,14 +367,14 @@ async function check(explicit) {
     const r = await api("/api/v2/tasks?dry_run=true", { method: "POST", body: text, contentType: "application/yaml", signal: ctrl.signal });
     settled.done = true;
     if (mine !== generation) return;
-    show([], r.warnings || [], r.info, r.command_expanded);
+    show([], warningTexts(r), r.info, r.command_expanded);
     state.textContent = t("new.checked");
     verdict(text, mine);
   } catch (e) {
     settled.done = true;
     if (mine !== generation || e.name === "AbortError") return;
     if (e instanceof ApiError && e.status === 400) {
-      show(e.errors.length ? e.errors : [{ field: "(spec)", value: null, message: e.message }], e.warnings, null, null);
+      show(e.errors.length ? e.errors : [{ field: "(spec)", value: null, message: e.message }], warningTexts(e), null, null);
       state.textContent = t("new.rejected", { n: e.errors.length || 1 });
       verdict(text, mine);
     } else {
@@ -424,7 +424,7 @@ document.getElementById("submit").addEventListener("click", async () => {
     location.assign(`/tasks/${encodeURIComponent(r.task_id)}`);
   } catch (e) {
     if (e instanceof ApiError && e.status === 400) {
-      show(e.errors.length ? e.errors : [{ field: "(spec)", value: null, message: e.message }], e.warnings, null, null);
+      show(e.errors.length ? e.errors : [{ field: "(spec)", value: null, message: e.message }], warningTexts(e), null, null);
       state.textContent = t("new.rejected", { n: e.errors.length || 1 });
     } else {
       state.textContent = e.message;

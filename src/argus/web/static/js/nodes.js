@@ -4,7 +4,7 @@
 // queue head (tasks not yet placed; my own waiting tasks with the scheduler's reason). Other users'
 // tasks arrive from the API without id or user for non-admins: shown as "another user's task".
 import { api, el, fmtBytes, fmtTime, page, poll, statusBadge, t } from "./common.js";
-import { sayMessage } from "./messages.js";
+import { errorMessage, sayMessage } from "./messages.js";
 
 function holder(task) {
   const idle = task.idle_gpus_since ? el("span", { class: "badge idle", title: t("nodes.idle_title") },
@@ -70,10 +70,17 @@ function cpuMem(n) {
 }
 
 async function load() {
-  const view = await api("/api/v2/nodes");
   const err = document.getElementById("nodes-error");
+  let view;
+  try {
+    view = await api("/api/v2/nodes");
+  } catch (e) { // a refused or failed request: said on the page, in its language where the API coded it
+    err.hidden = false;
+    err.textContent = errorMessage(e);
+    return;
+  }
   err.hidden = !view.error;
-  err.textContent = view.error || "";
+  err.textContent = sayMessage(view.error_code, view.error_params, view.error || "");
   document.getElementById("nodes-total").textContent =
     t("nodes.summary", { total: view.gpus_total, allocated: view.gpus_allocated, free: view.gpus_total - view.gpus_allocated });
   document.getElementById("nodes-body").replaceChildren(...view.nodes.map((n) => el("tr", { "data-node": n.node_id },

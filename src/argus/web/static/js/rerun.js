@@ -3,7 +3,7 @@
 // under another name moved — and shows its diff and what no fix covers; Submit re-run posts it and links the
 // new task. Which keys move, and whether a re-run is allowed, is the API's to say: this only shows its answer.
 import { api, el, sayResult, t } from "./common.js";
-import { fieldMessage } from "./messages.js";
+import { errorMessage, fieldMessage, warningTexts } from "./messages.js";
 
 export function startRerun(base) {
   const envSelect = document.getElementById("rerun-env");
@@ -11,6 +11,7 @@ export function startRerun(base) {
   const submitBtn = document.getElementById("rerun-submit");
   const diff = document.getElementById("rerun-diff");
   const problems = document.getElementById("rerun-problems");
+  const warnings = document.getElementById("rerun-warnings");
   const result = document.getElementById("rerun-result");
   let loaded = false;
 
@@ -26,10 +27,13 @@ export function startRerun(base) {
       problems.replaceChildren(...plan.errors.map((e) => el("li", { "data-field": e.field },
         el("span", { class: "mono" }, e.field), ": ", fieldMessage(e))));
       problems.hidden = plan.errors.length === 0;
+      const warned = warningTexts(plan);
+      warnings.replaceChildren(...warned.map((w) => el("li", {}, w)));
+      warnings.hidden = warned.length === 0;
       submitBtn.hidden = plan.errors.length > 0;
       if (plan.errors.length) say(false, t("task.rerun_problems", { n: plan.errors.length }));
     } catch (e) {
-      say(false, e.message);
+      say(false, errorMessage(e));
     }
   }
 
@@ -40,7 +44,7 @@ export function startRerun(base) {
       say(true, t("task.rerun_submitted"),
         el("a", { href: `/tasks/${encodeURIComponent(r.task_id)}`, class: "mono", "data-new-task": r.task_id }, r.task_id));
     } catch (e) {
-      say(false, e.message);
+      say(false, errorMessage(e));
     }
   }
 

@@ -9,6 +9,7 @@ import { startLog } from "./logpane.js";
 import { startResources } from "./resources.js";
 import { startCheckpoints } from "./checkpoints.js";
 import { startRerun } from "./rerun.js";
+import { warningTexts } from "./messages.js";
 
 const id = page.task_id;
 const base = `/api/v2/tasks/${encodeURIComponent(id)}`;
@@ -37,7 +38,7 @@ function renderSummary(tk) {
   setText("s-reason", tk.termination_reason || (tk.pending_reason ? t("task.waiting") : ""));
   setText("s-message", statusMessage(tk) || pendingReason(tk));
   setText("s-hint", tk.failure_hint ? `${tk.failure_kind}: ${failureHint(tk)}` : "");
-  document.getElementById("s-warnings").replaceChildren(...(tk.warnings || []).map((w) => el("li", {}, w)));
+  document.getElementById("s-warnings").replaceChildren(...warningTexts(tk).map((w) => el("li", {}, w)));
   document.getElementById("cancel").hidden = !tk.can_cancel;
   const dashboard = document.getElementById("ray-dashboard");  // rendered when the server runs task dashboards
   if (dashboard) dashboard.hidden = tk.status !== "RUNNING";  // the API answers 409 otherwise
