@@ -234,3 +234,26 @@ def test_an_admission_warning_in_chinese_on_new_task(up: Up, pages: Pages) -> No
         if lang == "zh":
             assert "make them agree" not in box.inner_text()
             shot(page, "new-task-warning-zh")
+
+
+def test_a_stored_tasks_warnings_in_chinese_on_the_task_page(up: Up, pages: Pages) -> None:
+    """A task's warnings as stored (English texts; here as a task admitted before the codes left them): the task page
+    says each one a warn.* template makes in Chinese, and one no template makes as written."""
+    tid = submit_api(up, "alice", GPU.format(name="warned"))
+    english = messages.msg("warn.gang_mismatch", field="nnodes", want=1, key="trainer.nnodes", value="2").text
+    own_words = "reward check: the function returned None for a sample"
+    engine = create_engine(f"sqlite:///{up.state / 'argus.db'}")
+    with engine.begin() as conn:
+        conn.execute(update(TaskModel).where(TaskModel.id == tid).values(warnings=[english, own_words]))
+    engine.dispose()
+    with up.api("alice") as c:
+        assert c.get(f"/api/v2/tasks/{tid}").json()["warning_messages"] == [
+            {"code": "warn.gang_mismatch", "params": {"field": "nnodes", "want": "1", "key": "trainer.nnodes",
+                                                      "value": "2"}}, None]
+    page = pages.new(lang="zh", user="alice")
+    page.goto(f"{up.url}/tasks/{tid}")
+    items = page.locator("#s-warnings li")
+    wait_until(lambda: items.count() == 2, 60, every=0.1, what="the task's warnings")
+    assert items.nth(0).inner_text().startswith("spec 中 nnodes=1，但命令设置了 trainer.nnodes=2：Argus 按 spec")
+    assert items.nth(1).inner_text() == own_words
+    shot(page, "task-warnings-zh")
