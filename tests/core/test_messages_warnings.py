@@ -133,3 +133,27 @@ def test_the_nodes_view_of_an_unreachable_cluster_says_it_with_the_queues_code(t
     db.dispose()
     assert view["error"] == "Ray cluster unreachable: connection refused"  # the text as always
     assert (view["error_code"], view["error_params"]) == ("queue.ray_unreachable", {"error": "connection refused"})
+
+
+def test_verls_check_warnings_carry_codes_with_the_programs_words_as_parameters() -> None:
+    from argus.verl.legacy import rewrite_legacy_reward
+
+    _, said = rewrite_legacy_reward("python3 -m verl.trainer.main_ppo custom_reward_function.path=$HOME/code/r.py", {})
+    assert [coded(w)[0] for w in said] == ["warn.legacy_key_moved", "warn.legacy_reward_name"]
+    assert coded(said[0])[1] == {"old": "custom_reward_function.path", "new": "reward.custom_reward_function.path"}
+    assert said[1] == ("custom_reward_function.name is not set: verl calls the function named compute_score (its "
+                       "default) in the reward file")
+    texts = {  # as verl/entry.py and verl/check.py write them (with messages.msg), the English of before
+        "could not check that module my.mod exists in the training environment (no verl validator is configured)":
+            ("warn.module_unchecked_no_validator", {"module": "my.mod"}),
+        "could not check that module my.mod exists in the training environment (timed out after 30 s)":
+            ("warn.module_unchecked", {"module": "my.mod", "error": "timed out after 30 s"}),
+        "verl validation skipped (validator unavailable); the task was not checked against verl's config":
+            ("warn.verl_skipped", {"why": "validator unavailable"}),
+        "prompt lengths not checked: timed out": ("warn.prompt_lengths_unchecked", {"error": "timed out"}),
+        "a sampled prompt has 900 tokens > data.max_prompt_length=512 (first 64 rows, $HOME/models/m's chat template)":
+            ("warn.prompt_too_long", {"tokens": "900", "limit": "512", "rows": "64", "model": "$HOME/models/m"}),
+    }
+    for text, want in texts.items():
+        assert coded(text) == want
+        assert render(want[0], want[1]) == text

@@ -287,6 +287,14 @@ _ADVICE: dict[str, str] = {
     "warn.verl_no_resolved_paths": "the verl validator did not return resolved paths; restart the server",
     "warn.verl_config_dir": ("verl validation skipped: the command adds config folders with --config-dir, which Argus "
                              "cannot compose yet; Argus's own checks (files, paths, reward) ran"),
+    # verl's checks (verl/legacy.py, verl/entry.py, verl/check.py): a program's own words stay parameters
+    "warn.legacy_key_moved": "rewrote {old} to {new}: the installed verl's main_ppo reads only {new} and would silently ignore the old key (write the new key to silence this warning)",
+    "warn.legacy_reward_name": "custom_reward_function.name is not set: verl calls the function named compute_score (its default) in the reward file",
+    "warn.module_unchecked_no_validator": "could not check that module {module} exists in the training environment (no verl validator is configured)",
+    "warn.module_unchecked": "could not check that module {module} exists in the training environment ({error})",
+    "warn.verl_skipped": "verl validation skipped ({why}); the task was not checked against verl's config",
+    "warn.prompt_lengths_unchecked": "prompt lengths not checked: {error}",
+    "warn.prompt_too_long": "a sampled prompt has {tokens} tokens > data.max_prompt_length={limit} (first {rows} rows, {model}'s chat template)",
     # the Environments page and New Task's environment hint (envs/registry.py, envs/probe.py)
     "env.server_description": ("Argus's own environment (the server's interpreter): no build needed; set default_env "
                                "to a built environment so tasks do not share the platform's packages"),

@@ -368,7 +368,7 @@ class VerlCheck:
             out.errors.append(FieldError("(verl)", None, f"verl validation is required but could not run: {why}; "
                                          "retry, or ask an admin to check verl_python"))
         else:
-            out.warnings.append(f"verl validation skipped ({why}); the task was not checked against verl's config")
+            out.warnings.append(messages.msg("warn.verl_skipped", why=why).text)
 
     @staticmethod
     def _field(spec: Any, key: str, overrides: list[str]) -> str:
@@ -437,15 +437,14 @@ class VerlCheck:
                                            "rows": self.settings.reward_check_rows * 4},
                                           self.settings.verl_timeout_s)
         except (ValidatorUnavailable, ValidatorTimeout) as exc:
-            out.warnings.append(f"prompt lengths not checked: {exc}")
+            out.warnings.append(messages.msg("warn.prompt_lengths_unchecked", error=str(exc)).text)
             return
         lengths = resp.get("lengths") or []
         if lengths:
             out.info["prompt_tokens_max_sampled"] = max(lengths)
         if lengths and max(lengths) > limit:
-            msg = (f"a sampled prompt has {max(lengths)} tokens > data.max_prompt_length={limit} (first "
-                   f"{len(lengths)} rows, {self._layout().to_virtual(model, user)}'s "
-                   "chat template)")
+            msg = messages.msg("warn.prompt_too_long", tokens=max(lengths), limit=limit, rows=len(lengths),
+                               model=self._layout().to_virtual(model, user)).text
             if resolved.get("data.truncation") == "error":
                 out.errors.append(FieldError(self._field(spec, "data.max_prompt_length", overrides), limit,
                                              msg + "; verl stops with data.truncation=error: raise the limit, "

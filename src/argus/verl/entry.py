@@ -14,6 +14,7 @@ import os
 from pathlib import PurePosixPath
 
 from argus.core.admission import Admitted, CheckOutcome
+from argus.core.messages import msg
 from argus.core.paths import DataLayout
 from argus.core.taskspec import AdvancedTaskSpec
 from argus.errors import FieldError
@@ -40,13 +41,12 @@ class EntryModuleCheck:
         if not wanted:
             return out  # an unknown environment: argus.envs.check says so
         if validator is None:
-            out.warnings.append(f"could not check that module {module} exists in the training environment "
-                                "(no verl validator is configured)")
+            out.warnings.append(msg("warn.module_unchecked_no_validator", module=module).text)
             return out
         try:
             resp = validator.request({"op": "find_module", "module": module}, self.settings.verl_timeout_s)
         except (ValidatorUnavailable, ValidatorTimeout) as exc:
-            out.warnings.append(f"could not check that module {module} exists in the training environment ({exc})")
+            out.warnings.append(msg("warn.module_unchecked", module=module, error=str(exc)).text)
             return out
         if resp.get("found", True):
             return out
