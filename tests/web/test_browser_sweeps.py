@@ -7,7 +7,7 @@ from __future__ import annotations
 import yaml
 
 from tests.waiting import wait_until
-from tests.web.conftest import Pages, Up, shot
+from tests.web.conftest import Pages, Up, shot, sign_in
 
 SWEEP = {
     "kind": "sweep",
@@ -49,6 +49,25 @@ def test_a_sweep_page_charts_its_trials_and_names_the_best(up: Up, pages: Pages)
     assert "rungs 2" in page.locator("#sweep-metric").inner_text()
     assert page.locator("#sweep-cancel").is_hidden()  # it ended: nothing to cancel
     shot(page, "sweep-en")
+
+    # a phone (issue 37's walk: the chart's canvas was 753 px wide at 390 — without uPlot's stylesheet a canvas is
+    # as wide as its device pixels, twice its CSS width at a phone's pixel ratio 2): the chart fits the viewport,
+    # the page does not scroll sideways (the trials' table scrolls in its own box)
+    ctx = pages.browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True,
+                                    device_scale_factor=2)  # as a phone lays it out (bench/web_walk.py's phone)
+    pages.contexts.append(ctx)
+    phone = ctx.new_page()
+    sign_in(phone, up, "alice")
+    phone.goto(f"{up.url}/sweeps/{sid}")
+    phone.locator('#sweep-one[data-loaded="1"]').wait_for()
+    phone.locator("#sweep-chart canvas").first.wait_for()
+    fit = phone.evaluate("""() => ({page: document.documentElement.scrollWidth,
+        width: document.documentElement.clientWidth,
+        chart: Math.max(...[...document.querySelectorAll("#sweep-chart, #sweep-chart canvas")]
+                        .map((e) => e.getBoundingClientRect().right))})""")
+    assert fit["width"] <= 390 and fit["page"] <= fit["width"], fit
+    assert fit["chart"] <= fit["width"], fit
+    shot(phone, "sweep-phone")
 
     other = pages.new(user="bob")  # another user's sweep does not exist for them
     other.goto(f"{up.url}/sweeps/{sid}")

@@ -41,6 +41,24 @@ async function loadList() {
 }
 
 let plot = null;
+const CHART_HEIGHT = 260;
+
+/** The chart's width: the box's content width, never more than the viewport leaves it (a phone: 390 px). Read
+ * from the layout, not the chart, so a chart drawn wide never widens the page it is then measured in. */
+function chartWidth(box) {
+  const pad = 12; // .chart's padding, both sides (clientWidth has it, not the border)
+  const room = document.documentElement.clientWidth - Math.max(0, box.getBoundingClientRect().left) - pad - 2;
+  return Math.max(200, Math.floor(Math.min((box.clientWidth || 720) - pad, room)));
+}
+
+function fitChart() {
+  const box = document.getElementById("sweep-chart");
+  if (!plot || box.hidden) return;
+  const width = chartWidth(box);
+  if (Math.abs(plot.width - width) > 1) plot.setSize({ width, height: CHART_HEIGHT });
+}
+new ResizeObserver(fitChart).observe(document.getElementById("sweep-chart"));
+addEventListener("resize", fitChart);
 
 function drawChart(s) {
   const box = document.getElementById("sweep-chart");
@@ -56,7 +74,7 @@ function drawChart(s) {
   const series = [{ label: "step" }, ...withValues.map((tr, i) => ({
     label: `#${tr.trial} ${params(tr.params)}`, stroke: COLORS[i % COLORS.length],
     width: tr.task_id === s.best_task ? 3 : 1.25, spanGaps: true, points: { show: true, size: 5 } }))];
-  const opts = { width: Math.max(320, box.clientWidth || 720), height: 260, series,
+  const opts = { width: chartWidth(box), height: CHART_HEIGHT, series,
     scales: { x: { time: false } }, axes: [{ label: "step" }, { label: s.metric }] };
   if (plot) plot.destroy();
   box.replaceChildren();
