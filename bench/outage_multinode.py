@@ -297,7 +297,7 @@ def run_outage(outage: float, *, step_s: float, tail_s: float, keep: bool) -> di
 
         def followed() -> dict[str, Any] | None:
             t = task()
-            if t["status"] in TERMINAL:
+            if t["status"] in TERMINAL or len(t["attempts"]) > 1:  # ended, or lost and retried: not followed
                 return t
             if t["status"] == "RUNNING" and (t.get("status_message") or "").startswith(FOLLOWED):
                 return t
@@ -305,7 +305,10 @@ def run_outage(outage: float, *, step_s: float, tail_s: float, keep: bool) -> di
 
         seen = wait_until(followed, 900, every=0.25, ignore=(httpx.TransportError,),
                           what=lambda: f"{tid} followed: {task()}")
-        row["followed_s"] = time.monotonic() - t0 if seen["status"] == "RUNNING" else None
+        row["followed_s"] = time.monotonic() - t0 if seen["status"] == "RUNNING" and len(seen["attempts"]) == 1 else None
+        if row["followed_s"] is None:
+            fail(f"not followed after the restart: {seen['status']}, attempt {len(seen['attempts'])}: "
+                 f"{seen.get('status_message')}")
         row["status_at_follow"] = seen["status"]
         try:
             wait_until(lambda: cluster.nodes_up(client) == NODES, 300, every=0.5)

@@ -7,11 +7,11 @@ import threading
 from datetime import timedelta
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 import argus.scheduler.cancel as cancel_mod
 from argus.cluster.types import ClusterUnavailable, RayJobStatus
-from argus.db.models import TaskAttemptModel
+from argus.db.models import TaskAttemptModel, TaskModel
 from argus.launcher import attempt_record
 from argus.scheduler.cancel import CancelTasks
 from argus.scheduler.submit import SubmitQueuedTasks
@@ -83,6 +83,7 @@ def test_one_stop_per_attempt_across_many_passes_then_canceled_when_ray_says_sto
     t = task(ctx, tid)
     assert (t.status, t.termination_reason, t.status_message) == ("CANCELED", "USER_CANCELED",
                                                                    "canceled; the Ray job stopped")
+    assert (t.status_message_code, t.status_message_params) == ("status.canceled_stopped", {})  # issue 37
     assert attempts(ctx, tid)[0].status == "CANCELED"
     assert not attempt_record.stop_requested(ctx.settings.root, tid, 1)  # its work done
     assert loop.run_once() == 0 and ray.stops == [sid]
@@ -209,6 +210,9 @@ def test_cancel_of_a_job_that_already_finished(ctx, ray, clock_s):
     CancelTasks(ctx, pool=InlineExecutor()).run_once()
     assert task(ctx, tid).status == "CANCELED" and ray.stops == []
     assert attempts(ctx, tid)[0].status == "SUCCEEDED"
+    t = task(ctx, tid)  # issue 37: the English as before, with its code; Ray's status a parameter
+    assert (t.status_message, t.status_message_code, t.status_message_params) == (
+        "canceled; the Ray job had already ended (SUCCEEDED)", "status.canceled_job_ended", {"status": "SUCCEEDED"})
 
 
 def test_a_record_that_had_ended_before_the_cancel_is_settled_without_any_stop(ctx, ray, clock_s):
@@ -217,6 +221,7 @@ def test_a_record_that_had_ended_before_the_cancel_is_settled_without_any_stop(c
     assert CancelTasks(ctx, pool=InlineExecutor()).run_once() == 1
     t = task(ctx, tid)
     assert (t.status, t.status_message) == ("CANCELED", "canceled; the task had already ended (exit code 0)")
+    assert (t.status_message_code, t.status_message_params) == ("status.canceled_task_ended", {"exit_code": "0"})
     assert attempts(ctx, tid)[0].status == "SUCCEEDED" and ray.stops == []
 
 
@@ -261,3 +266,20 @@ def test_a_pass_does_not_wait_for_slow_ray_calls_and_they_run_at_once(ctx, ray):
     finally:
         gate.set()
         loop.close()
+
+
+def test_a_stop_for_another_reason_keeps_its_message_first_coded(ctx, ray, clock_s):
+    """A sweep's early stop ends CANCELED with its own message, then how it ended (issue 37: status.stop_note, its
+    parts nested where coded, as text where not)."""
+    [(tid, sid)] = canceling(ctx, ray)
+    with ctx.db.session() as s:
+        s.execute(update(TaskModel).where(TaskModel.id == tid).values(
+            termination_reason="SWEEP_STOPPED", status_message="early-stopped by its sweep at step 2",
+            status_message_code=None, status_message_params=None))
+    ray.set(sid, RayJobStatus.STOPPED)
+    assert CancelTasks(ctx, pool=InlineExecutor()).run_once() == 1
+    t = task(ctx, tid)
+    assert (t.status, t.termination_reason, t.status_message) == (
+        "CANCELED", "SWEEP_STOPPED", "early-stopped by its sweep at step 2; canceled; the Ray job stopped")
+    assert (t.status_message_code, t.status_message_params) == ("status.stop_note", {
+        "message": "early-stopped by its sweep at step 2", "note": {"code": "status.canceled_stopped"}})

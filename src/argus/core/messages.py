@@ -250,6 +250,17 @@ _STATUS: dict[str, str] = {
     "status.no_retries": "{message}; no retries left ({max} allowed)",
     "status.ray_said": "{message}\nRay's message:\n{detail}",
     "status.hinted": "{message}\nhint: {hint}",
+    # the cancel loop's ending (scheduler/cancel.py); a stop for another reason keeps its message first (stop_note)
+    "status.stop_note": "{message}; {note}",
+    "status.canceled_stopped": "canceled; the Ray job stopped",
+    "status.canceled_job_ended": "canceled; the Ray job had already ended ({status})",
+    "status.canceled_task_ended": "canceled; the task had already ended (exit code {exit_code})",
+    "status.canceled_driver_stopped": "canceled; its driver stopped it",
+    "status.canceled_driver_gone": "canceled; its driver's process is gone",
+    "status.canceled_no_confirm": "canceled; its driver did not confirm the stop within {seconds} s",
+    "status.canceled_no_job": "canceled (Ray had no job for it)",
+    "status.canceled_before_start": "canceled before it started",
+    "part.ray_lost": "(Ray had lost the job)",
 }
 
 # --- what admission warns of, environments, the Nodes page (issue 37, item 7; spliced into EN) ----------------

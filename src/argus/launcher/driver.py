@@ -315,10 +315,13 @@ def run(spec: LaunchSpec) -> int:
         argv = keep_path_in_login_shell(argv, prefix)
     gang = None
     if spec.nnodes > 1 and spec.private_ray and not refusal:
-        from argus.launcher.gang import Gang
+        from argus.launcher.gang_keeper import GangKeeper, Gone
 
-        gang = Gang(spec, job_dir)
-        sandbox.node_ip = gang.head_ip()
+        gang = GangKeeper(spec, job_dir)  # the platform Ray's connection in a child: Ray may end it, not us
+        try:
+            sandbox.node_ip = gang.head_ip()
+        except Gone as exc:
+            refusal = f"the platform's Ray connection that places the task's other nodes did not start: {exc}"
     command, command_env = sandbox.wrap(sandbox.inner(python, argv), env)
     sandbox.record_dashboard(job_dir, spec.attempt)  # for the server's proxy, out of the task's reach
     if sandbox.note:
@@ -347,7 +350,11 @@ def run(spec: LaunchSpec) -> int:
                               sandboxed=sandbox.active, stacks=stacks)
     finally:
         if gang is not None:
-            gang.stop()
+            lost = gang.stop()
+            if lost and code is not None:
+                log.write(f"[argus] the platform's Ray connection that placed nodes 2-{spec.nnodes} ended during the "
+                          f"attempt ({lost}; the platform's Ray restarted?): each of those nodes ends when its part of "
+                          f"the task's private Ray loses this node's head, within about a minute\n".encode())
         bounds.remove()
         sandbox.cleanup()
     if log.error:

@@ -2,7 +2,8 @@
 
 The launcher (:mod:`argus.launcher.driver`) runs on the task's first node and holds that
 node's share; its sandbox runs the private Ray head and the command. For nodes 2..N it
-asks the platform's Ray for a placement group of N-1 bundles, each the task's per-node
+asks the platform's Ray — from a child process, launcher/gang_keeper.py, whose Ray driver the platform's
+Ray may end (a head away over 60 s) without ending the launcher — for a placement group of N-1 bundles, each the task's per-node
 share (GPUs, CPUs, memory, one ``worker_node``), ``STRICT_SPREAD`` and never on the first
 node (a label selector on ``ray.io/node-id``), so the task gets N distinct machines as
 the scheduler counted. In each bundle a :class:`NodeSandbox` actor — platform code, on the

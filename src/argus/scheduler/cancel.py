@@ -42,6 +42,7 @@ from sqlalchemy import select
 from argus.cluster.types import ClusterUnavailable, JobInfo, RayJobStatus
 from argus.core import accounting
 from argus.core.launch import AttemptStatus
+from argus.core.messages import Message, from_stored, msg, nested, text_of
 from argus.core.states import TaskStatus, TerminationReason
 from argus.db.models import TaskModel
 from argus.errors import Conflict
@@ -129,7 +130,7 @@ class CancelTasks:
         for task_id, sid, attempt in rows:
             if not sid:  # never sent to Ray: nothing can run it
                 done += self._guarded(task_id, attempt, self._finish, task_id, attempt, None, None, None,
-                                      "canceled (Ray had no job for it)")
+                                      msg("status.canceled_no_job"))
                 continue
             record = records[sid] = attempt_record.read(ctx.settings.root, task_id, attempt)
             if sid not in self._attempts:
@@ -233,11 +234,12 @@ class CancelTasks:
         if a.record_at_start:  # it ended before the cancel could ask anything
             ended = TaskStatus.SUCCEEDED if code == 0 else TaskStatus.FAILED
             return self._finish(a.task_id, a.attempt, sid, a.info, record,
-                                f"canceled; the task had already ended (exit code {code})", attempt_status=ended,
+                                msg("status.canceled_task_ended", exit_code=str(code)), attempt_status=ended,
                                 exit_code=code)
-        lost = " (Ray had lost the job)" if a.followed or (a.known and a.info is None) else ""
-        note = (f"canceled; its driver stopped it{lost}" if attempt_record.finished(record)
-                else f"canceled; its driver's process is gone{lost}")
+        note = msg("status.canceled_driver_stopped" if attempt_record.finished(record)
+                   else "status.canceled_driver_gone")
+        if a.followed or (a.known and a.info is None):
+            note = note.then("part.ray_lost")
         return self._finish(a.task_id, a.attempt, sid, a.info, record, note, exit_code=code)
 
     def _by_ray(self, sid: str, a: Canceling, record: dict[str, Any]) -> int:
@@ -254,29 +256,30 @@ class CancelTasks:
                     return 0  # its driver still runs it: asked through the stop file, waited for
                 log.warning("cancel: %s did not confirm its stop within %.0f s; recorded as canceled",
                             sid, RECORD_STOP_WAIT_S)
-                note = f"canceled; its driver did not confirm the stop within {RECORD_STOP_WAIT_S:.0f} s"
+                note = msg("status.canceled_no_confirm", seconds=f"{RECORD_STOP_WAIT_S:.0f}")
             elif a.followed:
-                note = "canceled; its driver stopped it (Ray had lost the job)"
+                note = msg("status.canceled_driver_stopped").then("part.ray_lost")
             else:
-                note = "canceled (Ray had no job for it)"
+                note = msg("status.canceled_no_job")
             return self._finish(a.task_id, a.attempt, sid, None, record, note)
         if info.status == RayJobStatus.PENDING and a.held and not record:
             # Ray holds the stop for a job it has not started, and no driver has begun: Ray's supervisor stops the
             # driver as it starts it, before the task (which the driver starts only after its checks); the stop
             # file stays while Ray still has the job. Waiting for Ray's STOPPED instead: 50 cancels while PENDING
             # at load 25 on 2 cores took 91 s (bench/cancel_storm.py), all of it Ray starting the jobs to stop them.
-            return self._finish(a.task_id, a.attempt, sid, info, record, "canceled before it started", follow=True)
+            return self._finish(a.task_id, a.attempt, sid, info, record, msg("status.canceled_before_start"),
+                                follow=True)
         if info.status in LIVE:
             return 0  # asked to stop (Ray and the stop file): CANCELED once it ends
         if info.status == RayJobStatus.STOPPED or a.live_seen:  # it ended while being stopped
-            return self._finish(a.task_id, a.attempt, sid, info, record, "canceled; the Ray job stopped",
+            return self._finish(a.task_id, a.attempt, sid, info, record, msg("status.canceled_stopped"),
                                 exit_code=info.driver_exit_code)
         return self._finish(a.task_id, a.attempt, sid, info, record,
-                            f"canceled; the Ray job had already ended ({info.status})",
+                            msg("status.canceled_job_ended", status=f"{info.status}"),
                             attempt_status=TaskStatus(info.status.value), exit_code=info.driver_exit_code)
 
     def _finish(self, task_id: str, attempt: int, sid: str | None, info: JobInfo | None,
-                record: dict[str, Any] | None, note: str, *, attempt_status: TaskStatus = TaskStatus.CANCELED,
+                record: dict[str, Any] | None, note: str | Message, *, attempt_status: TaskStatus = TaskStatus.CANCELED,
                 exit_code: int | None = None, follow: bool = False) -> int:
         """Record the task CANCELED and close its attempt (guarded: a task no longer CANCELING is left alone).
         ``follow``: its job has not ended yet: its stop file stays until it has."""
@@ -289,7 +292,8 @@ class CancelTasks:
             # reason than a user's cancel (a sweep's early stop or budget) keeps its message first
             reason = TerminationReason(task.termination_reason or TerminationReason.USER_CANCELED)
             if reason is not TerminationReason.USER_CANCELED and task.status_message:
-                note = f"{task.status_message}; {note}"
+                first = from_stored(task.status_message_code, task.status_message_params, task.status_message)
+                note = msg("status.stop_note", message=nested(first or task.status_message), note=nested(note))
             try:
                 switch_task_status(s, task, TaskStatus.CANCELED, actor=ACTOR, reason=reason, message=note)
             except Conflict:
@@ -299,7 +303,7 @@ class CancelTasks:
                 att.status = attempt_status.value
                 att.exit_code = exit_code
                 att.termination_reason = reason.value
-                att.message = note
+                att.message = text_of(note)
                 # when it ran: the record has the driver's times; else its status.json, when Ray started it
                 ran = info is not None and info.status != RayJobStatus.PENDING
                 kept = AttemptStatus.parse(record, att.attempt) if record else None
