@@ -140,6 +140,7 @@ def test_a_removed_member_keeps_no_running_task_with_the_team_folder(live: LiveS
     assert lead.delete("/api/v2/teams/t-three/members/gone").status_code == 204
     task = gone.get(f"/api/v2/tasks/{running}").json()
     assert task["status"] == "CANCELING" and "left team 't-three'" in task["status_message"], task
+    assert (task["status_message_code"], task["status_message_params"]) == ("status.left_team", {"team": "'t-three'"})
     assert gone.get(f"/api/v2/tasks/{queued}").json()["status"] == "QUEUED"  # starts with the teams of then
     removed = admin.get("/api/v2/audit", params={"action": "team.member_removed"}).json()["events"]
     assert any(e["detail"].get("stopped_tasks") == [running] for e in removed), removed

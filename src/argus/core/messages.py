@@ -261,6 +261,18 @@ _STATUS: dict[str, str] = {
     "status.canceled_no_job": "canceled (Ray had no job for it)",
     "status.canceled_before_start": "canceled before it started",
     "part.ray_lost": "(Ray had lost the job)",
+    # the monitor's other endings (scheduler/monitor.py classify); Ray's own text is a parameter (detail)
+    "status.ray_lost": "Ray no longer knows this job",
+    "status.ray_lost_ended": "Ray no longer knows this job; its driver ended it with exit code {exit_code} meanwhile",
+    "status.start_timeout_unknown": "did not start within {seconds} s (Ray does not know the job)",
+    "status.start_timeout_pending": "did not start within {seconds} s (Ray kept it PENDING)",
+    "status.stopped_outside": "the Ray job was stopped outside Argus",
+    "status.ray_could_not_start": "Ray could not start the job",
+    "status.ray_could_not_start_why": "Ray could not start the job: {detail}",
+    "status.ray_job_failed": "the Ray job failed",
+    "status.ray_job_failed_why": "the Ray job failed: {detail}",
+    # services/tasks.py: a team quoted as Python's repr wrote it ('nlp'), so the text stays what it was
+    "status.left_team": "stopped: its owner left team {team}, whose folder it could write",
 }
 
 # --- what admission warns of, environments, the Nodes page (issue 37, item 7; spliced into EN) ----------------

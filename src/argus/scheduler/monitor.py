@@ -133,26 +133,26 @@ def classify(
     if info is None and record and attempt_record.finished(record):
         code = record["exit_code"]
         if code == 0:
-            return Outcome(TaskStatus.SUCCEEDED, TerminationReason.SUCCEEDED, "exit code 0", exit_code=0)
+            return Outcome(TaskStatus.SUCCEEDED, TerminationReason.SUCCEEDED, exit_code=0,
+                           **saying(exit_message(0, None)))
         # a failure while Ray was away may be Ray's (a multi-node task's other nodes were actors of the lost
         # Ray): an infrastructure failure, retried from the checkpoint, never charged to the user's code
-        return Outcome(TaskStatus.FAILED, TerminationReason.RAY_JOB_LOST,
-                       f"Ray no longer knows this job; its driver ended it with exit code {code} meanwhile",
-                       exit_code=code)
+        return Outcome(TaskStatus.FAILED, TerminationReason.RAY_JOB_LOST, exit_code=code,
+                       **saying(msg("status.ray_lost_ended", exit_code=str(code))))
     if info is None and record and attempt_record.alive(record, now):
         return Outcome(TaskStatus.RUNNING) if status == TaskStatus.SUBMITTED else NOTHING
     if info is None:
         if status == TaskStatus.SUBMITTED and waited > start_timeout_s:
             return Outcome(TaskStatus.FAILED, TerminationReason.START_TIMEOUT,
-                           f"did not start within {start_timeout_s:g} s (Ray does not know the job)")
+                           **saying(msg("status.start_timeout_unknown", seconds=f"{start_timeout_s:g}")))
         if status == TaskStatus.SUBMITTED:
             return Outcome(None, resubmit=True)
-        return Outcome(TaskStatus.FAILED, TerminationReason.RAY_JOB_LOST, "Ray no longer knows this job")
+        return Outcome(TaskStatus.FAILED, TerminationReason.RAY_JOB_LOST, **saying(msg("status.ray_lost")))
     node_dead = info.driver_node_id is not None and info.driver_node_id in dead_nodes
     if info.status == RayJobStatus.PENDING:
         if status == TaskStatus.SUBMITTED and waited > start_timeout_s:
-            return Outcome(TaskStatus.FAILED, TerminationReason.START_TIMEOUT,
-                           f"did not start within {start_timeout_s:g} s (Ray kept it PENDING)", stop=True)
+            return Outcome(TaskStatus.FAILED, TerminationReason.START_TIMEOUT, stop=True,
+                           **saying(msg("status.start_timeout_pending", seconds=f"{start_timeout_s:g}")))
         return NOTHING
     if info.status == RayJobStatus.RUNNING:
         if node_dead:
@@ -164,12 +164,13 @@ def classify(
     if exit_code is None and driver:
         exit_code = driver.exit_code
     if info.status == RayJobStatus.SUCCEEDED:
-        return Outcome(TaskStatus.SUCCEEDED, TerminationReason.SUCCEEDED, "exit code 0", exit_code=0)
+        return Outcome(TaskStatus.SUCCEEDED, TerminationReason.SUCCEEDED, exit_code=0, **saying(exit_message(0, None)))
     if info.status == RayJobStatus.STOPPED:
-        return Outcome(TaskStatus.FAILED, TerminationReason.SERVER_ERROR,
-                       "the Ray job was stopped outside Argus", exit_code=exit_code)
+        return Outcome(TaskStatus.FAILED, TerminationReason.SERVER_ERROR, exit_code=exit_code,
+                       **saying(msg("status.stopped_outside")))
     # FAILED
-    detail = f": {info.message.strip()}" if info.message and info.message.strip() else ""
+    said = (info.message or "").strip()
+    detail = {"detail": said} if said else {}
     if info.error_type in NODE_DEATH or node_dead:
         when = datetime.fromtimestamp(info.end_time_ms / 1000, UTC) if info.end_time_ms else now
         return Outcome(TaskStatus.FAILED, TerminationReason.NODE_LOST,
@@ -184,11 +185,13 @@ def classify(
         return Outcome(TaskStatus.FAILED, TerminationReason.EXIT_NONZERO, exit_code=exit_code,
                        **saying(exit_message(exit_code, None)))
     if info.error_type == "JOB_SUPERVISOR_ACTOR_START_TIMEOUT":
-        return Outcome(TaskStatus.FAILED, TerminationReason.START_TIMEOUT, f"Ray could not start the job{detail}")
+        return Outcome(TaskStatus.FAILED, TerminationReason.START_TIMEOUT,
+                       **saying(msg("status.ray_could_not_start" + ("_why" if said else ""), **detail)))
     if info.error_type in SETUP_ERRORS:
-        return Outcome(TaskStatus.FAILED, TerminationReason.SUBMIT_ERROR, f"Ray could not start the job{detail}")
-    return Outcome(TaskStatus.FAILED, TerminationReason.SERVER_ERROR, f"the Ray job failed{detail}",
-                   exit_code=exit_code)
+        return Outcome(TaskStatus.FAILED, TerminationReason.SUBMIT_ERROR,
+                       **saying(msg("status.ray_could_not_start" + ("_why" if said else ""), **detail)))
+    return Outcome(TaskStatus.FAILED, TerminationReason.SERVER_ERROR, exit_code=exit_code,
+                   **saying(msg("status.ray_job_failed" + ("_why" if said else ""), **detail)))
 
 
 def with_log_cause(out: Outcome, home: Path, path: Path, fallback: str | None = None) -> Outcome:

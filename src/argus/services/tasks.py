@@ -574,7 +574,7 @@ def stop_for_lost_team(session: Session, user_id: int, team: str, *, actor: str)
         TaskModel.status.in_((TaskStatus.SUBMITTED.value, TaskStatus.RUNNING.value)))).all()
     for task in rows:
         switch_task_status(session, task, TaskStatus.CANCELING, reason=TerminationReason.USER_CANCELED, actor=actor,
-                           message=f"stopped: its owner left team {team!r}, whose folder it could write")
+                           message=msg("status.left_team", team=repr(team)))
     return [t.id for t in rows]
 
 
