@@ -8,6 +8,8 @@ It times, over HTTP (``GET /api/v2/tasks/{id}/logs/first-error``):
 * cold: the first question, which builds the log's index (services/log_index.py): ripgrep's one pass over
   the whole file (services/log_grep.py), the file in the page cache (just written); then ``--n`` times
   more, each with the index forgotten in memory and in the store (a log nobody ever indexed);
+* search: ``…/logs/search?q=zerodivisionerror`` from the start, ``--n`` times: the one matching line,
+  found in one answer over the whole file (ripgrep), with ``complete: true``;
 * warm: the same question again (the index answers: a stat and a look-up), ``--n`` times;
 * growing: after each of ``--n`` appends of 1 MiB (a training log grows), the question again: only the
   new bytes are read;
@@ -119,6 +121,13 @@ def main() -> None:
         print(f"answer: line {first['line']}, worker {first['worker']!r}, {first['exception']!r}")
         print(summary("cold, the first question", [cold]))
         print(summary("cold again (the index forgotten each time)", forgotten(ask, log, Path(tmp), args.n)))
+        found = []
+        for _ in range(args.n):  # the whole-log search (services/log_search.py): the one rare line, near the end
+            t = time.perf_counter()
+            r = c.get(f"/api/v2/tasks/{tid}/logs/search", params={"q": "zerodivisionerror", "max": 5}, timeout=600)
+            found.append((time.perf_counter() - t) * 1000)
+            assert r.status_code == 200 and r.json()["complete"] and len(r.json()["matches"]) == 1, r.text
+        print(summary("search a rare text over the whole log", found))
         print(summary("warm (the index answers)", [ask()[0] for _ in range(args.n)]))
         grow = []
         block = _block(1)

@@ -4,6 +4,8 @@ rule as the log itself, and every bad query named."""
 
 from __future__ import annotations
 
+import pytest
+
 from argus.core.log_text import line_search, visible
 from argus.services.log_search import search_log
 from argus.services.logs import LogRef
@@ -89,3 +91,62 @@ def test_search_api_access_and_errors(settings) -> None:  # noqa: ANN001
         assert r.content == b"(TaskRunner pid=1) Traceback here\nbeta\n"
         assert (r.headers["x-offset"], r.headers["x-next-offset"]) == ("6", "45")
         assert bob.get(f"/api/v2/tasks/{tid}/logs", params={"lines": "true"}).status_code == 404
+
+
+def test_ripgrep_finds_what_the_python_scan_finds(tmp_path, monkeypatch) -> None:  # noqa: ANN001
+    """A plain-text query goes to ripgrep (services/log_grep.py) over the whole rest of the file: the same
+    matches as Python's scan, forward and backward, escapes and redraws judged as the page shows the line, a
+    rare text across more than one SCAN_BYTES found in one answer, and Python's answer when rg fails."""
+    from argus.services import log_grep, log_search
+
+    assert log_grep.binary(), "ripgrep is a pinned dependency (pyproject.toml)"
+    monkeypatch.setattr(log_search, "SCAN_BYTES", 256 * 1024)  # the Python scan needs several answers here
+    lines = [f"\x1b[36m(TaskRunner pid=4)\x1b[0m step:{i} loss 0.5" for i in range(60_000)]
+    lines[100] = "\x1b[31mNee\x1b[0mdle split by colour"
+    lines[200] = "old NEEDLE 10%\rredrawn without it"  # shows no match: judged as last drawn
+    lines[30_000] = "rare needle in the middle"
+    lines[59_000] = "NEEDLE near the end"
+    ref = _log(tmp_path, lines)
+    s = line_search("needle", False)
+    fast = search_log(ref, s, offset=0, max_matches=50, budget=log_search.SCAN_BYTES)
+    assert [m.text for m in fast.matches] == ["Needle split by colour", "rare needle in the middle", "NEEDLE near the end"]
+    assert fast.complete  # one answer over ~2.6 MiB: Python's scan stops at each 256 KiB
+    size = ref.path.stat().st_size
+    back = search_log(ref, s, before=size, max_matches=2, budget=log_search.SCAN_BYTES)
+    assert [m.text for m in back.matches] == ["rare needle in the middle", "NEEDLE near the end"]
+    assert back.scanned_from == back.matches[0].offset and not back.complete
+    far = search_log(ref, s, before=back.matches[0].offset, max_matches=5, budget=log_search.SCAN_BYTES)
+    assert [m.text for m in far.matches] == ["Needle split by colour"] and far.complete
+    failing = tmp_path / "rg"
+    failing.write_text("#!/bin/sh\necho '1:0:bogus'\nexit 2\n")
+    failing.chmod(0o755)
+    for rg in (None, str(failing)):  # missing or failing: Python's scan, the same lines over several answers
+        monkeypatch.setattr(log_grep, "binary", lambda rg=rg: rg)
+        slow, pos = [], 0
+        while True:
+            r = search_log(ref, s, offset=pos, max_matches=50, budget=log_search.SCAN_BYTES)
+            slow += r.matches
+            if r.complete:
+                break
+            pos = r.scanned_to
+        assert [(m.offset, m.end, m.text) for m in slow] == [(m.offset, m.end, m.text) for m in fast.matches]
+
+
+@pytest.mark.hostile
+def test_a_query_is_only_ever_text_to_ripgrep(tmp_path, monkeypatch) -> None:  # noqa: ANN001
+    """The query reaches ripgrep's command line: options, a preprocessor, shell words and escapes in it are
+    looked for as plain text, never obeyed (no file written, no other file read)."""
+    from argus.services import log_search
+
+    canary = tmp_path / "pwned"
+    secret = tmp_path / "secret.txt"
+    secret.write_text("the other user's secret\n")
+    hostile = ["--pre=touch " + str(canary), "-e", "--files", f"--file={secret}", "$(touch " + str(canary) + ")",
+               "; touch " + str(canary), "--no-config --pre sh", "-", "\x1b[31m", "'\"`", "--" + "x" * 490]
+    lines = [f"filler {i}" for i in range(40_000)] + [f"line with {q}" for q in hostile]
+    ref = _log(tmp_path, lines)
+    for q in hostile:
+        r = search_log(ref, line_search(q, False), offset=0, max_matches=5, budget=log_search.SCAN_BYTES)
+        shown = [visible(line) for line in lines]
+        assert [m.text for m in r.matches] == [t[:log_search.MAX_TEXT] for t in shown if q.casefold() in t.casefold()][:5], q
+    assert not canary.exists()

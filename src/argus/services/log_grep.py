@@ -1,5 +1,5 @@
-"""The lines of a log span that hold any of a few words, found by ripgrep (issue 37: "first error" over a
-1 GiB log nobody indexed yet, < 300 ms).
+"""The lines of a log span that hold any of a few words, found by ripgrep (issue 37: "first error" and a
+search over a 1 GiB log nobody indexed yet, < 300 ms).
 
 Python looks for each word in a separate C pass (``bytes.find``), and the error words are eight spellings:
 a cold 1 GiB log took 4.7 s to search. ripgrep looks for all of them in one SIMD pass and counts lines on the
@@ -37,11 +37,12 @@ def binary() -> str | None:
 
 
 @contextmanager
-def lines_with(fd: int, start: int, words: tuple[bytes, ...]) -> Iterator[Iterator[tuple[int, int]] | None]:
+def lines_with(fd: int, start: int, words: tuple[bytes, ...], *,
+               ignore_case: bool = False) -> Iterator[Iterator[tuple[int, int]] | None]:
     """``(line number, byte offset)`` of each line of the file open as ``fd``, from byte ``start`` to its end,
-    that holds one of ``words`` (plain bytes, case as given), both counted from ``start`` (line 1, byte 0), in
-    file order. None when ripgrep is not installed. Leaving the block early stops ripgrep; reading every line
-    raises :class:`GrepFailed` if ripgrep did not end well."""
+    that holds one of ``words`` (plain bytes without NUL or newline; case as given unless ``ignore_case``),
+    both counted from ``start`` (line 1, byte 0), in file order. None when ripgrep is not installed. Leaving
+    the block early stops ripgrep; reading every line raises :class:`GrepFailed` if ripgrep did not end well."""
     rg = binary()
     if rg is None:
         yield None
@@ -50,9 +51,9 @@ def lines_with(fd: int, start: int, words: tuple[bytes, ...]) -> Iterator[Iterat
     try:
         os.lseek(src, start, os.SEEK_SET)
         cmd = [rg, "--no-config", "--text", "--line-number", "--byte-offset", "--no-heading", "--color=never",
-               "--fixed-strings", f"--max-columns={MAX_COLUMNS}"]
+               "--fixed-strings", f"--max-columns={MAX_COLUMNS}", "--ignore-case" if ignore_case else "--case-sensitive"]
         for w in words:
-            cmd += ["-e", w.decode()]
+            cmd += ["-e", w.decode("utf-8", "surrogateescape")]
         proc = subprocess.Popen([*cmd, "-"], stdin=src, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 env={"PATH": os.defpath, "LC_ALL": "C"})
     finally:
@@ -71,6 +72,8 @@ def _parsed(proc: subprocess.Popen) -> Iterator[tuple[int, int]]:
     for raw in proc.stdout:
         number, _, rest = raw.partition(b":")
         offset, _, _ = rest.partition(b":")
+        if not (number.isdigit() and offset.isdigit()):
+            raise GrepFailed(f"not a line ripgrep writes: {raw[:80]!r}")
         yield int(number), int(offset)
     err = proc.stderr.read(2000)
     if proc.wait() not in (0, 1):  # 1: no line matched

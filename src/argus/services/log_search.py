@@ -2,7 +2,10 @@
 
 The page holds a bounded window of lines (a few thousand of a GB log); "next match" past the window
 asks here for the byte offsets of the next (or previous) matching lines, then loads a window there.
-The file is streamed in blocks (memory stays flat), each answer scans at most ``SCAN_BYTES`` and
+A plain-text query is looked for by ripgrep over the rest of the file (services/log_grep.py: one pass,
+~0.2 s a GiB; Python judges only the lines it names, as the page shows them), so a rare text is found
+across a 1 GiB log in one answer (issue 37). A regex, a non-ASCII query or a missing ripgrep takes Python's
+scan: the file is streamed in blocks (memory stays flat), each answer scans at most ``SCAN_BYTES`` and
 says where to go on, so one request never holds a worker for the whole of a huge file. Access is the
 log endpoint's (``resolve_log``): another user's task is a 404 before any byte is read.
 """
@@ -11,6 +14,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections import deque
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -19,13 +23,15 @@ from sqlalchemy.orm import Session
 from argus.core.log_text import ESCAPE, LineSearch, visible
 from argus.core.paths import DataLayout
 from argus.errors import ClientError, FieldError
+from argus.services import log_grep
 from argus.services.home_files import open_plain
 from argus.services.logs import LogRef, _line_start, resolve_log
 from argus.services.principal import Principal
 from argus.services.tasks import get_task
 
 BLOCK = 1024 * 1024
-SCAN_BYTES = 64 * 1024 * 1024  # per request: ~0.3–1 s of scanning on one core
+SCAN_BYTES = 64 * 1024 * 1024  # per request: ~0.3–1 s of scanning on one core (Python's scan)
+MAX_CANDIDATES = 20_000  # lines ripgrep names that one answer judges at most (~0.1 s of Python)
 ESCAPE_BYTES = re.compile(ESCAPE.pattern.encode())
 MAX_TEXT = 300  # characters of a matching line sent back (the page loads the line itself to show it)
 
@@ -124,9 +130,97 @@ def search_log(ref: LogRef, s: LineSearch, *, offset: int = 0, before: int | Non
         return LogSearch(complete=True)
     with f:
         size = os.fstat(f.fileno()).st_size
+        fast = budget >= SCAN_BYTES and _words(s) is not None  # a smaller budget is kept exactly (Python's scan)
         if before is None:
-            return _forward(f, s, _line_start(f, min(offset, size), size), size, max_matches, budget)
-        return _backward(f, s, min(before, size), size, max_matches, budget)
+            start = _line_start(f, min(offset, size), size)
+            return (fast and _forward_fast(f, s, start, size, max_matches)) or _forward(
+                f, s, start, size, max_matches, budget)
+        found = _backward(f, s, min(before, size), size, max_matches, budget)
+        if not fast or len(found.matches) >= max_matches or found.complete:
+            return found  # the last matches were near (a dense text ends here in C)
+        more = _backward_fast(f, s, found.scanned_from, size, max_matches - len(found.matches))
+        if more is None:
+            return found
+        return replace(more, matches=more.matches + found.matches, scanned_to=found.scanned_to)
+
+
+def _words(s: LineSearch) -> tuple[bytes, ...] | None:
+    """What ripgrep looks for (any case) so that every line that *shows* the plain-text query is found: the
+    query, and each of its beginnings followed by an escape (a colour can split what the page shows as one
+    word: ``\x1b[31mNee\x1b[0mdle``). None for a regex or a non-ASCII query (Python's scan)."""
+    if s.regex or not s.query.isascii() or "\x00" in s.query:
+        return None
+    q = s.query.encode()
+    return (q, *(q[:k] + b"\x1b" for k in range(1, len(q))))
+
+
+def _candidates(f, s: LineSearch, start: int, size: int):  # noqa: ANN001, ANN202 - a context manager
+    return log_grep.lines_with(f.fileno(), start, _words(s), ignore_case=True)
+
+
+def _judged(f, s: LineSearch, offset: int, size: int) -> LogMatch | None:  # noqa: ANN001
+    """The line at ``offset`` (ripgrep named it) if it shows a match, as :func:`_block_matches` judges it."""
+    data = os.pread(f.fileno(), min(BLOCK, size - offset), offset)
+    nl = data.find(b"\n")
+    end = offset + (len(data) if nl < 0 else nl + 1)
+    text = visible(data[:end - offset].decode("utf-8", "replace").rstrip("\n"))
+    return LogMatch(offset, end, text[:MAX_TEXT]) if s.match(text) else None
+
+
+def _forward_fast(f, s: LineSearch, pos: int, size: int, max_matches: int) -> LogSearch | None:  # noqa: ANN001
+    """:func:`_forward` by ripgrep over the rest of the file (0.2 s a GiB) instead of SCAN_BYTES a request; it
+    stops at ``max_matches`` or after MAX_CANDIDATES lines that only look like one (then: go on from there).
+    None when ripgrep is missing or failed."""
+    out = LogSearch(scanned_from=pos, scanned_to=size, size=size, complete=True)
+    try:
+        with _candidates(f, s, pos, size) as hits:
+            if hits is None:
+                return None
+            for seen, (_, rel) in enumerate(hits, 1):
+                if pos + rel >= size:
+                    break  # written since the question
+                m = _judged(f, s, pos + rel, size)
+                if m is not None:
+                    out.matches.append(m)
+                if len(out.matches) >= max_matches or seen >= MAX_CANDIDATES:
+                    out.scanned_to = m.end if m is not None else _judged_end(f, pos + rel, size)
+                    out.complete = out.scanned_to >= size
+                    break
+    except (log_grep.GrepFailed, OSError):
+        return None
+    return out
+
+
+def _judged_end(f, offset: int, size: int) -> int:  # noqa: ANN001
+    data = os.pread(f.fileno(), min(BLOCK, size - offset), offset)
+    nl = data.find(b"\n")
+    return offset + (len(data) if nl < 0 else nl + 1)
+
+
+def _backward_fast(f, s: LineSearch, before: int, size: int, max_matches: int) -> LogSearch | None:  # noqa: ANN001
+    """The last ``max_matches`` matching lines before ``before`` (the start of a line), by ripgrep from the
+    file's start; None when it is missing or failed, or when more than MAX_CANDIDATES lines look like a match
+    (the caller's bounded scan stands: its answer says where to go on)."""
+    found: deque[LogMatch] = deque(maxlen=max_matches)
+    try:
+        with _candidates(f, s, 0, size) as hits:
+            if hits is None:
+                return None
+            for seen, (_, rel) in enumerate(hits, 1):
+                if rel >= before or seen > MAX_CANDIDATES:
+                    if rel < before:
+                        return None
+                    break
+                m = _judged(f, s, rel, size)
+                if m is not None:
+                    found.append(m)
+    except (log_grep.GrepFailed, OSError):
+        return None
+    out = LogSearch(matches=list(found), scanned_from=0, scanned_to=before, size=size, complete=True)
+    if len(found) == max_matches:
+        out.scanned_from = found[0].offset
+        out.complete = found[0].offset <= 0
+    return out
 
 
 def _forward(f, s: LineSearch, pos: int, size: int, max_matches: int, budget: int) -> LogSearch:  # noqa: ANN001
