@@ -46,6 +46,7 @@ def test_a_driver_that_outlives_its_ray_job_is_followed_to_its_end_in_attempt_1(
     t = task(ctx, tid)
     assert t.status == "RUNNING" and t.attempts == 1 and t.status_message.startswith(FOLLOWED), t.status_message
     assert "w1-host (pid 4242)" in t.status_message
+    assert (t.status_message_code, t.status_message_params) == ("status.followed", {"where": "w1-host (pid 4242)"})
     sub.run_once()
     assert len(ray.submissions) == 1  # no second copy of the attempt
     _record(ctx, tid, finished=0)

@@ -122,6 +122,10 @@ def test_a_silent_driver_is_reported_once_and_the_task_left_running(ctx, ray, cl
     assert t.status_message == (
         "the driver has not reported for over 120 s (last at 2026-11-23T10:00:00.000+00:00) while Ray says "
         "RUNNING: its node may be hung or its job folder unwritable; the task is left running")
+    # coded too (issue 37): the page says it in the reader's language
+    assert (t.status_message_code, t.status_message_params) == (
+        "status.driver_silent", {"limit": "120", "last": {"code": "status.driver_silent_last",
+                                                          "at": "2026-11-23T10:00:00.000+00:00"}})
     clock.advance(60)
     mon.run_once()
     warned = [e for e in events(ctx, tid) if e[3] and "has not reported" in e[3]]
@@ -129,6 +133,7 @@ def test_a_silent_driver_is_reported_once_and_the_task_left_running(ctx, ray, cl
     status.write_text(json.dumps({"attempt": 1, "heartbeat_s": 15.0, "alive_at": "2026-11-23T10:03:15.000+00:00"}))
     mon.run_once()
     assert task(ctx, tid).status_message == "the driver reports again"
+    assert task(ctx, tid).status_message_code == "status.driver_reports_again"
     assert events(ctx, tid)[-1] == ("RUNNING", "RUNNING", None, "the driver reports again")
 
 

@@ -273,6 +273,14 @@ _STATUS: dict[str, str] = {
     "status.ray_job_failed_why": "the Ray job failed: {detail}",
     # services/tasks.py: a team quoted as Python's repr wrote it ('nlp'), so the text stays what it was
     "status.left_team": "stopped: its owner left team {team}, whose folder it could write",
+    # scheduler/monitor.py's notes on a RUNNING task (its message and timeline, no status change)
+    "status.followed": ("Ray lost this job; its driver on {where} still runs it: followed through its attempt "
+                        "record, not restarted (the platform's Ray restarted under it)"),
+    "status.driver_silent": ("the driver has not reported for over {limit} s ({last}) while Ray says RUNNING: its "
+                             "node may be hung or its job folder unwritable; the task is left running"),
+    "status.driver_silent_last": "last at {at}",
+    "status.driver_silent_never": "no status.json for this attempt",
+    "status.driver_reports_again": "the driver reports again",
 }
 
 # --- what admission warns of, environments, the Nodes page (issue 37, item 7; spliced into EN) ----------------

@@ -47,7 +47,7 @@ from argus.core.failures import (
     node_lost_message,
 )
 from argus.core.launch import AttemptStatus, LimitHit
-from argus.core.messages import Message, exit_message, msg, nested, text_of
+from argus.core.messages import Message, exit_message, msg, nested, part, text_of
 from argus.core.states import TaskStatus, TerminationReason
 from argus.db.models import TaskAttemptModel, TaskEventModel, TaskModel
 from argus.errors import Conflict
@@ -357,10 +357,9 @@ class MonitorActiveTasks:
         if (task.status_message or "").startswith(FOLLOWED):
             return
         where = f"{log_write.one_line(str(record.get('hostname') or '?'))[:80]} (pid {record.get('driver_pid')})"
-        text = (f"{FOLLOWED} on {where} still runs it: followed through its attempt record, not restarted "
-                "(the platform's Ray restarted under it)")
-        if self._note(s, task, text, text):
-            log.warning("task %s: %s", task.id, text)
+        said = msg("status.followed", where=where)
+        if self._note(s, task, said, said):
+            log.warning("task %s: %s", task.id, said.text)
 
     def _watch_heartbeat(self, s, task: TaskModel, driver: AttemptStatus | None) -> None:
         """Say so (message + timeline event, once) when a RUNNING task's driver stops refreshing ``status.json``.
@@ -380,15 +379,16 @@ class MonitorActiveTasks:
         if seen is None or seen[0] != mark:
             self.heard[task.id] = (mark, now)
             if seen is not None and (task.status_message or "").startswith(SILENT):
-                self._note(s, task, "the driver reports again", "the driver reports again")
+                again = msg("status.driver_reports_again")
+                self._note(s, task, again, again)
             return
         if (now - seen[1]).total_seconds() < limit or (task.status_message or "").startswith(SILENT):
             return
-        last = f"last at {log_write.one_line(mark)[:40]}" if isinstance(mark, str) else "no status.json for this attempt"
-        text = (f"{SILENT} for over {limit:g} s ({last}) while Ray says RUNNING: its node may be hung or its "
-                f"job folder unwritable; the task is left running")
-        if self._note(s, task, text, text):
-            log.warning("task %s: %s", task.id, text)
+        last = (part("status.driver_silent_last", at=log_write.one_line(mark)[:40]) if isinstance(mark, str)
+                else part("status.driver_silent_never"))
+        said = msg("status.driver_silent", limit=f"{limit:g}", last=last)
+        if self._note(s, task, said, said):
+            log.warning("task %s: %s", task.id, said.text)
 
     def _watch_progress(self, s, task: TaskModel, user: str, sid: str, info: JobInfo,
                         driver: AttemptStatus | None) -> int:
@@ -405,19 +405,25 @@ class MonitorActiveTasks:
             self._note(s, task, None if found.event_only else found.message, found.event)
         return 0
 
-    def _note(self, s, task: TaskModel, message: str | None, event: str) -> bool:
+    def _note(self, s, task: TaskModel, message: str | Message | None, event: str | Message) -> bool:
         """Set a RUNNING task's message (None: keep it) without a status change, plus a timeline event; False if it
-        moved on."""
+        moved on. A coded :class:`Message` keeps its code and parameters beside its text (issue 37)."""
         now = self.ctx.now()
         if message is not None:
+            coded = message if isinstance(message, Message) else None
+            values = {"status_message": text_of(message), "status_message_code": coded and coded.code,
+                      "status_message_params": coded and coded.params}
             done = s.execute(update(TaskModel).where(TaskModel.id == task.id,
                                                      TaskModel.status == TaskStatus.RUNNING.value)
-                             .values(status_message=message, updated_at=now))
+                             .values(**values, updated_at=now))
             if done.rowcount != 1:
                 return False
-            set_committed_value(task, "status_message", message)
+            for key, value in values.items():
+                set_committed_value(task, key, value)
+        said = event if isinstance(event, Message) else None
         s.add(TaskEventModel(task_id=task.id, at=now, from_status=TaskStatus.RUNNING.value,
-                             to_status=TaskStatus.RUNNING.value, reason=None, message=event, actor=ACTOR))
+                             to_status=TaskStatus.RUNNING.value, reason=None, message=text_of(event),
+                             message_code=said and said.code, message_params=said and said.params, actor=ACTOR))
         return True
 
     def _copy_ray_log(self, task_id: str, sid: str) -> str | None:
