@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from sqlalchemy import select
 
+from argus.core.messages import render
 from argus.db.models import TaskEventModel, TaskModel
 from argus.launcher import attempt_record
 from argus.scheduler.progress import STACKS_WAIT_S
@@ -54,6 +55,11 @@ def test_a_stall_asks_for_stacks_once_and_the_file_is_named_in_a_follow_up_event
     t = task(ctx, tid)
     assert t.status == "RUNNING" and t.status_message.startswith("STALLED: no progress for"), t.status_message
     assert t.status_message.endswith("left running (on_stall: keep)")  # the message is the stall's, as before
+    # coded (issue 37): the stall and what on_stall does are nested messages the page says in its language
+    assert t.status_message_code == "status.stalled"
+    assert t.status_message_params["stall"]["code"] == "part.stall"
+    assert t.status_message_params["action"] == {"code": "part.on_stall_keep"}
+    assert render(t.status_message_code, t.status_message_params) == t.status_message
     assert any(m.startswith("STALLED") and m.endswith("capturing its processes' stacks") for m in _events(ctx, tid))
     token = attempt_record.take_stacks_request(root, tid, 1)
     assert token == ctx.now().isoformat()
@@ -87,6 +93,7 @@ def test_on_stall_cancel_waits_for_the_stacks_then_stops_it(ctx, ray, clock) -> 
     t = task(ctx, tid)
     assert (t.status, t.termination_reason) == ("FAILED", "STALLED") and ray.stops == [f"{tid}-a1"]
     assert t.status_message.endswith("stopping it (on_stall: cancel)") and "capturing" not in t.status_message
+    assert (t.status_message_code, t.status_message_params["action"]) == ("status.stalled", {"code": "part.on_stall_cancel"})
     said = _events(ctx, tid)
     stacks = next(i for i, m in enumerate(said) if m.startswith("stacks of the stalled attempt"))
     assert stacks < len(said) - 1 and said[-1].startswith("STALLED"), said  # the file is named before the end

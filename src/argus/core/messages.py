@@ -281,6 +281,21 @@ _STATUS: dict[str, str] = {
     "status.driver_silent_last": "last at {at}",
     "status.driver_silent_never": "no status.json for this attempt",
     "status.driver_reports_again": "the driver reports again",
+    # scheduler/progress.py: a stall (core/stall.py) and what on_stall does about it
+    "status.stalled": "STALLED: {stall}; {action}",
+    "status.stalled_capturing": "STALLED: {stall}; capturing its processes' stacks, then {action}",
+    "status.stalled_capture_note": "STALLED: {stall}; {action}; capturing its processes' stacks",
+    "status.progressing_again": "progressing again",
+    "status.progressing_again_after": "progressing again after a stall",
+    "part.stall": "no progress for {silent} ({what}; {last}; limit {limit})",
+    "part.stall_before_first": "before its first step",
+    "part.stall_no_output": "no new step and no output",
+    "part.stall_last_step": "last step {step}",
+    "part.stall_no_step": "no step yet",
+    "part.on_stall_keep": "left running (on_stall: keep)",
+    "part.on_stall_cancel": "stopping it (on_stall: cancel)",
+    "part.on_stall_requeue": "stopping it to run it again (on_stall: requeue)",
+    "part.on_stall_other": "left running",
 }
 
 # --- what admission warns of, environments, the Nodes page (issue 37, item 7; spliced into EN) ----------------

@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 
-from argus.core.messages import Invalid
+from argus.core.messages import Invalid, part, render
 
 STALL_ACTIONS = ("keep", "cancel", "requeue")
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|sec|m|min|h|d)?\s*$", re.I)
@@ -77,10 +77,14 @@ class Stall:
     before_first_step: bool
 
     def message(self, p: Progress) -> str:
-        last = (f"last step {p.step}" if p.step is not None else "no step yet")
-        what = "before its first step" if self.before_first_step else "no new step and no output"
-        return (f"no progress for {format_duration(self.silent_s)} ({what}; {last}; limit "
-                f"{format_duration(self.limit_s)})")
+        said = self.part(p)
+        return render(said["code"], said)
+
+    def part(self, p: Progress) -> dict:
+        """The stall as a nested message (core/messages.py ``part.stall``): the page says it in its language."""
+        return part("part.stall", silent=format_duration(self.silent_s), limit=format_duration(self.limit_s),
+                    what=part("part.stall_before_first" if self.before_first_step else "part.stall_no_output"),
+                    last=part("part.stall_last_step", step=p.step) if p.step is not None else part("part.stall_no_step"))
 
 
 def stalled(p: Progress, now: datetime, *, after_s: int, first_step_s: int) -> Stall | None:

@@ -397,12 +397,13 @@ class MonitorActiveTasks:
             if found.notify:
                 notify(s, task, found.notify, found.message)
             if found.action:
-                out = Outcome(TaskStatus.FAILED, TerminationReason.STALLED, found.message, stop=True,
+                out = Outcome(TaskStatus.FAILED, TerminationReason.STALLED, found.message, coded=found.coded, stop=True,
                               requeue=found.action == "requeue")
                 return self._apply(s, task, sid, info, driver, out)
             if found.clears and not (task.status_message or "").startswith(("STALLED", "idle GPUs")):
                 continue  # a newer message (a silent driver) is not ours to replace
-            self._note(s, task, None if found.event_only else found.message, found.event)
+            self._note(s, task, None if found.event_only else (found.coded or found.message),
+                       found.coded_event or found.event)
         return 0
 
     def _note(self, s, task: TaskModel, message: str | Message | None, event: str | Message) -> bool:

@@ -36,9 +36,10 @@ from pathlib import Path
 
 from argus.core import checkpoints as ck
 from argus.core.log_write import one_line
+from argus.core.messages import Message, msg, part
 from argus.core.metrics import is_training_step, parse_metric_line
 from argus.core.resource_use import IDLE_PCT, IDLE_S
-from argus.core.stall import Progress, Stall, format_duration, resume_verdict, stalled
+from argus.core.stall import STALL_ACTIONS, Progress, Stall, format_duration, resume_verdict, stalled
 from argus.db.models import TaskModel
 from argus.launcher import attempt_record
 from argus.launcher.stacks import TOTAL_S
@@ -74,9 +75,16 @@ class Finding:
     message: str
     event: str
     notify: str | None = None  # notification event: STALLED / RESUMED
+    coded: Message | None = None  # ``message`` as a code and params (issue 37), said in the reader's language
+    coded_event: Message | None = None  # ``event`` the same way
     action: str | None = None  # "cancel" / "requeue"
     clears: bool = False  # "progressing again": replaces a stall message
     event_only: bool = False  # a timeline event; the task's message stays (the stall's)
+
+
+def _finding(message: Message, event: Message, **more: object) -> Finding:
+    """A finding whose message and event are coded (their English as the text)."""
+    return Finding(message.text, event.text, coded=message, coded_event=event, **more)
 
 
 @dataclass
@@ -121,22 +129,21 @@ class ProgressWatch:
         if stall is not None and cur.stall is None:
             cur.stall = stall
             action = spec.get("on_stall") or "keep"
-            text = stall.message(p)
-            what = {"keep": "left running (on_stall: keep)", "cancel": "stopping it (on_stall: cancel)",
-                    "requeue": "stopping it to run it again (on_stall: requeue)"}.get(action, "left running")
+            what = part(f"part.on_stall_{action}" if action in STALL_ACTIONS else "part.on_stall_other")
             acts = action if action in ("cancel", "requeue") else None
-            said = f"STALLED: {text}; {what}"
+            said = msg("status.stalled", stall=stall.part(p), action=what)
             if not self._ask_stacks(task, cur, now):
-                found.append(Finding(said, said, notify="STALLED", action=acts))
+                found.append(_finding(said, said, notify="STALLED", action=acts))
             elif acts:
-                cur.held = Finding(said, said, action=acts)
-                then = f"STALLED: {text}; capturing its processes' stacks, then {what}"
-                found.append(Finding(then, then, notify="STALLED"))
+                cur.held = _finding(said, said, action=acts)
+                then = msg("status.stalled_capturing", stall=stall.part(p), action=what)
+                found.append(_finding(then, then, notify="STALLED"))
             else:
-                found.append(Finding(said, f"{said}; capturing its processes' stacks", notify="STALLED"))
+                note = msg("status.stalled_capture_note", stall=stall.part(p), action=what)
+                found.append(_finding(said, note, notify="STALLED"))
         elif stall is None and cur.stall is not None and (grew or steps):
             cur.stall = None
-            found.append(Finding("progressing again", "progressing again after a stall", clears=True))
+            found.append(_finding(msg("status.progressing_again"), msg("status.progressing_again_after"), clears=True))
         found.extend(self._idle(cur, usage, now))
         found.extend(self._stacks(task, cur, now))
         return found
