@@ -13,6 +13,7 @@ from sqlalchemy import select
 
 from argus.cluster.types import RayJobStatus
 from argus.core.failures import node_lost_message
+from argus.core.messages import render
 from argus.db.models import TaskAttemptModel, TaskEventModel
 from argus.scheduler.monitor import MonitorActiveTasks
 from argus.scheduler.submit import SubmitQueuedTasks
@@ -207,6 +208,10 @@ def test_node_lost_keeps_one_line_on_the_task_and_rays_dump_in_the_timeline(ctx,
     assert (t.status, t.termination_reason) == ("QUEUED", "NODE_LOST")
     assert t.status_message == f"{ONE_LINE}; retrying as attempt 2" and "\n" not in t.status_message
     assert attempt(ctx, tid).message == t.status_message
+    # coded (issue 37): the retry wraps the lost node, Ray's reason a parameter as written
+    assert t.status_message_code == "status.retrying"
+    assert render(t.status_message_code, t.status_message_params) == t.status_message
+    assert "status.node_lost" in json.dumps(t.status_message_params)
     last = events(ctx, tid)[-1]
     assert last[:3] == ("SUBMITTED", "QUEUED", "NODE_LOST")
     assert last[3] == f"{t.status_message}\nRay's message:\n{RAY_NODE_DEATH.strip()}"

@@ -750,16 +750,23 @@ def node_lost_message(when: datetime, ray_message: str | None, *, node_id: str |
     multi-line dump of the job supervisor actor (class, actor id, pid, namespace…); the full text
     belongs in the task's timeline, not in its status line.
     """
+    who, at, reason = node_lost_parts(when, ray_message, node_id=node_id, hostname=hostname)
+    line = f"the driver's node {who} was lost" if who else "the driver's node was lost"
+    line += f" at {at} UTC"
+    return _clip(f"{line}: {reason}" if reason else line)
+
+
+def node_lost_parts(when: datetime, ray_message: str | None, *, node_id: str | None = None,
+                    hostname: str | None = None) -> tuple[str, str, str | None]:
+    """What :func:`node_lost_message` says: the node ("" when unknown), the time (UTC) and Ray's reason, so the
+    scheduler can store them as a coded message (core/messages.py ``status.node_lost*``)."""
     text = ray_message or ""
     m = _NODE_ID.search(text)
     node = (m.group(1) if m else None) or node_id
     ip = _IP.search(text)
     names = [n for n in (hostname, node[:NODE_ID_SHOWN] if node else None, ip.group(1) if ip else None) if n]
     who = names[0] + (f" ({', '.join(names[1:])})" if names[1:] else "") if names else ""
-    line = f"the driver's node {who} was lost" if who else "the driver's node was lost"
-    line += f" at {when.astimezone(UTC).strftime('%Y-%m-%d %H:%M:%S')} UTC"
-    reason = _ray_reason(text)
-    return _clip(f"{line}: {reason}" if reason else line)
+    return who, when.astimezone(UTC).strftime('%Y-%m-%d %H:%M:%S'), _ray_reason(text)
 
 
 def _ray_reason(text: str) -> str | None:

@@ -281,6 +281,11 @@ _STATUS: dict[str, str] = {
     "status.driver_silent_last": "last at {at}",
     "status.driver_silent_never": "no status.json for this attempt",
     "status.driver_reports_again": "the driver reports again",
+    # scheduler/monitor.py: the driver's node lost (core/failures.py node_lost_parts; Ray's reason a parameter)
+    "status.node_lost": "the driver's node {who} was lost at {at} UTC",
+    "status.node_lost_why": "the driver's node {who} was lost at {at} UTC: {reason}",
+    "status.node_lost_unknown": "the driver's node was lost at {at} UTC",
+    "status.node_lost_unknown_why": "the driver's node was lost at {at} UTC: {reason}",
     # scheduler/progress.py: a stall (core/stall.py) and what on_stall does about it
     "status.stalled": "STALLED: {stall}; {action}",
     "status.stalled_capturing": "STALLED: {stall}; capturing its processes' stacks, then {action}",

@@ -45,6 +45,7 @@ from argus.core.failures import (
     hint_for,
     memory_limit_cause,
     node_lost_message,
+    node_lost_parts,
 )
 from argus.core.launch import AttemptStatus, LimitHit
 from argus.core.messages import Message, exit_message, msg, nested, part, text_of
@@ -112,6 +113,15 @@ def saying(m: Message) -> dict[str, object]:
 NOTHING = Outcome(None)
 
 
+def _node_lost(when: datetime, ray_message: str | None, **where: str | None) -> dict[str, object]:
+    """An Outcome's ``message`` (core/failures.py's one line) and ``coded`` (status.node_lost*), which is used
+    only while it says the same (a clipped or cleaned line keeps its English)."""
+    who, at, reason = node_lost_parts(when, ray_message, **where)
+    code = "status.node_lost" + ("" if who else "_unknown") + ("_why" if reason else "")
+    coded = msg(code, at=at, **({"who": who} if who else {}), **({"reason": reason} if reason else {}))
+    return {"message": node_lost_message(when, ray_message, **where), "coded": coded}
+
+
 def classify(
     status: TaskStatus,
     info: JobInfo | None,
@@ -156,9 +166,9 @@ def classify(
         return NOTHING
     if info.status == RayJobStatus.RUNNING:
         if node_dead:
-            return Outcome(TaskStatus.FAILED, TerminationReason.NODE_LOST,
-                           node_lost_message(now, "Ray reports the node dead", node_id=info.driver_node_id,
-                                             hostname=hostname), stop=True)
+            return Outcome(TaskStatus.FAILED, TerminationReason.NODE_LOST, stop=True,
+                           **_node_lost(now, "Ray reports the node dead", node_id=info.driver_node_id,
+                                        hostname=hostname))
         return Outcome(TaskStatus.RUNNING) if status == TaskStatus.SUBMITTED else NOTHING
     exit_code = info.driver_exit_code
     if exit_code is None and driver:
@@ -174,8 +184,7 @@ def classify(
     if info.error_type in NODE_DEATH or node_dead:
         when = datetime.fromtimestamp(info.end_time_ms / 1000, UTC) if info.end_time_ms else now
         return Outcome(TaskStatus.FAILED, TerminationReason.NODE_LOST,
-                       node_lost_message(when, info.message, node_id=info.driver_node_id,
-                                         hostname=hostname),
+                       **_node_lost(when, info.message, node_id=info.driver_node_id, hostname=hostname),
                        detail=info.message.strip() if info.message and info.message.strip() else None)
     log_failure = log_write.failure_reason(info.driver_exit_code, driver.log_error if driver else None, info.message)
     if log_failure:
