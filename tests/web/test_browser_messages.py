@@ -76,7 +76,7 @@ def test_a_queue_reason_and_a_failure_hint_in_chinese(up: Up, pages: Pages) -> N
     page.goto(f"{up.url}/tasks/{failed}")
     hint = page.locator("#s-hint")
     hint.filter(has_text="任务读取的文件不存在").wait_for(timeout=60_000)
-    assert hint.inner_text().startswith("missing_file: on gpu-7: ")  # the where stays as the server wrote it
+    assert hint.inner_text().startswith("文件缺失: on gpu-7: ")  # the kind said; the where stays as written
     assert "A file the task reads is not there" not in hint.inner_text()
     assert page.locator("#s-message").inner_text() == CAUSE  # the cause is the log's own text
     labels = page.locator("#summary dt").all_inner_texts()
@@ -87,6 +87,7 @@ def test_a_queue_reason_and_a_failure_hint_in_chinese(up: Up, pages: Pages) -> N
     en.locator(f'tr[data-task="{queued}"] td.reason', has_text="0 GPUs in the cluster").wait_for(timeout=60_000)
     en.goto(f"{up.url}/tasks/{failed}")
     en.locator("#s-hint", has_text="A file the task reads is not there").wait_for(timeout=60_000)
+    assert en.locator("#s-hint").inner_text().startswith("missing_file: on gpu-7: ")  # English: the kind's name
 
 
 def test_a_canceled_and_a_failed_tasks_status_message_in_chinese(up: Up, pages: Pages) -> None:

@@ -80,6 +80,13 @@ export function eventMessage(e) {
 }
 
 /** A failed task's hint in the page's language (its cause, the log's text, stays as it was written). */
+/** A failure kind's name in the page's language (failure_kind.<kind>; the kind itself where none). */
+export function failureKind(kind) {
+  const key = `failure_kind.${kind}`;
+  const said = t(key);
+  return said === key ? kind : said;
+}
+
 export function failureHint(task) {
   return sayMessage(task.failure_hint_code, task.failure_hint_params, task.failure_hint);
 }

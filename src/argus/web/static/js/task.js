@@ -4,7 +4,7 @@
 import { ApiError, TERMINAL, age, alertDialog, api, confirmDialog, duration, el, fmtDuration, fmtTime, page, poll, setText, statusBadge, t } from "./common.js";
 import { startCharts } from "./charts.js";
 import { renderEta } from "./eta.js";
-import { eventMessage, failureHint, pendingReason, statusMessage } from "./messages.js";
+import { eventMessage, failureHint, failureKind, pendingReason, statusMessage } from "./messages.js";
 import { startLog } from "./logpane.js";
 import { startResources } from "./resources.js";
 import { startCheckpoints } from "./checkpoints.js";
@@ -37,7 +37,7 @@ function renderSummary(tk) {
   setText("s-attempts", tk.attempts.length);
   setText("s-reason", tk.termination_reason || (tk.pending_reason ? t("task.waiting") : ""));
   setText("s-message", statusMessage(tk) || pendingReason(tk));
-  setText("s-hint", tk.failure_hint ? `${tk.failure_kind}: ${failureHint(tk)}` : "");
+  setText("s-hint", tk.failure_hint ? `${failureKind(tk.failure_kind)}: ${failureHint(tk)}` : "");
   document.getElementById("s-warnings").replaceChildren(...warningTexts(tk).map((w) => el("li", {}, w)));
   document.getElementById("cancel").hidden = !tk.can_cancel;
   const dashboard = document.getElementById("ray-dashboard");  // rendered when the server runs task dashboards
