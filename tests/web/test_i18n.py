@@ -24,6 +24,7 @@ def used_keys() -> set[str]:
     # server messages (issue 37): static/js/messages.js looks up msg.<code> for every code the server sends
     found |= {f"msg.{code}" for code in messages.EN}
     found |= {f"msg.{messages.FAILURE_PREFIX}{kind.value}" for kind in FailureKind}
+    found |= {f"failure_kind.{kind.value}" for kind in FailureKind}  # messages.js failureKind: the kind's name
     return found
 
 
