@@ -30,7 +30,7 @@ def test_dry_run_answers_the_verdict_and_stores_nothing(live):
     r = dry(alice, ADV)
     assert r.status_code == 200, r.text
     body = r.json()
-    assert set(body) == {"warnings", "info", "resolved", "command_expanded", "checks"}
+    assert set(body) == {"warnings", "warning_messages", "info", "resolved", "command_expanded", "checks"}
     assert body["checks"] == "all"  # every check a submit runs (issue 37: `checks=spec` answers the spec's own)
     assert any("ray_kwargs.ray_init.address" in w for w in body["warnings"])  # the same warnings as a submit
     assert body["resolved"]["entry_module"] == "verl.trainer.main_ppo" and body["resolved"]["nnodes"] == 1
