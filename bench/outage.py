@@ -39,6 +39,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -136,6 +137,12 @@ def kill_platform(state: Path, up_pid: int, keep: set[int]) -> int:
 
 def stop_all(procs: list[subprocess.Popen[bytes]], state: Path) -> list[str]:
     """SIGTERM each live ``argus up``'s group, wait; then what was left naming the state dir (killed)."""
+    terminate(procs)
+    return kill_left(lambda: processes_of(state))
+
+
+def terminate(procs: list[subprocess.Popen[bytes]]) -> None:
+    """SIGTERM each live process's group and wait for it (SIGKILL after 300 s)."""
     for proc in procs:
         if proc.poll() is None:
             try:
@@ -148,12 +155,16 @@ def stop_all(procs: list[subprocess.Popen[bytes]], state: Path) -> list[str]:
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(30)
+
+
+def kill_left(processes: Callable[[], list[psutil.Process]]) -> list[str]:
+    """Wait up to 60 s for ``processes()`` to be empty; then kill what is left and say what it was."""
     try:
-        wait_until(lambda: not processes_of(state), 60, every=0.5)
+        wait_until(lambda: not processes(), 60, every=0.5)
         return []
     except AssertionError:
         left = []
-        for p in processes_of(state):
+        for p in processes():
             try:
                 left.append(f"{p.pid} {' '.join(p.cmdline())[:160]}")
                 p.kill()

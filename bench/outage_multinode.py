@@ -52,7 +52,6 @@ import os
 import re
 import secrets
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -66,7 +65,16 @@ import psutil
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench.outage import FOLLOWED_EVENT, TERMINAL, _tail, free_port, gap_of, kill_platform  # noqa: E402
+from bench.outage import (  # noqa: E402
+    FOLLOWED_EVENT,
+    TERMINAL,
+    _tail,
+    free_port,
+    gap_of,
+    kill_left,
+    kill_platform,
+    terminate,
+)
 from tests.waiting import wait_until  # noqa: E402 - after the path
 
 from argus.nodes.local import ray_temp_dir  # noqa: E402
@@ -139,31 +147,9 @@ class Cluster:
 
     def stop(self) -> list[str]:
         """SIGTERM the workers' and the heads' sessions, wait; what is left naming the folder (killed)."""
-        for group in (self.workers, self.heads):
-            for proc in group:
-                if proc.poll() is None:
-                    try:
-                        os.killpg(proc.pid, signal.SIGTERM)
-                    except ProcessLookupError:
-                        pass
-            for proc in group:
-                try:
-                    proc.wait(300)
-                except subprocess.TimeoutExpired:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                    proc.wait(30)
-        try:
-            wait_until(lambda: not self.processes(), 60, every=0.5)
-            return []
-        except AssertionError:
-            left = []
-            for p in self.processes():
-                try:
-                    left.append(f"{p.pid} {' '.join(p.cmdline())[:160]}")
-                    p.kill()
-                except psutil.Error:
-                    pass
-            return left
+        terminate(self.workers)
+        terminate(self.heads)
+        return kill_left(self.processes)
 
     def processes(self) -> list[psutil.Process]:
         """Every process whose command line names the folder or one of its Ray temp-dir links."""

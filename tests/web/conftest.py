@@ -164,12 +164,19 @@ class Pages:
             c.close()
 
 
-def sign_in(page, up: Up, user: str) -> None:  # noqa: ANN001
+def sign_in(page, up: Up, user: str, password: str | None = None) -> None:  # noqa: ANN001
     page.goto(f"{up.url}/login")
     page.fill("#login-user", user)
-    page.fill("#login-password", PASSWORDS[user])
+    page.fill("#login-password", password if password is not None else PASSWORDS[user])
     page.click("#login-submit")
     page.wait_for_url(f"{up.url}/tasks")
+
+
+def signed_in(pages: Pages, up: Up, user: str, password: str, lang: str):  # noqa: ANN201
+    """A new page in ``lang``, signed in with the user's password."""
+    page = pages.new(lang=lang)
+    sign_in(page, up, user, password)
+    return page
 
 
 def sign_in_with_token(page, url: str, token: str) -> None:  # noqa: ANN001

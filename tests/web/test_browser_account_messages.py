@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from tests.web.conftest import Pages, Up, shot, sign_in_with_token
+from tests.web.conftest import Pages, Up, shot, sign_in_with_token, signed_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.e2e]
 
@@ -19,13 +19,7 @@ CJK = re.compile(r"[\u4e00-\u9fff]")
 
 
 def _login(pages: Pages, up: Up, lang: str):  # noqa: ANN202
-    page = pages.new(lang=lang)
-    page.goto(f"{up.url}/login")
-    page.fill("#login-user", USER)
-    page.fill("#login-password", PASSWORD)
-    page.click("#login-submit")
-    page.wait_for_url(f"{up.url}/tasks")
-    return page
+    return signed_in(pages, up, USER, PASSWORD, lang)
 
 
 def _said(locator, *chinese: str, english: tuple[str, ...]) -> str:  # noqa: ANN001

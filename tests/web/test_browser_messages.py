@@ -19,7 +19,7 @@ from argus.core.messages import render
 from argus.db.models import TaskModel
 from argus.web import i18n
 from tests.waiting import wait_until
-from tests.web.conftest import Pages, Up, shot, sign_in_with_token
+from tests.web.conftest import Pages, Up, shot, sign_in_with_token, signed_in
 from tests.web.test_browser import set_editor, submit_api
 
 pytestmark = [pytest.mark.browser, pytest.mark.e2e]
@@ -30,13 +30,7 @@ CAUSE = "exit code 1: FileNotFoundError: [Errno 2] No such file or directory: '/
 
 
 def _login(pages: Pages, up: Up, lang: str):  # noqa: ANN202
-    page = pages.new(lang=lang)
-    page.goto(f"{up.url}/login")
-    page.fill("#login-user", USER)
-    page.fill("#login-password", PASSWORD)
-    page.click("#login-submit")
-    page.wait_for_url(f"{up.url}/tasks")
-    return page
+    return signed_in(pages, up, USER, PASSWORD, lang)
 
 
 def test_a_queue_reason_and_a_failure_hint_in_chinese(up: Up, pages: Pages) -> None:
@@ -110,7 +104,7 @@ def test_a_canceled_and_a_failed_tasks_status_message_in_chinese(up: Up, pages: 
             status_message_code=said.code, status_message_params=said.params))
     engine.dispose()
 
-    page = _login_as(pages, up, "zh", user, password)
+    page = signed_in(pages, up, user, password, "zh")
     reason = page.locator(f'#tasks-body tr[data-task="{canceled}"] td.reason')
     reason.filter(has_text=f"已被 {user} 取消").wait_for(timeout=60_000)
     assert "canceled by" not in reason.inner_text()
@@ -127,19 +121,9 @@ def test_a_canceled_and_a_failed_tasks_status_message_in_chinese(up: Up, pages: 
     page.goto(f"{up.url}/tasks/{failed}")
     page.locator("dd#s-message", has_text=f"退出码 1：{cause}").wait_for(timeout=60_000)
 
-    en = _login_as(pages, up, "en", user, password)
+    en = signed_in(pages, up, user, password, "en")
     en.goto(f"{up.url}/tasks/{canceled}")
     en.locator("dd#s-message", has_text=f"canceled by {user}").wait_for(timeout=60_000)
-
-
-def _login_as(pages: Pages, up: Up, lang: str, user: str, password: str):  # noqa: ANN202
-    page = pages.new(lang=lang)
-    page.goto(f"{up.url}/login")
-    page.fill("#login-user", user)
-    page.fill("#login-password", password)
-    page.click("#login-submit")
-    page.wait_for_url(f"{up.url}/tasks")
-    return page
 
 
 def _checked(pages: Pages, up: Up, lang: str, spec: str, said: dict):  # noqa: ANN202

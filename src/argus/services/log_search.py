@@ -158,13 +158,18 @@ def _candidates(f, s: LineSearch, start: int, size: int):  # noqa: ANN001, ANN20
     return log_grep.lines_with(f.fileno(), start, _words(s), ignore_case=True)
 
 
-def _judged(f, s: LineSearch, offset: int, size: int) -> LogMatch | None:  # noqa: ANN001
-    """The line at ``offset`` (ripgrep named it) if it shows a match, as :func:`_block_matches` judges it."""
+def _line(f, offset: int, size: int) -> bytes:  # noqa: ANN001
+    """The line at ``offset`` with its newline (at most a block of it)."""
     data = os.pread(f.fileno(), min(BLOCK, size - offset), offset)
     nl = data.find(b"\n")
-    end = offset + (len(data) if nl < 0 else nl + 1)
-    text = visible(data[:end - offset].decode("utf-8", "replace").rstrip("\n"))
-    return LogMatch(offset, end, text[:MAX_TEXT]) if s.match(text) else None
+    return data if nl < 0 else data[:nl + 1]
+
+
+def _judged(f, s: LineSearch, offset: int, size: int) -> LogMatch | None:  # noqa: ANN001
+    """The line at ``offset`` (ripgrep named it) if it shows a match, as :func:`_block_matches` judges it."""
+    line = _line(f, offset, size)
+    text = visible(line.decode("utf-8", "replace").rstrip("\n"))
+    return LogMatch(offset, offset + len(line), text[:MAX_TEXT]) if s.match(text) else None
 
 
 def _forward_fast(f, s: LineSearch, pos: int, size: int, max_matches: int) -> LogSearch | None:  # noqa: ANN001
@@ -183,18 +188,12 @@ def _forward_fast(f, s: LineSearch, pos: int, size: int, max_matches: int) -> Lo
                 if m is not None:
                     out.matches.append(m)
                 if len(out.matches) >= max_matches or seen >= MAX_CANDIDATES:
-                    out.scanned_to = m.end if m is not None else _judged_end(f, pos + rel, size)
+                    out.scanned_to = m.end if m is not None else pos + rel + len(_line(f, pos + rel, size))
                     out.complete = out.scanned_to >= size
                     break
     except (log_grep.GrepFailed, OSError):
         return None
     return out
-
-
-def _judged_end(f, offset: int, size: int) -> int:  # noqa: ANN001
-    data = os.pread(f.fileno(), min(BLOCK, size - offset), offset)
-    nl = data.find(b"\n")
-    return offset + (len(data) if nl < 0 else nl + 1)
 
 
 def _backward_fast(f, s: LineSearch, before: int, size: int, max_matches: int) -> LogSearch | None:  # noqa: ANN001
