@@ -187,7 +187,7 @@ def test_estimators_fall_back_to_the_trainers_enum(verl041_python):
             "names = sorted(c.ADV_ESTIMATOR_REGISTRY); del c.ADV_ESTIMATOR_REGISTRY\n"
             "from argus.verl.worker import advantage_estimators\n"
             "print(json.dumps([names, advantage_estimators()]))")
-    out = subprocess.run([verl041_python, "-c", code], capture_output=True, text=True, timeout=120, check=True,  # noqa: S603
+    out = subprocess.run([verl041_python, "-c", code], capture_output=True, text=True, timeout=600, check=True,  # noqa: S603
                          env={**os.environ, "PYTHONPATH": src})
     registry, fallback = json.loads(out.stdout.strip().splitlines()[-1])
     assert fallback == registry and "grpo" in fallback
