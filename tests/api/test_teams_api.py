@@ -226,6 +226,8 @@ def test_priority_classes_who_may_use_them_and_tasks_that_carry_them(live: LiveS
     assert r.status_code == 201, r.text
     r = admin.post("/api/v2/priority-classes", json={"name": "bad", "value": 0, "users": ["Not A Name"]})
     assert r.status_code == 400 and {f for f, _ in errors_of(r)} == {"value", "users"}
+    assert {e["code"] for e in r.json()["detail"]["errors"]} == {"priority.value_rule", "priority.names_rule"}
+    assert r.json()["detail"]["message_code"] == "priority.invalid"
     assert alice.post("/api/v2/priority-classes", json={"name": "mine", "value": 5}).status_code == 403
     assert [(c["name"], c["may_use"]) for c in alice.get("/api/v2/priority-classes").json()] == [("urgent", True)]
     assert [(c["name"], c["may_use"]) for c in bob.get("/api/v2/priority-classes").json()] == [("urgent", False)]
@@ -236,12 +238,18 @@ def test_priority_classes_who_may_use_them_and_tasks_that_carry_them(live: LiveS
     r = submit(bob, SPEC + "priority_class: urgent\n")
     assert r.status_code == 400 and errors_of(r) == [("priority_class", "urgent")]
     assert "you may not use" in r.json()["detail"]["errors"][0]["message"]
+    e = r.json()["detail"]["errors"][0]  # coded (issue 37): the page says it in the reader's language
+    assert (e["code"], e["params"]) == ("priority.not_yours", {"classes": []})
     r = submit(bob, SPEC + "priority_class: nosuch\n")
     assert "is not a priority class; classes you may use: none" in r.json()["detail"]["errors"][0]["message"]
+    assert r.json()["detail"]["errors"][0]["code"] == "priority.not_a_class"
     assert admin.patch("/api/v2/priority-classes/urgent", json={"users": ["bob"]}).status_code == 200
     assert submit(bob, SPEC + "priority_class: urgent\n").status_code == 201
     assert admin.delete("/api/v2/priority-classes/urgent").status_code == 204
-    assert admin.delete("/api/v2/priority-classes/urgent").status_code == 404
+    r = admin.delete("/api/v2/priority-classes/urgent")
+    assert r.status_code == 404 and r.json()["detail"]["message"] == "no priority class named 'urgent'"
+    assert (r.json()["detail"]["message_code"], r.json()["detail"]["message_params"]) == (
+        "priority.not_found", {"name": "'urgent'"})
 
 
 def test_a_dry_run_says_which_team_and_class_and_refuses_both_at_once(live: LiveServer, people) -> None:  # noqa: ANN001

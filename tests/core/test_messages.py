@@ -130,8 +130,9 @@ SCENARIOS = {  # what the tests in tests/scheduler drive, one scenario per reaso
                                            q("m", gpus=1, mem=64 * GiB, age=2)], [],
                                           [n("a", 8, cpus=16, mem=32 * GiB)], LIM),
 }
-# the codes the submit loop writes itself (scheduler/submit.py), not the policy
-SUBMIT_CODES = {"queue.submitting", "queue.previous_attempt"}
+# the codes the scheduler's loops write themselves (scheduler/submit.py; a retry's reason, monitor.py), not the policy
+SUBMIT_CODES = {"queue.submitting", "queue.previous_attempt", "queue.requeued_after_stall",
+                "queue.retrying_after_failure"}
 # codes reached by the scenarios of other codes (the next task of a user/team over its GPU limit)
 ALSO = {"queue.user_gpu_limit": {"queue.user_gpu_first"}, "queue.team_gpu_limit": {"queue.team_gpu_first"}}
 

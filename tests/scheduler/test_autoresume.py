@@ -7,6 +7,7 @@ import shlex
 from sqlalchemy import select
 
 from argus.cluster.types import RayJobStatus
+from argus.core.messages import render
 from argus.db.models import TaskEventModel
 from argus.scheduler.monitor import MonitorActiveTasks
 from argus.scheduler.submit import SubmitQueuedTasks
@@ -26,8 +27,13 @@ def running(ctx, ray, argv: list[str]) -> tuple[str, SubmitQueuedTasks, MonitorA
 
 def notes(ctx, tid: str) -> list[str]:
     with ctx.db.session() as s:
-        return [e.message for e in s.scalars(select(TaskEventModel).where(
-            TaskEventModel.task_id == tid, TaskEventModel.from_status == "QUEUED", TaskEventModel.to_status == "QUEUED"))]
+        rows = s.scalars(select(TaskEventModel).where(
+            TaskEventModel.task_id == tid, TaskEventModel.from_status == "QUEUED", TaskEventModel.to_status == "QUEUED"))
+        out = []
+        for e in rows:  # each coded (issue 37), its code rendering to the text
+            assert e.message_code and render(e.message_code, e.message_params) == e.message, e.message
+            out.append(e.message)
+        return out
 
 
 def test_retry_after_node_loss_resumes_from_latest_complete_step(ctx, ray) -> None:

@@ -36,6 +36,10 @@ def test_a_held_back_gpu_takes_no_task_and_is_named_on_the_task_that_left_it(ctx
     said = [m for m in events(ctx, ended) if m and "held back" in m]
     assert said == [f"GPU 1 ({U1}) on host-w1 still has pid 4242 using 2 GiB after the task ended; held back (no new "
                     "task is placed on it until the node agent finds it free)"]
+    with ctx.db.session() as s:  # coded (issue 37): the page says it in the reader's language
+        coded = s.scalars(select(TaskEventModel.message_code).where(TaskEventModel.task_id == ended,
+                                                                    TaskEventModel.message == said[0])).all()
+    assert coded == ["status.gpu_held_on"]
     assert SubmitQueuedTasks(ctx).run_once() == 0  # a new scheduler (a restarted server) does not say it again
     assert [m for m in events(ctx, ended) if m and "held back" in m] == said
     path.unlink()  # the agent found it free

@@ -75,6 +75,10 @@ def test_the_reason_from_rays_message_when_status_json_could_not_be_written(ctx,
                                 "output not written; the task was stopped (exit code 143)")
     assert ray.log_requests == [], "the disk refuses writes: no copy of Ray's log is attempted"
     assert events(ctx, tid)[-1] == ("SUBMITTED", "FAILED", "LOG_WRITE_FAILED", t.status_message)
+    # coded piece by piece (issue 37): the page says it in the reader's language
+    assert t.status_message_code == "status.log_write_failed"
+    assert [p["code"] for p in t.status_message_params["why"]] == ["part.log_no_space", "part.log_dropped",
+                                                                    "part.log_stopped"]
 
 
 def test_a_task_printing_the_line_and_exiting_1_is_an_ordinary_failure(ctx, ray):
@@ -116,6 +120,8 @@ def test_a_silent_driver_is_reported_once_and_the_task_left_running(ctx, ray, cl
     clock.advance(119)
     mon.run_once()
     assert task(ctx, tid).status_message == f"submitted Ray job {tid}-a1"
+    assert (task(ctx, tid).status_message_code, task(ctx, tid).status_message_params) == (
+        "status.submitted", {"sid": f"{tid}-a1"})
     clock.advance(2)
     mon.run_once()
     t = task(ctx, tid)

@@ -110,6 +110,8 @@ def test_a_driver_that_does_not_answer_is_waited_for_a_bounded_time(ctx, ray, cl
     t = task(ctx, tid)
     assert (t.status, t.termination_reason) == ("QUEUED", "STALLED"), t.status_message
     assert f"no stacks of the stalled attempt: its driver did not answer within {STACKS_WAIT_S:g} s" in _events(ctx, tid)
+    # coded (issue 37): the requeued task's reason and the stacks event say it in the reader's language
+    assert (t.pending_reason, t.pending_reason_code) == ("requeued after a stall", "queue.requeued_after_stall")
 
 
 def test_without_a_running_driver_nothing_is_asked_and_on_stall_acts_at_once(ctx, ray, clock) -> None:

@@ -19,6 +19,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from argus.core.messages import Message, msg, part
+
 MAX_ITEMS = 64  # GPUs, processes, pids kept from one record (the files are the platform's; bounded anyway)
 MAX_NAME = 255
 
@@ -117,11 +119,17 @@ class HeldGpu:
 
     def event(self) -> str:
         """The task's timeline entry: which GPU, which processes, how much memory, and what it means."""
+        return self.said().text
+
+    def said(self) -> Message:
+        """:meth:`event` as ``status.gpu_held[_on]`` (issue 37): the page says it in the reader's language."""
         pids = ", ".join(str(p) for p in self.pids) or "?"
-        where = f" on {self.hostname}" if self.hostname else ""
-        return (f"{gpu_name(self.index, self.uuid)}{where} still has pid{'s' if len(self.pids) > 1 else ''} {pids} "
-                f"using {mib_text(self.used_mib)} after the task ended; held back (no new task is placed on it "
-                f"until the node agent finds it free)")
+        gpu = part("part.gpu_index", index=self.index, uuid=self.uuid) if self.index is not None else \
+            part("part.gpu_uuid", uuid=self.uuid)
+        memory = mib_text(self.used_mib) if self.used_mib is not None else part("part.memory_unknown")
+        on = {"host": self.hostname} if self.hostname else {}
+        return msg("status.gpu_held_on" if on else "status.gpu_held", gpu=gpu, **on, memory=memory,
+                   pids=part("part.pids" if len(self.pids) > 1 else "part.pid", pids=pids))
 
 
 def gpu_name(index: int | None, uuid: str) -> str:

@@ -20,6 +20,8 @@ import errno
 import re
 from pathlib import PurePath
 
+from argus.core.messages import Message, msg, part
+
 REASON = "LOG_WRITE_FAILED"
 EXIT_CODE = 74  # EX_IOERR: "an error occurred while doing I/O on some file"
 MARKER = f"[argus] {REASON}: "
@@ -113,6 +115,44 @@ def failure_reason(exit_code: int | None, status_error: object, ray_message: str
 def task_message(why: str) -> str:
     """``LOG_WRITE_FAILED: no space left on $HOME/jobs/t/logs; …`` — the task's status message."""
     return f"{REASON}: {why}"
+
+
+# the driver's words (describe, dropped_shown, launcher/driver.py's ending) as the pieces of ``status.log_write_failed``
+_PIECES = {words: code for words, code in zip(
+    ("no space left on", "disk quota exceeded on", "read-only file system at", "permission denied writing to",
+     "I/O error writing to", "file too large in"),
+    ("part.log_no_space", "part.log_quota", "part.log_read_only", "part.log_permission", "part.log_io_error",
+     "part.log_too_large"), strict=True)}
+_CANNOT = re.compile(r"cannot write to (?P<folder>.+?): (?P<error>.+)")
+_DROPPED = re.compile(r"(?P<size>\d+ bytes|\d+\.\d (?:KiB|MiB|GiB)) \((?P<lines>\d+) lines?\) of output not written")
+_STOPPED = re.compile(r"the task was stopped \(exit code (?P<exit_code>-?\d+)\)")
+
+
+def _piece(text: str) -> dict | None:
+    for words, code in _PIECES.items():
+        if text.startswith(words + " ") and len(text) > len(words) + 1:
+            return part(code, folder=text[len(words) + 1:])
+    if text == "the task was not started":
+        return part("part.log_not_started")
+    for pattern, code in ((_CANNOT, "part.log_cannot_write"), (_DROPPED, "part.log_dropped"),
+                          (_STOPPED, "part.log_stopped")):
+        m = pattern.fullmatch(text)
+        if m:
+            found = m.groupdict()
+            return part(code, **{k: int(v) if k in ("lines", "exit_code") else v for k, v in found.items()})
+    return None
+
+
+def said(why: str) -> Message:
+    """:func:`task_message` as ``status.log_write_failed`` (issue 37): ``why`` (the driver's one line, read back from
+    ``status.json`` or Ray's message) split at ``; `` into the pieces the driver writes, each known again by its
+    words and verified by rendering the whole back to the same text; otherwise ``why`` is the parameter as written."""
+    pieces = [_piece(p) for p in why.split("; ")]
+    if all(p is not None for p in pieces):
+        coded = msg("status.log_write_failed", why=pieces)
+        if coded.text == task_message(why):
+            return coded
+    return msg("status.log_write_failed", why=why)
 
 
 def one_line(text: str) -> str:

@@ -301,6 +301,62 @@ _STATUS: dict[str, str] = {
     "part.on_stall_cancel": "stopping it (on_stall: cancel)",
     "part.on_stall_requeue": "stopping it to run it again (on_stall: requeue)",
     "part.on_stall_other": "left running",
+    # scheduler/submit.py: a task started (or adopted) and a job Ray refused; a retry's pending reason (monitor.py)
+    "status.submitted": "submitted Ray job {sid}",
+    "status.adopted": "adopted Ray job {sid}",
+    "status.adopted_after_restart": "adopted Ray job {sid} after a restart",
+    "status.ray_refused": "Ray refused the job: {error}",
+    "queue.requeued_after_stall": "requeued after a stall",
+    "queue.retrying_after_failure": "retrying after an infrastructure failure",
+    # scheduler/autoresume.py: where Argus's own retry starts (timeline)
+    "status.resume_disabled": "attempt {attempt} starts over: the command sets trainer.resume_mode=disable",
+    "status.resume_no_checkpoint": "attempt {attempt} starts over: no complete checkpoint in {folder}",
+    "status.resume_from": ("attempt {attempt} resumes from checkpoint {checkpoint} ({path}) {after}: "
+                           "trainer.resume_mode=resume_path trainer.resume_from_path=…/{checkpoint}"),
+    "part.after_node_lost": "after the lost node",
+    "part.after_ray_lost": "after Ray lost the job",
+    "part.after_stall": "after the stall",
+    # scheduler/progress.py: a resumed run's first step (core/stall.py resume_problem), stacks, idle GPUs
+    "status.resumed_as_expected": "resumed from checkpoint {checkpoint}: first step {first}, as expected",
+    "status.resume_warning": "warning: {problem}",
+    "status.resume_check": "resume check: {problem}",
+    "part.resume_skipped": ("the resumed run skipped steps: its first step is {first}, the checkpoint ends at {last} "
+                            "(steps {expected}–{before} never ran)"),
+    "part.resume_repeated": ("the resumed run repeated steps: its first step is {first}, the checkpoint ends at "
+                             "{last} (steps {first}–{last} ran twice; did it load the checkpoint?)"),
+    "status.stacks_no_answer": "no stacks of the stalled attempt: its driver did not answer within {seconds} s",
+    "status.stacks_file": ("stacks of the stalled attempt's {processes} processes ({dumped} of {python} Python ones "
+                           "with their stack): {file} in your home"),
+    "status.stacks_none": "no stacks of the stalled attempt: {error}",
+    "part.no_reason_given": "no reason given",
+    "status.idle_gpus": ("idle GPUs: all {gpus} of this task's GPUs below {pct} % for {duration} (the task is left "
+                         "running)"),
+    "status.gpus_busy_again": "GPUs busy again",
+    "status.gpus_busy_again_after": "GPUs busy again after an idle spell",
+    # scheduler/gpu_holds.py: a GPU an ended attempt left a process on (core/gpu_free.py HeldGpu.said)
+    "status.gpu_held": ("{gpu} still has {pids} using {memory} after the task ended; held back (no new task is "
+                        "placed on it until the node agent finds it free)"),
+    "status.gpu_held_on": ("{gpu} on {host} still has {pids} using {memory} after the task ended; held back (no new "
+                           "task is placed on it until the node agent finds it free)"),
+    "part.gpu_index": "GPU {index} ({uuid})",
+    "part.gpu_uuid": "GPU {uuid}",
+    "part.pid": "pid {pids}",
+    "part.pids": "pids {pids}",
+    "part.memory_unknown": "an unknown amount of memory",
+    # the monitor's ending for a log the driver could not write (core/log_write.py said: the driver's own words,
+    # known again piece by piece; a piece no template makes keeps the whole reason as English text)
+    "status.log_write_failed": "LOG_WRITE_FAILED: {why}",
+    "sep.why": "; ",
+    "part.log_no_space": "no space left on {folder}",
+    "part.log_quota": "disk quota exceeded on {folder}",
+    "part.log_read_only": "read-only file system at {folder}",
+    "part.log_permission": "permission denied writing to {folder}",
+    "part.log_io_error": "I/O error writing to {folder}",
+    "part.log_too_large": "file too large in {folder}",
+    "part.log_cannot_write": "cannot write to {folder}: {error}",
+    "part.log_dropped": "{size} ({lines} line{s:lines}) of output not written",
+    "part.log_not_started": "the task was not started",
+    "part.log_stopped": "the task was stopped (exit code {exit_code})",
 }
 
 # --- what admission warns of, environments, the Nodes page (issue 37, item 7; spliced into EN) ----------------
@@ -515,6 +571,24 @@ EN: dict[str, str] = {
     "team.already_member_field": "is a member already; change their role instead",
     "team.not_member": "{user} is not in team {team}",
     "team.not_member_field": "is not a member of this team",
+    # priority classes (services/priority_classes.py): a spec's class refused, and the Admin page's refusals
+    "priority.refused": "priority class refused",
+    "priority.not_a_class": "is not a priority class; classes you may use: {classes}",
+    "priority.not_yours": "is a priority class you may not use (ask an administrator); classes you may use: {classes}",
+    "part.class_name": "{name}",
+    "priority.invalid": "invalid priority class",
+    "priority.name_rule": "must match ^[a-z][a-z0-9_-]{1,31}$",
+    "priority.value_required": "is required: a whole number from 1 to {max} (higher first)",
+    "priority.value_rule": "must be a whole number from 1 to {max}; tasks of no class are 0, a higher class goes first",
+    "priority.description_rule": "must be text of at most 256 characters",
+    "priority.names_rule": "must be a list of {kind} names (empty: no restriction by {field})",
+    "priority.field_unknown": "is not a priority class field; use {fields}",
+    "priority.not_found": "no priority class named {name}",
+    "priority.define_admins_only": "only administrators define priority classes",
+    "priority.change_admins_only": "only administrators change priority classes",
+    "priority.delete_admins_only": "only administrators delete priority classes",
+    "priority.exists": "priority class {name} already exists",
+    "priority.name_taken": "is taken; change it with PATCH instead",
     "usage.window_invalid": "bad usage window",
     "usage.when_rule": "must be a date (2026-11-01) or an ISO 8601 time (2026-11-01T08:00:00Z)",
     "usage.from_before_to": "must be before 'to' ({to})",

@@ -100,11 +100,15 @@ def stalled(p: Progress, now: datetime, *, after_s: int, first_step_s: int) -> S
 
 def resume_verdict(expected_first: int, first_logged: int) -> str | None:
     """None when a resumed attempt's first logged step is the checkpoint's step + 1; else what went wrong."""
+    said = resume_problem(expected_first, first_logged)
+    return None if said is None else render(said["code"], said)
+
+
+def resume_problem(expected_first: int, first_logged: int) -> dict | None:
+    """:func:`resume_verdict` as a nested message (``part.resume_skipped`` / ``part.resume_repeated``)."""
     if first_logged == expected_first:
         return None
     if first_logged > expected_first:
-        return (f"the resumed run skipped steps: its first step is {first_logged}, the checkpoint ends at "
-                f"{expected_first - 1} (steps {expected_first}–{first_logged - 1} never ran)")
-    return (f"the resumed run repeated steps: its first step is {first_logged}, the checkpoint ends at "
-            f"{expected_first - 1} (steps {first_logged}–{expected_first - 1} ran twice; did it load the "
-            "checkpoint?)")
+        return part("part.resume_skipped", first=first_logged, last=expected_first - 1, expected=expected_first,
+                    before=first_logged - 1)
+    return part("part.resume_repeated", first=first_logged, last=expected_first - 1)

@@ -16,35 +16,36 @@ from sqlalchemy.orm import Session
 
 from argus.core import checkpoints as ck
 from argus.core.builders import display_command
+from argus.core.messages import msg, part
 from argus.core.states import TaskStatus, TerminationReason
 from argus.db.models import TaskEventModel, TaskModel
 from argus.scheduler.common import ACTOR, LoopContext
 from argus.services.checkpoints import task_listing
 
 # The reasons a task is run again by Argus itself (not the user), and how the timeline says why.
-AGAIN = {TerminationReason.NODE_LOST.value: "after the lost node",
-         TerminationReason.RAY_JOB_LOST.value: "after Ray lost the job",
-         TerminationReason.STALLED.value: "after the stall"}
+AGAIN = {TerminationReason.NODE_LOST.value: "part.after_node_lost",
+         TerminationReason.RAY_JOB_LOST.value: "part.after_ray_lost",
+         TerminationReason.STALLED.value: "part.after_stall"}
 
 
 def resume_on_retry(ctx: LoopContext, s: Session, task: TaskModel, user: str, attempt: int) -> None:
     """Point attempt ``attempt``'s argv at the latest complete checkpoint when Argus retries the task."""
     if attempt <= 1 or task.termination_reason not in AGAIN:
         return
-    after = AGAIN[task.termination_reason]
+    after = part(AGAIN[task.termination_reason])
     folder = ctx.layout.to_virtual(str(ck.checkpoint_folder(list(task.argv), ctx.layout.job_dir(user, task.id))), user)
     if ck.resume_disabled(list(task.argv)):
-        message = f"attempt {attempt} starts over: the command sets {ck.MODE_KEY}=disable"
+        message = msg("status.resume_disabled", attempt=attempt)
     else:
         step = task_listing(ctx.layout, user, task.id, list(task.argv), task.status).latest_complete()
         if step is None:
-            message = f"attempt {attempt} starts over: no complete checkpoint in {folder}"
+            message = msg("status.resume_no_checkpoint", attempt=attempt, folder=folder)
         else:
             argv = ck.with_resume(list(task.argv), step.path)
             task.argv = argv
             task.command_expanded = display_command(argv)
-            message = (f"attempt {attempt} resumes from checkpoint {ck.STEP_PREFIX}{step.step} "
-                       f"({ctx.layout.to_virtual(step.path, user)}) {after}: "
-                       f"{ck.MODE_KEY}=resume_path {ck.PATH_KEY}=…/{ck.STEP_PREFIX}{step.step}")
+            message = msg("status.resume_from", attempt=attempt, checkpoint=f"{ck.STEP_PREFIX}{step.step}",
+                          path=ctx.layout.to_virtual(step.path, user), after=after)
     s.add(TaskEventModel(task_id=task.id, at=ctx.now(), from_status=TaskStatus.QUEUED.value,
-                         to_status=TaskStatus.QUEUED.value, reason=None, message=message, actor=ACTOR))
+                         to_status=TaskStatus.QUEUED.value, reason=None, message=message.text,
+                         message_code=message.code, message_params=message.params, actor=ACTOR))

@@ -43,11 +43,12 @@ class GpuHolds:
 def note_on_task(session: Session, held: HeldGpu) -> bool:
     """The held GPU's event on the task that left it (unless its timeline already says so); whether added."""
     task = session.get(TaskModel, held.task_id)
-    text = held.event()
+    said = held.said()
     if task is None or session.scalar(select(TaskEventModel.id).where(
-            TaskEventModel.task_id == task.id, TaskEventModel.message == text).limit(1)) is not None:
+            TaskEventModel.task_id == task.id, TaskEventModel.message == said.text).limit(1)) is not None:
         return False
     session.add(TaskEventModel(task_id=task.id, at=utcnow(), from_status=task.status, to_status=task.status,
-                               reason=None, message=text, actor=ACTOR))
+                               reason=None, message=said.text, message_code=said.code, message_params=said.params,
+                               actor=ACTOR))
     return True
 

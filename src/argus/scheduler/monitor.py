@@ -113,6 +113,11 @@ def saying(m: Message) -> dict[str, object]:
 NOTHING = Outcome(None)
 
 
+def _pending(why: Message) -> dict[str, object]:
+    """A retry's pending reason (issue 37): its English text, code and parameters."""
+    return {"pending_reason": why.text, "pending_reason_code": why.code, "pending_reason_params": why.params}
+
+
 def _node_lost(when: datetime, ray_message: str | None, **where: str | None) -> dict[str, object]:
     """An Outcome's ``message`` (core/failures.py's one line) and ``coded`` (status.node_lost*), which is used
     only while it says the same (a clipped or cleaned line keeps its English)."""
@@ -188,8 +193,8 @@ def classify(
                        detail=info.message.strip() if info.message and info.message.strip() else None)
     log_failure = log_write.failure_reason(info.driver_exit_code, driver.log_error if driver else None, info.message)
     if log_failure:
-        return Outcome(TaskStatus.FAILED, TerminationReason.LOG_WRITE_FAILED, log_write.task_message(log_failure),
-                       exit_code=exit_code)
+        return Outcome(TaskStatus.FAILED, TerminationReason.LOG_WRITE_FAILED, exit_code=exit_code,
+                       **saying(log_write.said(log_failure)))
     if exit_code is not None and exit_code != 0:
         return Outcome(TaskStatus.FAILED, TerminationReason.EXIT_NONZERO, exit_code=exit_code,
                        **saying(exit_message(exit_code, None)))
@@ -493,8 +498,10 @@ class MonitorActiveTasks:
             except Exception as exc:  # noqa: BLE001 - e.g. its node is gone: nothing left to stop
                 log.warning("stopping %s failed (%s); recording the outcome anyway", sid, exc)
         for found in self.progress.at_end(task, user_of(s, task)) if new != TaskStatus.RUNNING else []:
+            said = found.coded_event
             s.add(TaskEventModel(task_id=task.id, at=ctx.now(), from_status=task.status, to_status=task.status,
-                                 reason=None, message=found.event, actor=ACTOR))
+                                 reason=None, message=found.event, message_code=said and said.code,
+                                 message_params=said and said.params, actor=ACTOR))
             if found.notify:
                 notify(s, task, found.notify, found.message)
         try:
@@ -502,8 +509,8 @@ class MonitorActiveTasks:
                                event_message=msg("status.ray_said", message=nested(message), detail=out.detail)
                                if out.detail else msg("status.hinted", message=nested(message), hint=out.failure_hint)
                                if out.failure_hint else None,
-                               **({"pending_reason": "requeued after a stall" if out.requeue else
-                                   "retrying after an infrastructure failure"} if retry else {}),
+                               **(_pending(msg("queue.requeued_after_stall" if out.requeue else
+                                               "queue.retrying_after_failure")) if retry else {}),
                                **({"failure_kind": out.failure_kind, "failure_hint": out.failure_hint}
                                   if out.failure_kind else {}))
         except Conflict:

@@ -39,7 +39,7 @@ from argus.core.log_write import one_line
 from argus.core.messages import Message, msg, part
 from argus.core.metrics import is_training_step, parse_metric_line
 from argus.core.resource_use import IDLE_PCT, IDLE_S
-from argus.core.stall import STALL_ACTIONS, Progress, Stall, format_duration, resume_verdict, stalled
+from argus.core.stall import STALL_ACTIONS, Progress, Stall, format_duration, resume_problem, stalled
 from argus.db.models import TaskModel
 from argus.launcher import attempt_record
 from argus.launcher.stacks import TOTAL_S
@@ -168,14 +168,14 @@ class ProgressWatch:
             return []
         cur.stacks_token = None
         if answer is None:
-            text = f"no stacks of the stalled attempt: its driver did not answer within {STACKS_WAIT_S:g} s"
+            said = msg("status.stacks_no_answer", seconds=f"{STACKS_WAIT_S:g}")
         elif isinstance(answer.get("file"), str) and answer["file"]:
-            text = (f"stacks of the stalled attempt's {_count(answer, 'processes')} processes "
-                    f"({_count(answer, 'dumped')} of {_count(answer, 'python')} Python ones with their stack): "
-                    f"{one_line(answer['file'])[:300]} in your home")
+            said = msg("status.stacks_file", processes=_count(answer, "processes"), dumped=_count(answer, "dumped"),
+                       python=_count(answer, "python"), file=one_line(answer["file"])[:300])
         else:
-            text = f"no stacks of the stalled attempt: {one_line(str(answer.get('error') or 'no reason given'))[:300]}"
-        found = [Finding(text, text, event_only=True)]
+            error = answer.get("error")
+            said = msg("status.stacks_none", error=one_line(str(error))[:300] if error else part("part.no_reason_given"))
+        found = [_finding(said, said, event_only=True)]
         if cur.held is not None:
             found.append(cur.held)
             cur.held = None
@@ -188,14 +188,15 @@ class ProgressWatch:
             if isinstance(gpus, list) else []
         if not utils or max(utils) >= IDLE_PCT:
             was, cur.idle_since, cur.idle_told = cur.idle_told, None, False
-            return [Finding("GPUs busy again", "GPUs busy again after an idle spell", clears=True)] if was else []
+            return [_finding(msg("status.gpus_busy_again"), msg("status.gpus_busy_again_after"), clears=True)] \
+                if was else []
         cur.idle_since = cur.idle_since or now
         if cur.idle_told or (now - cur.idle_since).total_seconds() < IDLE_S:
             return []
         cur.idle_told = True
-        text = (f"idle GPUs: all {len(utils)} of this task's GPUs below {IDLE_PCT:g} % for "
-                f"{format_duration((now - cur.idle_since).total_seconds())} (the task is left running)")
-        return [Finding(text, text, notify="IDLE_GPU")]
+        said = msg("status.idle_gpus", gpus=len(utils), pct=f"{IDLE_PCT:g}",
+                   duration=format_duration((now - cur.idle_since).total_seconds()))
+        return [_finding(said, said, notify="IDLE_GPU")]
 
     def at_end(self, task: TaskModel, user: str) -> list[Finding]:
         """The resume check of an attempt that ended before a pass saw its first step (a short run)."""
@@ -242,11 +243,12 @@ class ProgressWatch:
         resumed = ck.step_of(path.rstrip("/").rsplit("/", 1)[-1]) if path else None
         if resumed is None or ck.resume_disabled(list(task.argv)):
             return []
-        problem = resume_verdict(resumed + 1, first)
+        problem = resume_problem(resumed + 1, first)
         if problem is None:
-            text = f"resumed from checkpoint {ck.STEP_PREFIX}{resumed}: first step {first}, as expected"
-            return [Finding(text, text, notify="RESUMED")]
-        return [Finding(f"warning: {problem}", f"resume check: {problem}", notify="RESUMED")]
+            said = msg("status.resumed_as_expected", checkpoint=f"{ck.STEP_PREFIX}{resumed}", first=first)
+            return [_finding(said, said, notify="RESUMED")]
+        return [_finding(msg("status.resume_warning", problem=problem), msg("status.resume_check", problem=problem),
+                         notify="RESUMED")]
 
 
 def _count(answer: dict, key: str) -> int:

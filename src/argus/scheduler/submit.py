@@ -326,11 +326,11 @@ class SubmitQueuedTasks:
             return "unavailable"
         except Exception as exc:  # noqa: BLE001 - Ray refused this job: the task cannot run as written
             log.warning("submitting %s failed: %s", sid, exc)
-            self._fail(placement.task_id, sid, f"Ray refused the job: {exc}")
+            self._fail(placement.task_id, sid, messages.msg("status.ray_refused", error=str(exc)))
             return "failed"
         # 3. apply with a guarded transition
-        msg = f"{'adopted' if adopted else 'submitted'} Ray job {sid}"
-        return "submitted" if mark_submitted(ctx, placement.task_id, sid, msg) else "lost-race"
+        said = messages.msg("status.adopted" if adopted else "status.submitted", sid=sid)
+        return "submitted" if mark_submitted(ctx, placement.task_id, sid, said) else "lost-race"
 
     def _previous_attempt_runs(self, task_id: str, previous: int) -> Message | None:
         """Never two live attempts of one task (issue 36): why a retry waits while the previous attempt's driver
@@ -341,12 +341,13 @@ class SubmitQueuedTasks:
             return None
         return messages.msg("queue.previous_attempt", attempt=previous, host=str(record.get("hostname") or "?"))
 
-    def _fail(self, task_id: str, sid: str, message: str) -> None:
+    def _fail(self, task_id: str, sid: str, message: Message) -> None:
         with self.ctx.db.session() as s:
             task = s.get(TaskModel, task_id)
             att = attempt_by_sid(s, sid)
             if att is not None:
-                att.status, att.termination_reason, att.message = "FAILED", TerminationReason.SUBMIT_ERROR, message
+                att.status, att.termination_reason = "FAILED", TerminationReason.SUBMIT_ERROR
+                att.message = message.text
                 close_attempt(s, att, self.ctx.now())
             if task is not None and task.status == TaskStatus.QUEUED.value:
                 try:
@@ -373,7 +374,7 @@ def ray_submit(ctx: LoopContext, sid: str, task_id: str, user: str, attempt: int
                     metadata={"argus_task_id": task_id, "argus_user": user, "argus_attempt": str(attempt)})
 
 
-def mark_submitted(ctx: LoopContext, task_id: str, sid: str, message: str) -> bool:
+def mark_submitted(ctx: LoopContext, task_id: str, sid: str, message: str | Message) -> bool:
     """QUEUED → SUBMITTED for the attempt ``sid``; if someone else won (cancel), stop the orphan job."""
     with ctx.db.session() as s:
         task = s.get(TaskModel, task_id)
@@ -422,7 +423,7 @@ def confirm_unconfirmed(ctx: LoopContext, *, left: list[str] | None = None) -> i
             _abandon(ctx, sid)
         elif info is not None:
             log.info("adopting Ray job %s for %s (stored before a crash or a lost reply)", sid, task_id)
-            adopted += mark_submitted(ctx, task_id, sid, f"adopted Ray job {sid} after a restart")
+            adopted += mark_submitted(ctx, task_id, sid, messages.msg("status.adopted_after_restart", sid=sid))
         elif left is not None:
             left.append(sid)
     return adopted

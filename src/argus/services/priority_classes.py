@@ -15,6 +15,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from argus.core.messages import field_error, part, refusal
 from argus.core.teams import TEAM_NAME_RE
 from argus.db.models import PriorityClassModel
 from argus.errors import ClientError, Conflict, FieldError, Forbidden, NotFound
@@ -30,48 +31,46 @@ def check(changes: dict[str, Any], *, creating: bool) -> dict[str, Any]:
     """The class's fields, validated; every bad value named at once."""
     errors: list[FieldError] = []
     if creating and "value" not in changes:
-        errors.append(FieldError("value", None, f"is required: a whole number from 1 to {MAX_VALUE} (higher first)"))
+        errors.append(field_error("value", None, "priority.value_required", max=MAX_VALUE))
     for key, value in changes.items():
         if key == "value":
             if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_VALUE:
-                errors.append(FieldError("value", value, f"must be a whole number from 1 to {MAX_VALUE}; tasks of "
-                                                         "no class are 0, a higher class goes first"))
+                errors.append(field_error("value", value, "priority.value_rule", max=MAX_VALUE))
         elif key == "description":
             if value is not None and (not isinstance(value, str) or len(value) > 256):
-                errors.append(FieldError("description", value, "must be text of at most 256 characters"))
+                errors.append(field_error("description", value, "priority.description_rule"))
         elif key in ("users", "teams"):
             if not isinstance(value, list) or not all(isinstance(v, str) and TEAM_NAME_RE.fullmatch(v) for v in value):
-                errors.append(FieldError(key, value, f"must be a list of {key[:-1]} names (empty: no restriction "
-                                                     "by " + key + ")"))
+                errors.append(field_error(key, value, "priority.names_rule", kind=key[:-1], field=key))
         else:
-            errors.append(FieldError(key, value, f"is not a priority class field; use {', '.join(FIELDS)}"))
+            errors.append(field_error(key, value, "priority.field_unknown", fields=", ".join(FIELDS)))
     if errors:
-        raise ClientError("invalid priority class", code="invalid_priority_class", errors=errors)
+        raise refusal(ClientError, "invalid_priority_class", "priority.invalid", errors=errors)
     return changes
 
 
 def _get(session: Session, name: str) -> PriorityClassModel:
     row = session.scalar(select(PriorityClassModel).where(PriorityClassModel.name == name))
     if row is None:
-        raise NotFound(f"no priority class named {name!r}", code="priority_class_not_found")
+        raise refusal(NotFound, "priority_class_not_found", "priority.not_found", name=repr(name))
     return row
 
 
 def create(session: Session, actor: Principal, name: str, fields: dict[str, Any]) -> PriorityClassModel:
     if not actor.is_admin:
-        raise Forbidden("only administrators define priority classes", code="forbidden")
+        raise refusal(Forbidden, "forbidden", "priority.define_admins_only")
     errors = [] if isinstance(name, str) and NAME_RE.fullmatch(name) else [
-        FieldError("name", name, "must match ^[a-z][a-z0-9_-]{1,31}$")]
+        field_error("name", name, "priority.name_rule")]
     try:
         values = check(fields, creating=True)
     except ClientError as exc:  # every reason at once: the name's and the fields'
         exc.errors = errors + exc.errors
         raise
     if errors:
-        raise ClientError("invalid priority class", code="invalid_priority_class", errors=errors)
+        raise refusal(ClientError, "invalid_priority_class", "priority.invalid", errors=errors)
     if session.scalar(select(PriorityClassModel.id).where(PriorityClassModel.name == name)) is not None:
-        raise Conflict(f"priority class {name!r} already exists", code="priority_class_exists",
-                       errors=[FieldError("name", name, "is taken; change it with PATCH instead")])
+        raise refusal(Conflict, "priority_class_exists", "priority.exists", name=repr(name),
+                      errors=[field_error("name", name, "priority.name_taken")])
     row = PriorityClassModel(name=name, **{"users": [], "teams": [], **values})
     session.add(row)
     session.flush()
@@ -80,7 +79,7 @@ def create(session: Session, actor: Principal, name: str, fields: dict[str, Any]
 
 def update(session: Session, actor: Principal, name: str, changes: dict[str, Any]) -> PriorityClassModel:
     if not actor.is_admin:
-        raise Forbidden("only administrators change priority classes", code="forbidden")
+        raise refusal(Forbidden, "forbidden", "priority.change_admins_only")
     row = _get(session, name)
     for key, value in check(changes, creating=False).items():
         setattr(row, key, value)
@@ -90,7 +89,7 @@ def update(session: Session, actor: Principal, name: str, changes: dict[str, Any
 def delete(session: Session, actor: Principal, name: str) -> None:
     """Tasks already queued with the class keep their place (they carry the value they were queued with)."""
     if not actor.is_admin:
-        raise Forbidden("only administrators delete priority classes", code="forbidden")
+        raise refusal(Forbidden, "forbidden", "priority.delete_admins_only")
     session.delete(_get(session, name))
 
 
@@ -118,8 +117,8 @@ def resolve(session: Session, actor: Principal, name: str | None) -> tuple[str |
     row = next((r for r, _ in rows if r.name == name), None)
     usable = [r.name for r, ok in rows if ok]
     if row is None or not next(ok for r, ok in rows if r.name == name):
-        known = ", ".join(usable) or "none"
-        why = "is not a priority class" if row is None else "is a priority class you may not use (ask an administrator)"
-        raise ClientError("priority class refused", code="invalid_spec",
-                          errors=[FieldError("priority_class", name, f"{why}; classes you may use: {known}")])
+        why = "priority.not_a_class" if row is None else "priority.not_yours"
+        classes = [part("part.class_name", name=n) for n in usable]
+        raise refusal(ClientError, "invalid_spec", "priority.refused",
+                      errors=[field_error("priority_class", name, why, classes=classes)])
     return row.name, row.value
