@@ -136,10 +136,13 @@ def test_a_gate_that_fails_skips_and_cancel_stops_the_running_step(live) -> None
     steps = _steps(alice, pid)
     assert steps["keep"]["status"] == "skipped" and steps["keep"]["message"] == (
         f"gate not passed: second {METRIC} = 0.6, needs >= 1")
+    assert (steps["keep"]["message_code"], steps["keep"]["message_params"]) == (  # issue 37: known from the text
+        "pipeline.gate_not_passed", {"step": "second", "metric": METRIC, "value": "0.6", "op": ">=", "limit": "1"})
     r = alice.post(f"/api/v2/pipelines/{pid}/cancel")
     assert r.status_code == 200 and r.json()["status"] == "CANCELED", r.text
     steps = {s["name"]: s for s in r.json()["steps"]}
     assert steps["flaky"]["status"] == "canceled"
+    assert (steps["flaky"]["message_code"], r.json()["message_code"]) == ("pipeline.canceled_by", "pipeline.canceled_by")
     assert alice.get(f"/api/v2/tasks/{steps['flaky']['task_id']}").json()["status"] == "CANCELED"
     assert alice.post(f"/api/v2/pipelines/{pid}/cancel").status_code == 409
     assert [p["pipeline_id"] for p in alice.get("/api/v2/pipelines").json()] == [pid]

@@ -108,6 +108,7 @@ def test_trials_behind_at_a_rung_are_stopped_and_the_budget_stops_the_rest(live)
     assert (t1["status"], t1["termination_reason"]) == ("CANCELING", "SWEEP_STOPPED")
     assert t1["status_message"] == (f"early-stopped by its sweep at step 2: {METRIC} = 0.6, ranked 2 of the 2 "
                                     "trials that reached that step; the best 1 go on")
+    assert (t1["status_message_code"], t1["status_message_params"]["rank"]) == ("status.early_stopped", 2)  # issue 37
     out = alice.get(f"/api/v2/sweeps/{sid}").json()
     assert out["best_task"] == ids[0] and out["trials"][0]["metric"] == [[2, 0.8]]
 
@@ -116,6 +117,11 @@ def test_trials_behind_at_a_rung_are_stopped_and_the_budget_stops_the_rest(live)
     assert _tick(live) == 2  # the running trials 0 and 3 (1 is already being stopped)
     out = alice.get(f"/api/v2/sweeps/{sid}").json()
     assert out["hours_used"] >= 1.1 and out["message"].startswith("budget reached: the trials used 1.1")
+    assert out["message_code"] == "sweep.budget_reached" and out["message_params"]["used"].startswith("1.1")
+    stopped = alice.get(f"/api/v2/tasks/{ids[3]}").json()
+    assert stopped["status_message"] == "stopped by its sweep: " + out["message"]
+    assert stopped["status_message_code"] == "status.sweep_stopped"
+    assert out["trials"][3]["status_message_code"] == "status.sweep_stopped"
     assert [x["status"] for x in out["trials"]] == ["CANCELING", "CANCELING", "SUCCEEDED", "CANCELING"]
     assert all(x["termination_reason"] == "SWEEP_STOPPED" for x in out["trials"] if x["status"] == "CANCELING")
 

@@ -9,7 +9,7 @@ import pytest
 
 from argus.core import log_write
 from argus.core.gpu_free import HeldGpu
-from argus.core.messages import EN, msg, part, render
+from argus.core.messages import EN, known_fields, known_message, msg, part, render
 from argus.core.stall import resume_problem, resume_verdict
 from argus.web import i18n
 
@@ -146,3 +146,61 @@ def test_every_new_code_is_in_both_catalogs_and_said_in_chinese() -> None:
     said = log_write.said(LOG_WHYS[0])
     text = render(said.code, said.params, cat)
     assert "{" not in text and "5123" in text and "$HOME/jobs/t/logs" in text and "；" in text
+
+
+# a sweep's and a pipeline's words: stored as English, served with the code known again from the text
+KNOWN = {
+    "sweep.canceled_by": ("sweep.", "canceled by alice"),
+    "sweep.budget_reached": ("sweep.", "budget reached: the trials used 1.13 of budget_gpu_hours=1; the rest were "
+                                       "stopped"),
+    "sweep.every_trial_ended": ("sweep.", "every trial ended"),
+    "sweep.no_trial_succeeded": ("sweep.", "no trial succeeded"),
+    "pipeline.canceled_by": ("pipeline.", "canceled by alice"),
+    "pipeline.skipped_needs": ("pipeline.", "skipped: a step it needs did not succeed"),
+    "pipeline.gate_no_metric": ("pipeline.", "gate not passed: eval has no acc"),
+    "pipeline.gate_passed": ("pipeline.", "gate passed: eval acc = 0.5, needs >= 0.4"),
+    "pipeline.gate_not_passed": ("pipeline.", "gate not passed: eval acc = 0.3, needs >= 0.4"),
+    "pipeline.step_failed": ("pipeline.", "step train failed: task t-1 FAILED: exit code 1"),
+    "pipeline.every_step_settled": ("pipeline.", "every step settled"),
+    "pipeline.registered_as_why": ("pipeline.", "registered nlp/tiny:3 as @best (its task is charged to team nlp)"),
+    "pipeline.registered_as": ("pipeline.", "registered tiny:3 as @best"),
+    "pipeline.registered_why": ("pipeline.", "registered nlp/tiny:3 (its task is charged to team nlp)"),
+    "pipeline.registered": ("pipeline.", "registered tiny:3"),
+    "pipeline.left_no": ("pipeline.", "refused when it was to start: a step it needs left no checkpoint"),
+    "pipeline.refused_details": ("pipeline.", "refused when it was to start: spec is invalid (val_file: missing)"),
+    "pipeline.refused": ("pipeline.", "refused when it was to start: no task t-9"),
+    "pipeline.task_gone": ("pipeline.", "its task t-1 is gone"),
+    "pipeline.retrying": ("pipeline.", "try 1 failed (exit code 1); retrying"),
+    "pipeline.task_ended": ("pipeline.", "task t-1 CANCELED: canceled by alice"),
+    "pipeline.task_ended_bare": ("pipeline.", "task t-1 FAILED"),
+}
+
+
+@pytest.mark.parametrize("code", sorted(KNOWN))
+def test_a_sweeps_and_a_pipelines_english_is_known_again_as_its_code(code: str) -> None:
+    prefix, text = KNOWN[code]
+    found = known_message(text, prefix)
+    assert found is not None and found.code == code, found
+    assert render(found.code, found.params) == text
+    assert known_fields("message", text, prefix) == {"message": text, "message_code": code,
+                                                      "message_params": found.params}
+    assert f"msg.{code}" in i18n.catalog("zh") and re.search(r"[\u4e00-\u9fff]", i18n.catalog("zh")[f"msg.{code}"])
+    assert set(KNOWN) == {c for c in EN if c.startswith(("sweep.", "pipeline."))}
+
+
+def test_the_producers_write_the_english_they_always_wrote() -> None:
+    from argus.core.pipelines import Gate
+    from argus.core.sweeps import Stop
+
+    gate = Gate(step="eval", metric="acc", op=">=", value=0.4)
+    assert gate.passes(0.5) == (True, "gate passed: eval acc = 0.5, needs >= 0.4")
+    assert gate.passes(None) == (False, "gate not passed: eval has no acc")
+    stop = Stop("t-2", rung=2, value=0.61234, rank=2, reported=2, kept=1)
+    assert stop.message("val-core/acc") == ("early-stopped by its sweep at step 2: val-core/acc = 0.6123, ranked 2 "
+                                            "of the 2 trials that reached that step; the best 1 go on")
+    assert stop.said("val-core/acc").code == "status.early_stopped"
+    budget = msg("sweep.budget_reached", used="1.13", budget="1")
+    assert msg("status.sweep_stopped", message={"code": budget.code, **budget.params}).text == (
+        "stopped by its sweep: " + budget.text)
+    assert known_message("no such words", "pipeline.") is None
+    assert known_fields("message", "no such words", "pipeline.")["message_code"] is None

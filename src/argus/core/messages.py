@@ -357,6 +357,37 @@ _STATUS: dict[str, str] = {
     "part.log_dropped": "{size} ({lines} line{s:lines}) of output not written",
     "part.log_not_started": "the task was not started",
     "part.log_stopped": "the task was stopped (exit code {exit_code})",
+    # a sweep's trials stopped by it (services/sweeps.py, core/sweeps.py Stop): the trial's status message
+    "status.sweep_stopped": "stopped by its sweep: {message}",
+    "status.early_stopped": ("early-stopped by its sweep at step {rung}: {metric} = {value}, ranked {rank} of the "
+                             "{reported} trials that reached that step; the best {kept} go on"),
+    # --- a sweep's and a pipeline's own message, a pipeline step's message and gate (services/sweeps.py,
+    # services/pipelines.py, core/pipelines.py): stored as English, rendered from these templates, and served with
+    # the code and params :func:`known_message` recovers from the text (``sweep.``, ``pipeline.``). Where two
+    # templates could make one text, the more specific comes first.
+    "sweep.canceled_by": "canceled by {user}",
+    "sweep.budget_reached": ("budget reached: the trials used {used} of budget_gpu_hours={budget}; the rest were "
+                             "stopped"),
+    "sweep.every_trial_ended": "every trial ended",
+    "sweep.no_trial_succeeded": "no trial succeeded",
+    "pipeline.canceled_by": "canceled by {user}",
+    "pipeline.skipped_needs": "skipped: a step it needs did not succeed",
+    "pipeline.gate_no_metric": "gate not passed: {step} has no {metric}",
+    "pipeline.gate_passed": "gate passed: {step} {metric} = {value}, needs {op} {limit}",
+    "pipeline.gate_not_passed": "gate not passed: {step} {metric} = {value}, needs {op} {limit}",
+    "pipeline.step_failed": "step {step} failed: {message}",
+    "pipeline.every_step_settled": "every step settled",
+    "pipeline.registered_as_why": "registered {ref} as @{alias} ({why})",
+    "pipeline.registered_as": "registered {ref} as @{alias}",
+    "pipeline.registered_why": "registered {ref} ({why})",
+    "pipeline.registered": "registered {ref}",
+    "pipeline.left_no": "refused when it was to start: a step it needs left no {artifact}",
+    "pipeline.refused_details": "refused when it was to start: {message} ({details})",
+    "pipeline.refused": "refused when it was to start: {message}",
+    "pipeline.task_gone": "its task {task} is gone",
+    "pipeline.retrying": "try {tries} failed ({message}); retrying",
+    "pipeline.task_ended": "task {task} {status}: {message}",
+    "pipeline.task_ended_bare": "task {task} {status}",
 }
 
 # --- what admission warns of, environments, the Nodes page (issue 37, item 7; spliced into EN) ----------------
@@ -842,6 +873,18 @@ def known_messages(texts: list[str], prefix: str = WARNING_PREFIX) -> list[dict[
         m = known_message(text, prefix) if isinstance(text, str) else None
         out.append({"code": m.code, "params": m.params} if m else None)
     return out
+
+def text_fields(name: str, text: str | None, m: Message | None) -> dict[str, Any]:
+    """``text`` as an answer's field ``name`` (as it always was), with ``m``'s code and params beside it where
+    ``m`` is that text's message (else None and None)."""
+    return {name: text, f"{name}_code": m.code if m else None, f"{name}_params": m.params if m else None}
+
+
+def known_fields(name: str, text: str | None, prefix: str) -> dict[str, Any]:
+    """:func:`text_fields` for a text stored as English only: its code and params known again from the text by the
+    templates of codes starting with ``prefix`` (:func:`known_message`)."""
+    return text_fields(name, text, known_message(text, prefix) if isinstance(text, str) and text else None)
+
 
 def as_fields(name: str, m: Message | None) -> dict[str, Any]:
     """``m`` as an answer's fields: ``name`` its English text (what the field always held), ``name_code`` and

@@ -40,6 +40,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from argus.core.messages import msg
 from argus.errors import FieldError
 
 NAME_RE = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,31}")
@@ -84,10 +85,10 @@ class Gate(_Strict):
 
     def passes(self, value: float | None) -> tuple[bool, str]:
         if value is None or not math.isfinite(value):
-            return False, f"gate not passed: {self.step} has no {self.metric}"
+            return False, msg("pipeline.gate_no_metric", step=self.step, metric=self.metric).text
         ok = OPS[self.op](value, self.value)
-        return ok, (f"gate {'passed' if ok else 'not passed'}: {self.step} {self.metric} = {value:.4g}, "
-                    f"needs {self.op} {self.value:g}")
+        return ok, msg("pipeline.gate_passed" if ok else "pipeline.gate_not_passed", step=self.step,
+                       metric=self.metric, value=f"{value:.4g}", op=self.op, limit=f"{self.value:g}").text
 
 
 class Step(_Strict):

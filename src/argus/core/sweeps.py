@@ -37,6 +37,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from argus.core import checkpoints as ck
+from argus.core.messages import Message, msg
 from argus.core.metrics import VALIDATION_PREFIXES
 from argus.errors import FieldError
 
@@ -229,8 +230,12 @@ class Stop:
     kept: int  # how many go on from it
 
     def message(self, metric: str) -> str:
-        return (f"early-stopped by its sweep at step {self.rung}: {metric} = {self.value:.4g}, ranked {self.rank} "
-                f"of the {self.reported} trials that reached that step; the best {self.kept} go on")
+        return self.said(metric).text
+
+    def said(self, metric: str) -> Message:
+        """The stopped trial's status message as ``status.early_stopped`` (issue 37)."""
+        return msg("status.early_stopped", rung=self.rung, metric=metric, value=f"{self.value:.4g}", rank=self.rank,
+                   reported=self.reported, kept=self.kept)
 
 
 def _better(mode: Literal["max", "min"], value: float) -> float:

@@ -26,6 +26,7 @@ from sqlalchemy.orm import Session
 
 from argus.core import pipelines as pl
 from argus.core.admission import AdmissionPolicy, SpecCheck
+from argus.core.messages import msg
 from argus.core.paths import DataLayout
 from argus.core.states import TERMINAL, TaskStatus
 from argus.core.taskspec import load_spec_document
@@ -127,9 +128,9 @@ def cancel_pipeline(session: Session, principal: Principal, pipeline_id: str) ->
             if task is not None and TaskStatus(task.status) not in TERMINAL and task.status != "CANCELING":
                 cancel_task(session, principal, task.id)
         if st["status"] not in SETTLED:
-            st.update(status=CANCELED, message=f"canceled by {principal.name}")
+            st.update(status=CANCELED, message=msg("pipeline.canceled_by", user=principal.name).text)
     row.state, row.status, row.finished_at = state, "CANCELED", utcnow()
-    row.message = f"canceled by {principal.name}"
+    row.message = msg("pipeline.canceled_by", user=principal.name).text
     session.flush()
     return row
 
@@ -166,7 +167,7 @@ def _advance(session: Session, row: PipelineModel, layout: DataLayout, admission
             continue
         needs = [state[n]["status"] for n in step.needs]
         if any(s in (FAILED, SKIPPED, CANCELED) for s in needs):
-            st.update(status=SKIPPED, message="skipped: a step it needs did not succeed")
+            st.update(status=SKIPPED, message=msg("pipeline.skipped_needs").text)
             continue
         if any(s != DONE for s in needs):
             continue
@@ -184,7 +185,8 @@ def _advance(session: Session, row: PipelineModel, layout: DataLayout, admission
     if all(s["status"] in SETTLED for s in state.values()):
         failed = [n for n, s in state.items() if s["status"] == FAILED]
         row.status = "FAILED" if failed else "SUCCEEDED"
-        row.message = f"step {failed[0]} failed: {state[failed[0]].get('message')}" if failed else "every step settled"
+        row.message = (msg("pipeline.step_failed", step=failed[0], message=str(state[failed[0]].get("message"))) if failed
+                       else msg("pipeline.every_step_settled")).text
         row.finished_at = now
     row.state = state
     return started
@@ -217,17 +219,18 @@ def _start(session: Session, row: PipelineModel, layout: DataLayout, admission: 
                 done_ = registry.register(session, owner, r.name, layout=layout, task_id=source, step=r.step)
                 if r.alias:  # a team's registry (the source task is charged to a team) needs a team admin
                     model_registries.set_alias(session, owner, done_.model, r.alias, done_.version.version)
-                st.update(status=DONE, message=f"registered {done_.ref}" + (f" as @{r.alias}" if r.alias else "")
-                          + (f" ({done_.why})" if done_.why else ""),
-                          artifacts={"model": done_.ref, "path": done_.version.path})
+                said = msg("pipeline.registered" + ("_as" if r.alias else "") + ("_why" if done_.why else ""),
+                           ref=done_.ref, **({"alias": r.alias} if r.alias else {}),
+                           **({"why": done_.why} if done_.why else {}))
+                st.update(status=DONE, message=said.text, artifacts={"model": done_.ref, "path": done_.version.path})
                 return
     except KeyError as exc:  # a {{ steps.X.artifact }} the step X did not leave (no checkpoint, not an export)
-        st.update(status=FAILED, message=f"refused when it was to start: a step it needs left no {exc.args[0]}")
+        st.update(status=FAILED, message=msg("pipeline.left_no", artifact=str(exc.args[0])).text)
         return
     except (ClientError, Conflict, NotFound, Forbidden) as exc:
         details = "; ".join(f"{e.field}: {e.message}" for e in getattr(exc, "errors", []) or [])
-        st.update(status=FAILED, message=f"refused when it was to start: {exc.message}"
-                  + (f" ({details})" if details else ""))
+        st.update(status=FAILED, message=msg("pipeline.refused_details" if details else "pipeline.refused",
+                                             message=exc.message, **({"details": details} if details else {})).text)
         return
     assert done is not None
     session.execute(update(TaskModel).where(TaskModel.id == done.task.id)
@@ -244,7 +247,7 @@ def _tries(session: Session, pipeline_id: str, name: str) -> list[str]:
 def _settle(session: Session, layout: DataLayout, owner: Principal, step: pl.Step, st: dict[str, Any]) -> None:
     task = session.get(TaskModel, st["task_id"])
     if task is None:
-        st.update(status=FAILED, message=f"its task {st['task_id']} is gone")
+        st.update(status=FAILED, message=msg("pipeline.task_gone", task=st["task_id"]).text)
         return
     status = TaskStatus(task.status)
     if status not in TERMINAL:
@@ -252,10 +255,11 @@ def _settle(session: Session, layout: DataLayout, owner: Principal, step: pl.Ste
     if status == TaskStatus.SUCCEEDED:
         st.update(status=DONE, artifacts=_artifacts(session, layout, owner, task), message=None)
     elif status == TaskStatus.FAILED and st.get("tries", 1) <= step.retries:
-        st.update(status=WAITING, message=f"try {st.get('tries', 1)} failed ({task.status_message}); retrying")
+        st.update(status=WAITING, message=msg("pipeline.retrying", tries=st.get("tries", 1),
+                                              message=str(task.status_message)).text)
     else:
-        st.update(status=FAILED if status == TaskStatus.FAILED else CANCELED,
-                  message=f"task {task.id} {status.value}: {task.status_message or ''}".rstrip(": "))
+        said = msg("pipeline.task_ended", task=task.id, status=status.value, message=task.status_message or "")
+        st.update(status=FAILED if status == TaskStatus.FAILED else CANCELED, message=said.text.rstrip(": "))
 
 
 def _artifacts(session: Session, layout: DataLayout, owner: Principal, task: TaskModel) -> dict[str, Any]:

@@ -27,6 +27,7 @@ from argus.core import checkpoints as ck
 from argus.core import sweeps as sw
 from argus.core.admission import AdmissionPolicy, SpecCheck
 from argus.core.evaluation import EVAL_FIELDS
+from argus.core.messages import Message, msg, nested
 from argus.core.paths import DataLayout
 from argus.core.states import TERMINAL, TaskStatus, TerminationReason
 from argus.core.taskspec import AdvancedTaskSpec, BasicTaskSpec, load_spec_document
@@ -220,12 +221,12 @@ def cancel_sweep(session: Session, principal: Principal, sweep_id: str) -> Sweep
     for t in trials_of(session, sweep_id):
         if TaskStatus(t.status) not in TERMINAL and t.status != TaskStatus.CANCELING.value:
             cancel_task(session, principal, t.id)
-    row.status, row.finished_at, row.message = "CANCELED", utcnow(), f"canceled by {principal.name}"
+    row.status, row.finished_at, row.message = "CANCELED", utcnow(), msg("sweep.canceled_by", user=principal.name).text
     session.flush()
     return row
 
 
-def _stop(session: Session, task: TaskModel, sweep_id: str, message: str) -> int:
+def _stop(session: Session, task: TaskModel, sweep_id: str, message: Message) -> int:
     """Stop one trial for its sweep (reason SWEEP_STOPPED, kept by the cancel loop). 1 when it was stopped now."""
     try:
         return int(request_stop(session, task, reason=TerminationReason.SWEEP_STOPPED, message=message,
@@ -243,20 +244,20 @@ def tick(session: Session, layout: DataLayout, now: datetime) -> int:
         if spec.budget_gpu_hours is not None and not row.message:
             used = hours_used(session, trials, now)
             if used >= spec.budget_gpu_hours:
-                row.message = (f"budget reached: the trials used {used:.3g} of budget_gpu_hours="
-                               f"{spec.budget_gpu_hours:g}; the rest were stopped")
+                said = msg("sweep.budget_reached", used=f"{used:.3g}", budget=f"{spec.budget_gpu_hours:g}")
+                row.message = said.text
                 for t in trials:
-                    stopped += _stop(session, t, row.id, f"stopped by its sweep: {row.message}")
+                    stopped += _stop(session, t, row.id, msg("status.sweep_stopped", message=nested(said)))
         if spec.early_stop is not None and spec.metric is not None:
             live = [t for t in trials if t.status in (TaskStatus.SUBMITTED.value, TaskStatus.RUNNING.value)]
             if live:
                 states = _states(trials, _metric_values(session, trials, spec.metric, layout))
                 by_id = {t.id: t for t in trials}
                 for s in sw.stops(states, spec.early_stop, spec.mode):
-                    stopped += _stop(session, by_id[s.task_id], row.id, s.message(spec.metric))
+                    stopped += _stop(session, by_id[s.task_id], row.id, s.said(spec.metric))
         if all(TaskStatus(t.status) in TERMINAL for t in trials):
             ok = any(t.status == TaskStatus.SUCCEEDED.value for t in trials)
             row.status, row.finished_at = ("SUCCEEDED" if ok else "FAILED"), now
-            row.message = row.message or ("every trial ended" if ok else "no trial succeeded")
+            row.message = row.message or msg("sweep.every_trial_ended" if ok else "sweep.no_trial_succeeded").text
     session.flush()
     return stopped

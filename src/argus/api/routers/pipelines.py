@@ -15,12 +15,14 @@ from argus.api.context import AppContext
 from argus.api.deps import Credentials, credentials, current_principal, get_ctx, get_session
 from argus.api.routers.tasks import SPEC_BODY, keyed_answer, read_capped
 from argus.api.schemas import ErrorOut
+from argus.core.messages import known_fields
 from argus.errors import ClientError, FieldError
 from argus.services import idempotency
 from argus.services import pipelines as svc
 from argus.services import tasks as tasks_svc
 from argus.services.principal import Principal
 
+PREFIX = "pipeline."  # the codes of a pipeline's and its steps' messages (issue 37), known from the English
 router = APIRouter(prefix="/api/v2/pipelines", tags=["pipelines"])
 
 
@@ -33,7 +35,11 @@ class StepOut(BaseModel):
     task_id: str | None = None
     tries: int = 0
     message: str | None = None
+    message_code: str | None = Field(None, description="issue 37: the message's code (pipeline.*), known from its text")
+    message_params: dict[str, Any] | None = None
     gate: str | None = Field(None, description="how its gate was passed")
+    gate_code: str | None = None
+    gate_params: dict[str, Any] | None = None
     artifacts: dict[str, Any] = Field({}, description="task_id, job_dir, checkpoint, hf_path, scores; model, path")
 
 
@@ -43,6 +49,8 @@ class PipelineOut(BaseModel):
     user: str
     status: str = Field(description="RUNNING, SUCCEEDED (every step settled, none failed), FAILED or CANCELED")
     message: str | None
+    message_code: str | None = Field(None, description="issue 37: the message's code (pipeline.*), known from its text")
+    message_params: dict[str, Any] | None = None
     created_at: datetime
     finished_at: datetime | None
     steps: list[StepOut]
@@ -52,10 +60,11 @@ def _out(session: Session, row: Any) -> PipelineOut:
     spec = row.spec["steps"]
     return PipelineOut(
         pipeline_id=row.id, name=row.name, user=tasks_svc.user_name_of(session, row), status=row.status,
-        message=row.message, created_at=row.created_at, finished_at=row.finished_at,
+        **known_fields("message", row.message, PREFIX), created_at=row.created_at, finished_at=row.finished_at,
         steps=[StepOut(name=n, action=next(k for k in ("spec", "export", "evaluate", "register") if k in spec[n]),
                        needs=spec[n].get("needs", []), status=st["status"], task_id=st.get("task_id"),
-                       tries=st.get("tries", 0), message=st.get("message"), gate=st.get("gate"),
+                       tries=st.get("tries", 0), **known_fields("message", st.get("message"), PREFIX),
+                       **known_fields("gate", st.get("gate"), PREFIX),
                        artifacts=st.get("artifacts") or {}) for n, st in row.state.items()])
 
 

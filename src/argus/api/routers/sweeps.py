@@ -15,6 +15,7 @@ from argus.api.context import AppContext
 from argus.api.deps import Credentials, credentials, current_principal, get_ctx, get_session
 from argus.api.routers.tasks import SPEC_BODY, keyed_answer, read_capped
 from argus.api.schemas import ErrorOut
+from argus.core.messages import from_stored, known_fields, text_fields
 from argus.core.metrics import json_value
 from argus.errors import ClientError, FieldError
 from argus.services import idempotency
@@ -31,6 +32,8 @@ class TrialOut(BaseModel):
     task_id: str | None = Field(None, description="its task (absent in a dry run)")
     status: str | None = None
     status_message: str | None = None
+    status_message_code: str | None = Field(None, description="issue 37: the status message's code (core.messages)")
+    status_message_params: dict[str, Any] | None = None
     termination_reason: str | None = Field(None, description="SWEEP_STOPPED: early-stopped or over the budget")
     metric: list[tuple[int, float | str]] = Field([], description="the sweep's metric per validated step")
     spec: dict[str, Any] | None = Field(None, description="dry run: the trial's spec as it would be submitted")
@@ -42,6 +45,8 @@ class SweepOut(BaseModel):
     user: str
     status: str = Field(description="RUNNING, SUCCEEDED (every trial ended, one succeeded), FAILED, CANCELED")
     message: str | None = Field(None, description="why it ended or stopped trials early: budget, cancel")
+    message_code: str | None = Field(None, description="issue 37: the message's code (sweep.*), known from its text")
+    message_params: dict[str, Any] | None = None
     method: str
     metric: str | None
     mode: str
@@ -64,12 +69,14 @@ def _out(session: Session, view: svc.SweepView) -> SweepOut:
     s, spec = view.sweep, view.sweep.spec
     return SweepOut(
         sweep_id=s.id, name=s.name, user=tasks_svc.user_name_of(session, s), status=s.status,
-        message=s.message, method=spec["method"], metric=spec.get("metric"), mode=spec["mode"],
+        **known_fields("message", s.message, "sweep."),
+        method=spec["method"], metric=spec.get("metric"), mode=spec["mode"],
         max_concurrent=s.max_concurrent, early_stop=spec.get("early_stop"), budget_gpu_hours=spec.get("budget_gpu_hours"),
         hours_used=round(view.hours_used, 6), best_task=view.best_task, created_at=s.created_at,
         finished_at=s.finished_at,
         trials=[TrialOut(trial=t.task.sweep_trial or 0, params=t.task.sweep_params or {}, task_id=t.task.id,
-                         status=t.task.status, status_message=t.task.status_message,
+                         status=t.task.status, **text_fields("status_message", t.task.status_message, from_stored(
+                             t.task.status_message_code, t.task.status_message_params, t.task.status_message)),
                          termination_reason=t.task.termination_reason,
                          metric=[(k, json_value(v)) for k, v in sorted(t.values.items())]) for t in view.trials])
 
