@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from argus.cluster.types import JobInfo, RayJobStatus
 from argus.core.states import TaskStatus, TerminationReason
 from argus.launcher import attempt_record
 from argus.scheduler.cancel import CancelTasks
-from argus.scheduler.monitor import FOLLOWED, classify
+from argus.scheduler.monitor import classify
 from argus.services.principal import Principal
 from argus.services.tasks import cancel_task
 from tests.scheduler.fakes import InlineExecutor, task
@@ -44,7 +45,7 @@ def test_a_driver_that_outlives_its_ray_job_is_followed_to_its_end_in_attempt_1(
     ray.jobs.pop(f"{tid}-a1")  # the platform's Ray head restarted under it
     mon.run_once()
     t = task(ctx, tid)
-    assert t.status == "RUNNING" and t.attempts == 1 and t.status_message.startswith(FOLLOWED), t.status_message
+    assert t.status == "RUNNING" and t.attempts == 1 and t.status_message.startswith("Ray lost this job; its driver"), t.status_message
     assert "w1-host (pid 4242)" in t.status_message
     assert (t.status_message_code, t.status_message_params) == ("status.followed", {"where": "w1-host (pid 4242)"})
     sub.run_once()
@@ -113,3 +114,53 @@ def test_a_dead_driver_of_this_machine_is_gone_at_once(ctx, tmp_path) -> None:
     for pid, alive in ((dead, False), (__import__("os").getpid(), True)):
         attempt_record.write(attempt_record.record_path(tmp_path, "t", 1), {**base, "driver_pid": pid})
         assert attempt_record.alive(attempt_record.read(tmp_path, "t", 1), ctx.now()) is alive, pid
+
+
+def _ray_ended(status: RayJobStatus, exit_code: int | None = None) -> JobInfo:
+    """Ray's job over while the launcher may live on: its JobSupervisor killed by Ray's memory monitor."""
+    return JobInfo("t-a1", status, message="Job supervisor actor died", error_type="JOB_SUPERVISOR_ACTOR_DIED",
+                   driver_exit_code=exit_code)
+
+
+def test_classify_believes_the_record_over_a_job_ray_ended_without_its_driver(ctx) -> None:
+    """Issue 36: Ray's end of a job (its supervisor killed, a ``ray job stop`` from outside) is not the
+    training's while the launcher — the node agent's, not Ray's — still beats or ended by itself."""
+    now = ctx.now()
+    beat = {"attempt": 1, "heartbeat_s": 15.0, "alive_at": (now - timedelta(seconds=20)).isoformat()}
+    kw = {"submitted_at": now, "now": now, "start_timeout_s": 60.0}
+    for status in (RayJobStatus.FAILED, RayJobStatus.STOPPED):
+        assert classify(TaskStatus.RUNNING, _ray_ended(status), record=beat, **kw).status is None  # followed
+    done = {**beat, "finished_at": now.isoformat(), "exit_code": 0}
+    ok = classify(TaskStatus.RUNNING, _ray_ended(RayJobStatus.FAILED), record=done, **kw)
+    assert (ok.status, ok.reason, ok.from_record) == (TaskStatus.SUCCEEDED, TerminationReason.SUCCEEDED, True)
+    failed = classify(TaskStatus.RUNNING, _ray_ended(RayJobStatus.FAILED), record={**done, "exit_code": 3}, **kw)
+    assert (failed.reason, failed.exit_code) == (TerminationReason.EXIT_NONZERO, 3)  # the log says why (monitor)
+    # Ray's word stands: a record gone silent, or a driver whose exit Ray saw itself
+    silent = {**beat, "alive_at": (now - timedelta(seconds=46)).isoformat()}
+    assert classify(TaskStatus.RUNNING, _ray_ended(RayJobStatus.FAILED), record=silent, **kw).reason \
+        == TerminationReason.NODE_LOST
+    exited = classify(TaskStatus.RUNNING, _ray_ended(RayJobStatus.FAILED, 1), record={**done, "exit_code": 1}, **kw)
+    assert (exited.reason, exited.from_record) == (TerminationReason.NODE_LOST, False)
+    assert classify(TaskStatus.RUNNING, _ray_ended(RayJobStatus.FAILED), record=beat, dead_nodes=frozenset({"n1"}),
+                    **kw).status is None  # no driver node named: nothing says it died
+    on_dead = JobInfo("t-a1", RayJobStatus.FAILED, driver_node_id="n1", driver_exit_code=None)
+    assert classify(TaskStatus.RUNNING, on_dead, record=beat, dead_nodes=frozenset({"n1"}), **kw).reason \
+        == TerminationReason.NODE_LOST
+
+
+def test_a_launcher_whose_ray_job_failed_under_it_is_followed_to_success_in_attempt_1(ctx, ray) -> None:
+    tid, sub, mon = running(ctx, ray, ["bash", "-lc", "python3 -m argus.jobs.steps"])
+    _record(ctx, tid)
+    ray.set(f"{tid}-a1", RayJobStatus.FAILED, message="Job supervisor actor died",
+            error_type="JOB_SUPERVISOR_ACTOR_DIED", end_time_ms=1)
+    mon.run_once()
+    t = task(ctx, tid)
+    assert (t.status, t.attempts, t.status_message_code) == ("RUNNING", 1, "status.followed_ray_ended"), t.status_message
+    assert t.status_message == ("Ray ended this job (FAILED: JOB_SUPERVISOR_ACTOR_DIED) but its driver on w1-host "
+                                "(pid 4242) still runs it: followed through its attempt record, not restarted")
+    sub.run_once()
+    assert len(ray.submissions) == 1  # no second attempt beside the live one
+    _record(ctx, tid, finished=0)
+    mon.run_once()
+    t = task(ctx, tid)
+    assert (t.status, t.termination_reason, t.attempts) == ("SUCCEEDED", "SUCCEEDED", 1)

@@ -276,6 +276,8 @@ _STATUS: dict[str, str] = {
     # scheduler/monitor.py's notes on a RUNNING task (its message and timeline, no status change)
     "status.followed": ("Ray lost this job; its driver on {where} still runs it: followed through its attempt "
                         "record, not restarted (the platform's Ray restarted under it)"),
+    "status.followed_ray_ended": ("Ray ended this job ({ray}) but its driver on {where} still runs it: followed "
+                                  "through its attempt record, not restarted"),
     "status.driver_silent": ("the driver has not reported for over {limit} s ({last}) while Ray says RUNNING: its "
                              "node may be hung or its job folder unwritable; the task is left running"),
     "status.driver_silent_last": "last at {at}",

@@ -72,6 +72,7 @@ from argus.services.notifications import notify
 from argus.services.tasks import switch_task_status
 
 NODE_DEATH = {"JOB_SUPERVISOR_ACTOR_DIED"}
+RAY_ENDED = (RayJobStatus.FAILED, RayJobStatus.STOPPED)  # Ray's ends that need not be the launcher's (the record says)
 SETUP_ERRORS = {
     "RUNTIME_ENV_SETUP_FAILURE",
     "JOB_SUPERVISOR_ACTOR_START_FAILURE",
@@ -83,7 +84,7 @@ INFRA = {TerminationReason.NODE_LOST, TerminationReason.RAY_JOB_LOST}
 RAY_LOG_TIMEOUT_S = 5.0  # the one HTTP call for a driver that died before writing its log
 FRESH_S = 10.0  # a task that started this recently may end soon: poll it faster
 SILENT = "the driver has not reported"  # how a silence warning starts (to find and clear it)
-FOLLOWED = "Ray lost this job; its driver"  # how the note on an attempt followed through its record starts
+FOLLOWED_CODES = ("status.followed", "status.followed_ray_ended")  # the note on an attempt followed through its record
 
 
 @dataclass(frozen=True)
@@ -99,6 +100,7 @@ class Outcome:
     failure_kind: str | None = None  # core.failures.FailureKind of a non-zero exit, from its log
     failure_hint: str | None = None  # where it happened and what to change (one line)
     coded: Message | None = None  # ``message`` as a code and params (issue 37), used while its text is ``message``
+    from_record: bool = False  # decided by the attempt's record, not by Ray's end of the job (its end time is not)
 
     def said(self) -> str | Message | None:
         """The status message to store: coded where the code still says ``message``."""
@@ -180,6 +182,10 @@ def classify(
         exit_code = driver.exit_code
     if info.status == RayJobStatus.SUCCEEDED:
         return Outcome(TaskStatus.SUCCEEDED, TerminationReason.SUCCEEDED, exit_code=0, **saying(exit_message(0, None)))
+    if info.status in RAY_ENDED and record and not node_dead:
+        followed = _ended_by_ray_only(status, info, record, now)
+        if followed is not None:
+            return followed
     if info.status == RayJobStatus.STOPPED:
         return Outcome(TaskStatus.FAILED, TerminationReason.SERVER_ERROR, exit_code=exit_code,
                        **saying(msg("status.stopped_outside")))
@@ -206,6 +212,24 @@ def classify(
                        **saying(msg("status.ray_could_not_start" + ("_why" if said else ""), **detail)))
     return Outcome(TaskStatus.FAILED, TerminationReason.SERVER_ERROR, exit_code=exit_code,
                    **saying(msg("status.ray_job_failed" + ("_why" if said else ""), **detail)))
+
+
+def _ended_by_ray_only(status: TaskStatus, info: JobInfo, record: dict, now: datetime) -> Outcome | None:
+    """Ray ended the job but not the training (issue 36): the attempt's launcher is the node agent's, so Ray's
+    own memory monitor killing the JobSupervisor on a full host, or a ``ray job stop`` from outside, end only
+    Ray's view of it (measured: a task marked FAILED while its launcher trained on). A launcher that still
+    beats is followed; one that ended while Ray had no driver exit code to say decides the outcome by its
+    record's exit code. None: the record says neither (it went silent): Ray's word stands."""
+    if attempt_record.alive(record, now):
+        return Outcome(TaskStatus.RUNNING) if status == TaskStatus.SUBMITTED else NOTHING
+    if attempt_record.finished(record) and info.driver_exit_code is None:
+        code = record["exit_code"]
+        if code == 0:
+            return Outcome(TaskStatus.SUCCEEDED, TerminationReason.SUCCEEDED, exit_code=0, from_record=True,
+                           **saying(exit_message(0, None)))
+        return Outcome(TaskStatus.FAILED, TerminationReason.EXIT_NONZERO, exit_code=code, from_record=True,
+                       **saying(exit_message(code, None)))
+    return None
 
 
 def with_log_cause(out: Outcome, home: Path, path: Path, fallback: str | None = None) -> Outcome:
@@ -333,7 +357,8 @@ class MonitorActiveTasks:
                 return 0  # someone else moved it; next pass
             user = user_of(s, task)
             driver = read_driver_status(ctx, user, task_id, task.attempts)
-            record = attempt_record.read(ctx.settings.root, task_id, task.attempts) if info is None else None
+            record = (attempt_record.read(ctx.settings.root, task_id, task.attempts)
+                      if info is None or info.status in RAY_ENDED else None)
             out = classify(status, info, submitted_at=task.submitted_at, now=ctx.now(),
                            start_timeout_s=ctx.settings.start_timeout_s, dead_nodes=dead, driver=driver,
                            record=record)
@@ -352,8 +377,8 @@ class MonitorActiveTasks:
                 pass
             elif out.status is None:
                 self._update_attempt(s, sid, info, driver, None)
-                if info is None and record:  # Ray lost it; its driver still runs it
-                    self._followed(s, task, record)
+                if record:  # Ray lost or ended it; its driver still runs it
+                    self._followed(s, task, record, info)
                 if status == TaskStatus.RUNNING and info is not None and info.status == RayJobStatus.RUNNING:
                     self._watch_heartbeat(s, task, driver)
                     return self._watch_progress(s, task, user, sid, info, driver)
@@ -366,12 +391,17 @@ class MonitorActiveTasks:
         resubmit_same_id(ctx, task_id, sid)
         return 0
 
-    def _followed(self, s, task: TaskModel, record: dict) -> None:
-        """Say once (message + timeline) that Ray lost the job and the attempt is followed through its record."""
-        if (task.status_message or "").startswith(FOLLOWED):
+    def _followed(self, s, task: TaskModel, record: dict, info: JobInfo | None) -> None:
+        """Say once (message + timeline) that Ray lost (or ended) the job and the attempt is followed through
+        its record."""
+        if task.status_message_code in FOLLOWED_CODES:
             return
         where = f"{log_write.one_line(str(record.get('hostname') or '?'))[:80]} (pid {record.get('driver_pid')})"
-        said = msg("status.followed", where=where)
+        if info is None:
+            said = msg("status.followed", where=where)
+        else:
+            why = log_write.one_line(f"{info.status.value}: {info.error_type or info.message or '?'}")[:200]
+            said = msg("status.followed_ray_ended", where=where, ray=why)
         if self._note(s, task, said, said):
             log.warning("task %s: %s", task.id, said.text)
 
@@ -545,8 +575,8 @@ class MonitorActiveTasks:
             if ended:
                 if att.started_at is None and driver and driver.started_at:
                     att.started_at = started  # it ran and ended while the server was not looking
-                close_attempt(s, att, accounting.end_time(info.end_time_ms if info is not None else None, driver,
-                                                          started=att.started_at, now=now))
+                ray_end = info.end_time_ms if info is not None and not out.from_record else None
+                close_attempt(s, att, accounting.end_time(ray_end, driver, started=att.started_at, now=now))
                 att.exit_code = out.exit_code
                 att.termination_reason = out.reason.value if out.reason else None
                 att.message = message or out.message
