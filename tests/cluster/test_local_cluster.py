@@ -65,6 +65,15 @@ def test_head_runs_nothing_and_the_worker_advertises_worker_node(ray_cluster: Lo
     assert len(str(ray_cluster.temp_dir)) <= MAX_TEMP_DIR_LEN  # unix socket paths stay under 107 bytes
 
 
+def test_every_platform_raylet_has_rays_memory_monitor_off(ray_cluster: LocalCluster) -> None:
+    """Ray's host-wide memory monitor killed a task's JobSupervisor on a full host while the task's launcher (the
+    node agent's, bounded by its cgroup) trained on (issue 36): the platform's nodes run without it."""
+    logs = sorted((ray_cluster.temp_dir / "session_latest" / "logs").glob("raylet*.out"))
+    assert len(logs) >= 1 + len(ray_cluster.workers), logs
+    for log in logs:
+        assert "ThresholdMemoryMonitor disabled" in log.read_text(errors="replace"), log
+
+
 def test_jobs_lifecycle(ray_cluster: LocalCluster, jobs: RayJobsClient, tmp_path: Path) -> None:
     sid = f"argus-test-{time.time_ns()}"
     t0 = time.monotonic()

@@ -62,6 +62,13 @@ from argus.settings import RAY_PORT_FIELDS, RAY_WORKER_PORTS, Settings
 
 log = logging.getLogger(__name__)
 
+# Ray's memory monitor kills the biggest Ray worker of a node whose *host* memory is over 95 % used. On a platform
+# node those are JobSupervisors and launchers' Ray jobs; the tasks' own processes are the node agent's, each
+# bounded by its cgroup (launcher/task_bounds.py). Measured on a host near its memory (bench/outage_multinode.py):
+# it killed a task's JobSupervisor, and Ray called the task FAILED while its launcher trained on. Off on the
+# platform's Ray; a task's private Ray keeps its own monitor (the sandbox's environment does not carry RAY_*).
+PLATFORM_RAY_TUNING = {"RAY_memory_monitor_refresh_ms": "0"}
+
 HOST = "127.0.0.1"
 # Ray appends about 65 bytes (session_<date>_<pid>/sockets/plasma_store.N) to the temp dir;
 # unix socket paths are limited to 107 bytes.
@@ -206,11 +213,12 @@ class LocalCluster:
         return httpx.Client(timeout=5)
 
     def _node_env(self) -> dict[str, str]:
-        """What every node's ``ray start`` adds to its environment: token auth, and the sandbox config."""
+        """What every node's ``ray start`` adds to its environment: token auth, the sandbox config, and Ray's
+        memory monitor off (``PLATFORM_RAY_TUNING``)."""
         s = self.settings
         token = jail.ensure_ray_token(s.root)  # embedded and head: this machine owns the token
         s.ray_auth_token = s.ray_auth_token or token
-        return {**jail.platform_ray_env(s.root),
+        return {**PLATFORM_RAY_TUNING, **jail.platform_ray_env(s.root),
                 **jail.node_env(mode=s.task_jail, data_root=s.root, state_dir=s.state_dir, python=s.train_python),
                 agent_client.AGENT_ENV: str(AgentPaths(s.state_dir).socket)}
 

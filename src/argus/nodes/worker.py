@@ -25,7 +25,15 @@ from pathlib import Path
 from argus.launcher import jail
 from argus.nodes import agent_client
 from argus.nodes.discovery import DiscoveryError, HeadInfo, local_ray_version, read_discovery
-from argus.nodes.local import RayNode, ray_start, ray_temp_dir, snapshot_descendants, spawn_node, stop_node
+from argus.nodes.local import (
+    PLATFORM_RAY_TUNING,
+    RayNode,
+    ray_start,
+    ray_temp_dir,
+    snapshot_descendants,
+    spawn_node,
+    stop_node,
+)
 from argus.nodes.paths import AgentPaths
 from argus.nodes.watchdog import Action, Backoff, Decision, Observation, decide
 
@@ -53,10 +61,11 @@ class WorkerConfig:
         self.name = self.name or socket.gethostname()
 
     def node_env(self) -> dict[str, str]:
-        """What this node's ``ray start`` adds: the platform Ray's token auth and the sandbox config (launcher/jail.py)."""
+        """What this node's ``ray start`` adds: Ray's memory monitor off (nodes/local.py ``PLATFORM_RAY_TUNING``),
+        the platform Ray's token auth and the sandbox config (launcher/jail.py)."""
         if self.data_root is None:
-            return {}
-        return {**jail.platform_ray_env(self.data_root),
+            return dict(PLATFORM_RAY_TUNING)
+        return {**PLATFORM_RAY_TUNING, **jail.platform_ray_env(self.data_root),
                 **jail.node_env(mode=self.task_jail, data_root=self.data_root, state_dir=self.state_dir,
                                 python=self.python),
                 agent_client.AGENT_ENV: str(AgentPaths(self.state_dir).socket)}
