@@ -19,7 +19,7 @@ import pytest
 from sqlalchemy import update
 
 from argus.db.models import TaskAttemptModel, TaskModel, UserModel
-from argus.launcher.jail import dashboard_record_path, write_dashboard_record
+from argus.launcher.dashboard_record import dashboard_record_path, write_dashboard_record
 from argus.settings import Settings
 from tests.helpers import CLIENT_TIMEOUT_S, LiveServer, live_server, submit_spec
 from tests.waiting import slack

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from argus.core.envvars import NODE_ENV_KEEP
-from argus.launcher import jail
+from argus.launcher import jail, ray_auth
 
 pytestmark = pytest.mark.hostile  # the hostile-input suite: grows with every hole found
 
@@ -89,14 +89,14 @@ def test_the_environment_is_the_node_allowlist_plus_the_tasks_own() -> None:
 
 
 def test_the_platform_ray_token_is_made_once_and_private(tmp_path: Path) -> None:
-    token = jail.ensure_ray_token(tmp_path)
-    assert jail.ensure_ray_token(tmp_path) == token == jail.read_ray_token(tmp_path) and len(token) == 64
-    assert jail.token_path(tmp_path).stat().st_mode & 0o777 == 0o600
-    assert jail.platform_ray_env(tmp_path) == {"RAY_AUTH_MODE": "token",
-                                                "RAY_AUTH_TOKEN_PATH": str(jail.token_path(tmp_path)),
-                                                "RAY_enable_metrics_collection": "0", "DASHBOARD_METRIC_PORT": "65536"}
-    with pytest.raises(jail.JailError, match="no Ray auth token"):
-        jail.platform_ray_env(tmp_path / "elsewhere")
+    token = ray_auth.ensure_ray_token(tmp_path)
+    assert ray_auth.ensure_ray_token(tmp_path) == token == ray_auth.read_ray_token(tmp_path) and len(token) == 64
+    assert ray_auth.token_path(tmp_path).stat().st_mode & 0o777 == 0o600
+    assert ray_auth.platform_ray_env(tmp_path) == {"RAY_AUTH_MODE": "token",
+                                                   "RAY_AUTH_TOKEN_PATH": str(ray_auth.token_path(tmp_path)),
+                                                   "RAY_enable_metrics_collection": "0", "DASHBOARD_METRIC_PORT": "65536"}
+    with pytest.raises(ray_auth.NoRayToken, match="no Ray auth token"):
+        ray_auth.platform_ray_env(tmp_path / "elsewhere")
 
 
 def _run(cfg: jail.JailConfig, tmp_path: Path, code: str, **kw) -> subprocess.CompletedProcess[str]:

@@ -10,7 +10,7 @@ import pytest
 
 from argus.db.models import TaskAttemptModel, TaskModel
 from argus.errors import Conflict, NotFound
-from argus.launcher.jail import dashboard_record_path
+from argus.launcher.dashboard_record import dashboard_record_path
 from argus.services.principal import Principal
 from argus.services.ray_dashboard import dashboard_target
 from tests.scheduler.fakes import add_task, add_user

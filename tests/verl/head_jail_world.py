@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 from argus.envs.registry import Environment
-from argus.launcher.jail import token_path
+from argus.launcher.ray_auth import token_path
 from argus.settings import Settings
 from argus.verl.pool import ValidatorPool
 from argus.verl.rewards import check_reward

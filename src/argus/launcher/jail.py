@@ -24,7 +24,8 @@ The node-side settings (bwrap path, data root, what to hide, where scratch lives
 user namespaces work) are a JSON file named by ``ARGUS_JAIL_CONFIG`` in the environment of
 the node's ``ray start``, written by ``argus up`` / ``argus worker``; the launcher (a Ray
 worker of that node, so it inherits the variable) reads it. The platform Ray's auth token
-lives in ``<root>/.argus`` beside the discovery file; no sandbox shows that folder.
+(:mod:`argus.launcher.ray_auth`) and the tasks' dashboard records (:mod:`argus.launcher.dashboard_record`)
+live in ``<root>/.argus`` beside the discovery file; no sandbox shows that folder.
 
 Pure functions and the standard library only: this module is imported by the launcher on
 every node and by the server.
@@ -34,7 +35,6 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import shutil
 import subprocess
 import sys
@@ -44,11 +44,9 @@ from pathlib import Path
 
 from argus.core.envvars import NODE_ENV_KEEP, env_kept
 from argus.core.teams import TEAM_NAME_RE
-from argus.launcher.private_ray import RAY_NO_METRICS
 
 CONFIG_ENV = "ARGUS_JAIL_CONFIG"
 JAILED_ENV = "ARGUS_JAILED"  # set inside the sandbox to the owner's name
-TOKEN_NAME = "ray-auth-token"
 USER_SECRETS = (".ssh", ".ray", ".argus", ".config", ".netrc", ".cache/huggingface/token", ".aws", ".docker",
                 ".kube", ".gnupg", ".pgpass")
 SANDBOX_UID = 1000  # the uid inside a user-namespaced sandbox when Argus runs as root: never root inside
@@ -88,82 +86,6 @@ class JailConfig:
         data = json.loads(Path(path).read_text())
         known = {f for f in cls.__dataclass_fields__}
         return cls(**{k: v for k, v in data.items() if k in known})
-
-
-# -- the platform Ray's auth token ---------------------------------------------------------------
-
-def token_path(data_root: Path) -> Path:
-    return data_root / ".argus" / TOKEN_NAME
-
-
-def ensure_ray_token(data_root: Path) -> str:
-    """The platform Ray cluster's auth token (created once, mode 0600, in ``<root>/.argus``).
-
-    Every platform process (nodes, server, launchers) reads it from there; no sandbox shows
-    ``<root>/.argus``, so no task can talk to the platform's GCS, raylets or Jobs API.
-    """
-    path = token_path(data_root)
-    try:
-        return path.read_text().strip()
-    except FileNotFoundError:
-        pass
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{TOKEN_NAME}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w") as f:
-        f.write(secrets.token_hex(32))
-    try:
-        os.link(tmp, path)  # first writer wins; a concurrent creator reads the winner's token
-    except FileExistsError:
-        pass
-    finally:
-        tmp.unlink()
-    return path.read_text().strip()
-
-
-def read_ray_token(data_root: Path) -> str | None:
-    try:
-        return token_path(data_root).read_text().strip() or None
-    except OSError:
-        return None
-
-
-def platform_ray_env(data_root: Path) -> dict[str, str]:
-    """The variables that make a ``ray start`` (and every platform process it starts) use token auth, and
-    serve no Prometheus endpoint: those take no token (``private_ray.RAY_NO_METRICS``)."""
-    path = token_path(data_root)
-    if not path.is_file():
-        raise JailError(f"no Ray auth token at {path}: the head creates it on the shared filesystem; "
-                        f"is it mounted at {data_root} here (argus worker --data-root)?")
-    return {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(path), **RAY_NO_METRICS}
-
-
-# -- a task's own Ray dashboard, for the server's proxy -------------------------------------------
-
-def dashboard_record_path(data_root: Path, task_id: str, attempt: int) -> Path:
-    """Where the launcher says where an attempt's own Ray dashboard listens (port, token): beside the platform
-    Ray's token, a folder no sandbox shows and no file access of a user reaches. Never the attempt's
-    ``status.json``: that is in the owner's home, and the owner could point the proxy at her own web server."""
-    return data_root / ".argus" / "dashboards" / f"{task_id}.{attempt}.json"
-
-
-def write_dashboard_record(data_root: Path, task_id: str, attempt: int, port: int, token: str) -> Path:
-    path = dashboard_record_path(data_root, task_id, attempt)
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as f:
-        json.dump({"port": port, "token": token}, f)
-    os.replace(tmp, path)
-    return path
-
-
-def read_dashboard_record(data_root: Path, task_id: str, attempt: int) -> dict | None:
-    try:
-        record = json.loads(dashboard_record_path(data_root, task_id, attempt).read_text())
-    except (OSError, ValueError):
-        return None
-    return record if isinstance(record, dict) else None
 
 
 # -- the node's sandbox config -----------------------------------------------------------------

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from argus.core.launch import LaunchSpec
 from argus.core.resources import CPU_TRAINING_RAY_CPUS
-from argus.launcher import jail
+from argus.launcher import dashboard_record, jail
 
 PRIVATE_RAY = str(Path(__file__).with_name("private_ray.py"))
 SHM_MIN = 1 << 30  # a sandbox's /dev/shm: at least 1 GiB (NCCL, torch DataLoader workers) …
@@ -170,11 +170,11 @@ class Sandbox:
 
     def record_dashboard(self, job_dir: Path, attempt: int) -> None:
         """Where this attempt's own Ray dashboard listens and its token, for the server's proxy
-        (``jail.write_dashboard_record``: a platform folder of the data root, never the owner's home)."""
+        (``dashboard_record.write_dashboard_record``: a platform folder of the data root, never the owner's home)."""
         if not self.dashboard_port:
             return
         root = self.data_root(job_dir)
-        self.dashboard_record = jail.write_dashboard_record(root, job_dir.name, attempt, self.dashboard_port,
+        self.dashboard_record = dashboard_record.write_dashboard_record(root, job_dir.name, attempt, self.dashboard_port,
                                                             self.ray_token)
 
     def cleanup(self) -> None:

@@ -53,7 +53,7 @@ import httpx
 import psutil
 
 from argus.core.envvars import NODE_ENV_KEEP, env_kept
-from argus.launcher import jail
+from argus.launcher import jail, ray_auth
 from argus.launcher.private_ray import MAX_ATTEMPTS, MIN_ATTEMPT_S, StartBudget, backoff_s, transient_reason
 from argus.launcher.task_sandbox import free_ports
 from argus.nodes import agent, agent_client, cgroups, leftover
@@ -216,9 +216,9 @@ class LocalCluster:
         """What every node's ``ray start`` adds to its environment: token auth, the sandbox config, and Ray's
         memory monitor off (``PLATFORM_RAY_TUNING``)."""
         s = self.settings
-        token = jail.ensure_ray_token(s.root)  # embedded and head: this machine owns the token
+        token = ray_auth.ensure_ray_token(s.root)  # embedded and head: this machine owns the token
         s.ray_auth_token = s.ray_auth_token or token
-        return {**PLATFORM_RAY_TUNING, **jail.platform_ray_env(s.root),
+        return {**PLATFORM_RAY_TUNING, **ray_auth.platform_ray_env(s.root),
                 **jail.node_env(mode=s.task_jail, data_root=s.root, state_dir=s.state_dir, python=s.train_python),
                 agent_client.AGENT_ENV: str(AgentPaths(s.state_dir).socket)}
 

@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from argus.launcher import jail
+from argus.launcher import jail, ray_auth
 from argus.nodes import agent_client
 from argus.nodes.discovery import DiscoveryError, HeadInfo, local_ray_version, read_discovery
 from argus.nodes.local import (
@@ -62,10 +62,10 @@ class WorkerConfig:
 
     def node_env(self) -> dict[str, str]:
         """What this node's ``ray start`` adds: Ray's memory monitor off (nodes/local.py ``PLATFORM_RAY_TUNING``),
-        the platform Ray's token auth and the sandbox config (launcher/jail.py)."""
+        the platform Ray's token auth (launcher/ray_auth.py) and the sandbox config (launcher/jail.py)."""
         if self.data_root is None:
             return dict(PLATFORM_RAY_TUNING)
-        return {**PLATFORM_RAY_TUNING, **jail.platform_ray_env(self.data_root),
+        return {**PLATFORM_RAY_TUNING, **ray_auth.platform_ray_env(self.data_root),
                 **jail.node_env(mode=self.task_jail, data_root=self.data_root, state_dir=self.state_dir,
                                 python=self.python),
                 agent_client.AGENT_ENV: str(AgentPaths(self.state_dir).socket)}
@@ -144,7 +144,7 @@ class WorkerWatchdog:
             env = cfg.node_env()
             # the node agent owns the tasks (nodes/agent.py): a raylet that leaves or dies does not take them along
             agent_client.ensure_running(cfg.state_dir, keeper=os.getpid())
-        except (jail.JailError, agent_client.AgentError) as e:  # not joining without auth or sandbox: retry with back-off, the log says why
+        except (jail.JailError, ray_auth.NoRayToken, agent_client.AgentError) as e:  # not joining without auth or sandbox: retry with back-off, the log says why
             log.error("cannot join: %s", e)
             now = time.monotonic()
             self.backoff.started(now)

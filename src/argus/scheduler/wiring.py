@@ -17,7 +17,7 @@ from argus.cluster.inventory import RayInventory
 from argus.cluster.jobs import RayJobsClient
 from argus.cluster.types import JobsBackend, NodeInventory
 from argus.db.session import Database
-from argus.launcher import jail
+from argus.launcher import jail, ray_auth
 from argus.scheduler.common import LoopContext
 from argus.scheduler.nodes import nodes_view
 from argus.scheduler.queue_inputs import QueueInputs
@@ -51,8 +51,8 @@ def build_scheduler(db: Database, settings: Settings, *, jobs: JobsBackend | Non
                     dashboard: str | None = None) -> Scheduler:
     """``ray_address``/``dashboard`` override the settings (``argus up`` passes its LocalCluster's)."""
     gcs, url = ray_endpoints(settings)
-    # the platform Ray's token: given, else the one the head keeps in <root>/.argus (launcher/jail.py)
-    token = settings.ray_auth_token or jail.read_ray_token(settings.root)
+    # the platform Ray's token: given, else the one the head keeps in <root>/.argus (launcher/ray_auth.py)
+    token = settings.ray_auth_token or ray_auth.read_ray_token(settings.root)
     dash = Dashboard(dashboard or url, token=token)
     jobs = jobs or RayJobsClient(dash)
     inventory = inventory or RayInventory(dash, cache_s=settings.inventory_cache_s)

@@ -2,7 +2,7 @@
 
 With ``task_ray_dashboard`` on, the private Ray cluster of a Ray task runs its dashboard on the
 task's first node; the launcher (platform code, outside the sandbox) records the port and the
-cluster's token in ``<root>/.argus/dashboards`` (``launcher.jail.dashboard_record_path``), which no
+cluster's token in ``<root>/.argus/dashboards`` (``launcher.dashboard_record.dashboard_record_path``), which no
 sandbox shows and no file access of a user reaches — not in the attempt's ``status.json``, which
 the owner can rewrite through the files API and so point the proxy at a web server of her own. The
 address is the node Ray ran the launcher on (the attempt's ``node_id``, resolved by the platform's
@@ -37,7 +37,7 @@ from sqlalchemy.orm import Session
 from argus.core.states import TaskStatus
 from argus.db.models import TaskAttemptModel, UserModel
 from argus.errors import Conflict, NotFound, Unauthorized
-from argus.launcher.jail import read_dashboard_record
+from argus.launcher.dashboard_record import read_dashboard_record
 from argus.services.principal import Principal
 from argus.services.tasks import get_task
 
