@@ -61,6 +61,12 @@ def test_a_pipeline_page_shows_its_steps_and_the_model_page_moves_an_alias(up: U
     assert weak.get_attribute("data-status") == "skipped" and "gate not passed: first" in weak.inner_text()
     assert page.locator("#pipeline-cancel").is_hidden()
     shot(page, "pipeline-en")
+    zh = pages.new(lang="zh", user=USER)  # the step's message from its code (issue 37), not the server's English
+    zh.goto(f"{up.url}/pipelines/{pid}")
+    zh.locator('#pipeline-one[data-loaded="1"]').wait_for()
+    said = zh.locator('#steps-body tr[data-step="weak"] td.hint').inner_text()
+    assert said.startswith("未通过门控：first 的 ") and "gate not passed" not in said, said
+    shot(zh, "pipeline-zh")
 
     page.goto(f"{up.url}/models")
     page.locator('tr[data-model="web-model"] a').click()

@@ -49,6 +49,12 @@ def test_a_sweep_page_charts_its_trials_and_names_the_best(up: Up, pages: Pages)
     assert "rungs 2" in page.locator("#sweep-metric").inner_text()
     assert page.locator("#sweep-cancel").is_hidden()  # it ended: nothing to cancel
     shot(page, "sweep-en")
+    zh = pages.new(lang="zh", user="alice")  # the stopped trial's message from its code (issue 37)
+    zh.goto(f"{up.url}/sweeps/{sid}")
+    zh.locator('#sweep-one[data-loaded="1"]').wait_for()
+    said = zh.locator('#trials-body tr[data-stopped="1"] td.hint').first.inner_text()
+    assert said.startswith("在第 2 步被其扫参提前停止：") and "early-stopped" not in said, said
+    assert zh.locator("#sweep-message").inner_text() == "所有试验均已结束" or zh.locator("#sweep-message").is_hidden()
 
     # a phone (issue 37's walk: the chart's canvas was 753 px wide at 390 — without uPlot's stylesheet a canvas is
     # as wide as its device pixels, twice its CSS width at a phone's pixel ratio 2): the chart fits the viewport,

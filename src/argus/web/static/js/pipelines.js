@@ -2,18 +2,19 @@
 // what it needs, its status, its task, and the API's note — why it failed or was skipped, how its gate was passed,
 // or what it left), Cancel → POST …/cancel. Every state and message is the API's; refreshed every 5 s while it runs.
 import { api, confirmDialog, el, fmtTime, page, poll, sayResult, statusBadge, t } from "./common.js";
+import { errorMessage, sayMessage } from "./messages.js";
 
 const errorBox = document.getElementById("pipelines-error");
 const taskLink = (id) => el("a", { href: `/tasks/${encodeURIComponent(id)}`, class: "mono" }, id);
 
 function fail(e) {
-  errorBox.textContent = e.message;
+  errorBox.textContent = errorMessage(e);
   errorBox.hidden = false;
 }
 
 function note(s) {
-  if (s.message) return s.message;
-  if (s.gate) return s.gate;
+  if (s.message) return sayMessage(s.message_code, s.message_params, s.message);
+  if (s.gate) return sayMessage(s.gate_code, s.gate_params, s.gate);
   return Object.entries(s.artifacts || {}).filter(([k]) => k !== "scores").map(([k, v]) => `${k}: ${v}`).join(" · ");
 }
 
@@ -39,7 +40,7 @@ async function loadOne(id, poller) {
   document.getElementById("pipeline-title").textContent = `${p.name} (${p.pipeline_id})`;
   document.getElementById("pipeline-status").replaceChildren(statusBadge(p.status));
   const msg = document.getElementById("pipeline-message");
-  msg.textContent = p.message || "";
+  msg.textContent = sayMessage(p.message_code, p.message_params, p.message);
   msg.hidden = !p.message;
   document.getElementById("steps-body").replaceChildren(...p.steps.map((s) => el("tr", { "data-step": s.name,
     "data-status": s.status },
@@ -55,7 +56,7 @@ async function loadOne(id, poller) {
     try {
       await api(`/api/v2/pipelines/${encodeURIComponent(p.pipeline_id)}/cancel`, { method: "POST" });
       sayResult(result, true, t("pipelines.canceled"));
-    } catch (e) { sayResult(result, false, e.message); }
+    } catch (e) { sayResult(result, false, errorMessage(e)); }
     loadOne(id, poller);
   };
   document.getElementById("pipeline-one").dataset.loaded = "1";

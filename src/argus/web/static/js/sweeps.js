@@ -6,13 +6,14 @@
 import { uPlot } from "../vendor/charts.js";
 import { COLORS } from "./charts.js";
 import { api, confirmDialog, el, fmtTime, page, poll, sayResult, statusBadge, t } from "./common.js";
+import { errorMessage, sayMessage, statusMessage } from "./messages.js";
 
 const errorBox = document.getElementById("sweeps-error");
 const taskLink = (id) => el("a", { href: `/tasks/${encodeURIComponent(id)}`, class: "mono" }, id);
 const params = (p) => Object.entries(p).map(([k, v]) => `${k}=${v}`).join(", ");
 
 function fail(e) {
-  errorBox.textContent = e.message;
+  errorBox.textContent = errorMessage(e);
   errorBox.hidden = false;
 }
 
@@ -94,7 +95,7 @@ async function loadOne(id, poller) {
   document.getElementById("sweep-metric").textContent = s.metric ? t("sweeps.metric", { metric: s.metric, mode: s.mode,
     early }) : "";
   const msg = document.getElementById("sweep-message");
-  msg.textContent = s.message || "";
+  msg.textContent = sayMessage(s.message_code, s.message_params, s.message);
   msg.hidden = !s.message;
   document.getElementById("trials-metric-head").textContent = s.metric ? t("sweeps.col_metric", { metric: s.metric }) : "";
   document.getElementById("trials-body").replaceChildren(...s.trials.map((tr) => {
@@ -106,7 +107,7 @@ async function loadOne(id, poller) {
       el("td", {}, statusBadge(tr.status)),
       el("td", { class: "mono" }, params(tr.params)),
       el("td", { class: "num" }, last ? `${typeof last[1] === "number" ? last[1].toPrecision(4) : last[1]} @${last[0]}` : "—"),
-      el("td", { class: "hint" }, tr.termination_reason === "SWEEP_STOPPED" ? tr.status_message || "" : ""));
+      el("td", { class: "hint" }, tr.termination_reason === "SWEEP_STOPPED" ? statusMessage(tr) : ""));
   }));
   drawChart(s);
   const cancel = document.getElementById("sweep-cancel");
@@ -117,7 +118,7 @@ async function loadOne(id, poller) {
     try {
       await api(`/api/v2/sweeps/${encodeURIComponent(s.sweep_id)}/cancel`, { method: "POST" });
       sayResult(result, true, t("sweeps.canceled"));
-    } catch (e) { sayResult(result, false, e.message); }
+    } catch (e) { sayResult(result, false, errorMessage(e)); }
     loadOne(id, poller);
   };
   document.getElementById("sweep-one").dataset.loaded = "1";
