@@ -60,6 +60,9 @@ def test_list_resume_export(live) -> None:
     assert f"trainer.resume_from_path={folder}/global_step_4" in spec["command_expanded"]
     events = alice.get(f"/api/v2/tasks/{new}/events").json()
     assert any(f"resumes {tid} from checkpoint global_step_4" in (e["message"] or "") for e in events)
+    assert [(e["message_code"], e["message_params"]) for e in events][:2] == [  # issue 37: coded, English unchanged
+        ("status.accepted", {}),
+        ("status.resumes", {"task": tid, "checkpoint": "global_step_4", "path": "$HOME/runs/ck/global_step_4"})]
     # resuming the resumed task replaces the overrides instead of adding a second pair
     alice.post(f"/api/v2/tasks/{new}/cancel")
     write_step(folder, 8)
@@ -73,6 +76,9 @@ def test_list_resume_export(live) -> None:
     assert r.json()["info"]["target"] == "$HOME/models/my-model" and r.json()["info"]["backend"] == "fsdp"
     t = alice.get(f"/api/v2/tasks/{exp}").json()
     assert t["n_gpus_per_node"] == 0 and t["status"] == "QUEUED" and t["workload"] == "job"
+    said = [(e["message"], e["message_code"], e["message_params"]) for e in alice.get(f"/api/v2/tasks/{exp}/events").json()]
+    assert (f"exports {tid} global_step_4 (fsdp) to $HOME/models/my-model", "status.exports",
+            {"task": tid, "checkpoint": "global_step_4", "backend": "fsdp", "target": "$HOME/models/my-model"}) in said
     cmd = alice.get(f"/api/v2/tasks/{exp}/spec").json()["command_raw"]
     assert cmd == ("python3 -m verl.model_merger merge --backend fsdp --local_dir "
                    "'$HOME/runs/ck/global_step_4/actor' --target_dir '$HOME/models/my-model'")
@@ -151,6 +157,8 @@ def test_evaluate_checkpoints_attach_scores_and_pick_the_best(live) -> None:
                         "reward.custom_reward_function.path=$HOME/code/r.py"), cmd
     events = alice.get(f"/api/v2/tasks/{second}/events").json()
     assert any(f"evaluates {tid} checkpoint global_step_2" in (e["message"] or "") for e in events)
+    assert {"task": tid, "checkpoint": "global_step_2", "path": "$HOME/runs/ppo/global_step_2"} in [
+        e["message_params"] for e in events if e["message_code"] == "status.evaluates"]
     for bad, field in (({"step": 3}, "step"), ({"val_file": "/etc/passwd"}, None), ({"nope": 1}, None)):
         r = alice.post(f"/api/v2/tasks/{tid}/evaluate", json=bad)
         assert r.status_code in (400, 422), (bad, r.text)
@@ -204,7 +212,7 @@ def test_any_checkpoint_is_evaluated_with_lm_eval_and_scored_on_its_step(live) -
                                    "tiny_arith --include-path '$HOME/code/lm_tasks' --limit 8 --device cuda"), spec
     events = alice.get(f"/api/v2/tasks/{eid}/events").json()
     assert any(f"evaluates {tid} checkpoint global_step_2" in (e["message"] or "") and "lm-eval" in e["message"]
-               for e in events), events
+               and e["message_code"] == "status.evaluates_lm_eval" for e in events), events
     _succeed_with_log(live, eid, "|tiny_arith| 1|none| 0|acc|↑|0.5|\nstep:2 - lm-eval/tiny_arith/acc:0.5\n")
     step2 = alice.get(f"/api/v2/tasks/{tid}/checkpoints").json()["steps"][0]
     assert [(e["task_id"], e["scores"]) for e in step2["evaluations"]] == [(eid, {"lm-eval/tiny_arith/acc": 0.5})]

@@ -134,8 +134,10 @@ def test_each_complete_step_is_evaluated_once_then_an_ended_run_is_no_longer_loo
     assert "global_step_4 could not be queued" in note and "no such file" in note, note
     assert _watch(live, checks=checks).run_once() == 0
     assert len(_notes(live, tid)) == 1  # recorded once, not tried each pass
-    assert any("global_step_4 could not be queued" in (e["message"] or "")
-               for e in alice.get(f"/api/v2/tasks/{tid}/events").json())
+    [event] = [e for e in alice.get(f"/api/v2/tasks/{tid}/events").json()
+               if "global_step_4 could not be queued" in (e["message"] or "")]
+    assert event["message_code"] in ("status.eval_not_queued", "status.eval_not_queued_details"), event  # issue 37
+    assert event["message_params"]["checkpoint"] == "global_step_4"
 
     (home / "datasets" / "math" / "test.parquet").write_bytes(b"PAR1")
     write_step(folder, 6)

@@ -239,6 +239,8 @@ def test_a_task_is_rerun_in_another_environment_with_its_keys_moved(srv: LiveSer
     assert spec["resolved"]["env"] == "verl-0.9.1-cpu" and "ray_kwargs.ray_init.num_cpus" in spec["raw"]
     events = alice.get(f"/api/v2/tasks/{new}/events").json()
     assert any(f"re-run of {tid} in environment verl-0.9.1-cpu" in (e.get("message") or "") for e in events), events
+    assert any(e["message_code"] in ("status.rerun_of", "status.rerun_of_moved") and e["message_params"]["task"] == tid
+               and e["message_params"]["env"] == "verl-0.9.1-cpu" for e in events), events  # issue 37: coded
     bad = alice.post(f"/api/v2/tasks/{tid}/rerun", json={"env": "verl-9.9-cpu"})
     assert bad.status_code == 400 and any(e["field"] == "env" for e in bad.json()["detail"]["errors"]), bad.text
     with srv.new_user("mallory") as mallory:

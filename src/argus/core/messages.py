@@ -359,6 +359,23 @@ _STATUS: dict[str, str] = {
     "part.log_dropped": "{size} ({lines} line{s:lines}) of output not written",
     "part.log_not_started": "the task was not started",
     "part.log_stopped": "the task was stopped (exit code {exit_code})",
+    # services: the first event of a task a user's action queued (timeline; services/tasks.py, evaluations.py,
+    # rerun.py, resume.py) and an evaluation evaluate_checkpoints could not queue (services/evaluate_every.py)
+    "status.accepted": "accepted",
+    "status.evaluates": "evaluates {task} checkpoint {checkpoint} ({path}) with verl's validation (trainer.val_only)",
+    "status.evaluates_lm_eval": "evaluates {task} checkpoint {checkpoint} ({path}) with lm-eval",
+    "status.rerun_of": "re-run of {task} in environment {env}",
+    "status.rerun_of_moved": "re-run of {task} in environment {env} ({moved} keys moved for its verl)",
+    "status.resumes": "resumes {task} from checkpoint {checkpoint} ({path})",
+    "status.exports": "exports {task} {checkpoint} ({backend}) to {target}",
+    "status.eval_not_queued": ("evaluate_checkpoints: the evaluation of checkpoint {checkpoint} could not be queued "
+                               "({message}); it is not tried again — evaluate the step yourself once fixed (argus "
+                               "evaluate)"),
+    "status.eval_not_queued_details": ("evaluate_checkpoints: the evaluation of checkpoint {checkpoint} could not be "
+                                       "queued ({message}: {details}); it is not tried again — evaluate the step "
+                                       "yourself once fixed (argus evaluate)"),
+    "part.field_problem": "{field}: {problem}",
+    "sep.details": "; ",
     # a sweep's trials stopped by it (services/sweeps.py, core/sweeps.py Stop): the trial's status message
     "status.sweep_stopped": "stopped by its sweep: {message}",
     "status.early_stopped": ("early-stopped by its sweep at step {rung}: {metric} = {value}, ranked {rank} of the "

@@ -26,6 +26,7 @@ from sqlalchemy.orm import Session
 
 from argus.core import checkpoints as ck
 from argus.core import evaluate_every as ee
+from argus.core.messages import Message, from_stored, msg, nested, part
 from argus.core.paths import DataLayout
 from argus.core.states import TERMINAL, TaskStatus
 from argus.db.models import TaskEventModel, TaskModel, UserModel
@@ -92,14 +93,21 @@ def look(session: Session, layout: DataLayout, admission: Admission, row: Row[An
                                           **lm_eval)
             queued += 1
         except ArgusError as exc:
+            said = refusal(step, exc)
             session.add(TaskEventModel(task_id=row.id, at=now, from_status=row.status, to_status=row.status,
-                                       reason=None, actor=ACTOR, message=refusal(step, exc)))
+                                       reason=None, actor=ACTOR, message=said.text, message_code=said.code,
+                                       message_params=said.params))
     return queued
 
 
-def refusal(step: int, exc: ArgusError) -> str:
-    """The event a refused evaluation leaves on its source task: the step, the refusal and each problem."""
-    details = "; ".join(f"{e.field}: {e.message}" for e in exc.errors[:5])
-    return (f"evaluate_checkpoints: the evaluation of checkpoint {ck.STEP_PREFIX}{step} could not be queued "
-            f"({exc.message}{': ' + details if details else ''}); it is not tried again — evaluate the step "
-            "yourself once fixed (argus evaluate)")
+def refusal(step: int, exc: ArgusError) -> Message:
+    """The event a refused evaluation leaves on its source task: the step, the refusal and each problem (issue 37:
+    coded; the refusal and each problem nested where they have a code that still renders to their text, else their
+    English as written)."""
+    said = nested(from_stored(exc.message_code, exc.message_params, exc.message) or exc.message)
+    details = [part("part.field_problem", field=e.field, problem=nested(from_stored(e.code, e.params, e.message)
+                                                                        or e.message)) for e in exc.errors[:5]]
+    checkpoint = f"{ck.STEP_PREFIX}{step}"
+    if details:
+        return msg("status.eval_not_queued_details", checkpoint=checkpoint, message=said, details=details)
+    return msg("status.eval_not_queued", checkpoint=checkpoint, message=said)

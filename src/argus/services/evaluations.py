@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 from argus.core import checkpoints as ck
 from argus.core import evaluation as ev
 from argus.core.admission import AdmissionPolicy, SpecCheck
+from argus.core.messages import msg
 from argus.core.paths import DataLayout
 from argus.core.states import TaskStatus
 from argus.db.models import TaskEventModel, TaskModel, utcnow
@@ -108,7 +109,7 @@ def evaluate_task(session: Session, principal: Principal, task_id: str, *, step:
     spec = ev.eval_spec(doc, shown, name=ev.eval_name(old.id, chosen.step), val_file=val_file,
                         reward_path=reward_path, reward_name=reward_name)
     return _submit_evaluation(session, principal, old.id, chosen.step, spec, policy=policy, checks=checks,
-                              max_bytes=max_bytes, how=f"({shown}) with verl's validation (trainer.val_only)")
+                              max_bytes=max_bytes, shown=shown, code="status.evaluates")
 
 
 def _lm_evaluate(session: Session, principal: Principal, old: TaskModel, *, step: int | None, lm_eval: dict,
@@ -122,18 +123,21 @@ def _lm_evaluate(session: Session, principal: Principal, old: TaskModel, *, step
             **{k: doc[k] for k in _LM_EVAL_KEPT if k in doc},
             **{k: v for k, v in verl_only.items() if v is not None}}  # refused by the spec check, by name
     return _submit_evaluation(session, principal, old.id, chosen.step, spec, policy=policy, checks=checks,
-                              max_bytes=max_bytes, how=f"({shown}) with lm-eval")
+                              max_bytes=max_bytes, shown=shown, code="status.evaluates_lm_eval")
 
 
 def _submit_evaluation(session: Session, principal: Principal, source: str, step: int, spec: dict, *,
                        policy: AdmissionPolicy, checks: tuple[SpecCheck, ...], max_bytes: int,
-                       how: str) -> Submitted:
+                       shown: str, code: str) -> Submitted:
+    """Queue ``spec`` and say on its timeline what it evaluates (``code``: ``status.evaluates`` for verl's
+    validation, ``status.evaluates_lm_eval``; ``shown``: the checkpoint's folder as its owner writes it)."""
     body = yaml.safe_dump(spec, sort_keys=False, allow_unicode=True)
     done = submit_task(session, principal, body, policy=policy, content_type="application/yaml",
                        max_bytes=max_bytes, checks=checks, origin=Origin(evaluates_task=source, evaluates_step=step))
+    said = msg(code, task=source, checkpoint=f"{ck.STEP_PREFIX}{step}", path=shown)
     session.add(TaskEventModel(task_id=done.task.id, at=utcnow(), from_status=TaskStatus.QUEUED.value,
                                to_status=TaskStatus.QUEUED.value, reason=None, actor=principal.name,
-                               message=f"evaluates {source} checkpoint {ck.STEP_PREFIX}{step} {how}"))
+                               message=said.text, message_code=said.code, message_params=said.params))
     session.flush()
     done.info = {**done.info, "evaluates_task": source, "step": step}
     return done

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from sqlalchemy.orm import Session
 
 from argus.core.admission import AdmissionPolicy, SpecCheck
+from argus.core.messages import msg
 from argus.core.states import TaskStatus
 from argus.core.taskspec import load_spec_document
 from argus.db.models import TaskEventModel, TaskModel, utcnow
@@ -120,10 +121,11 @@ def rerun(session: Session, principal: Principal, task_id: str, env: str, *, pol
     done = submit_task(session, principal, planned.spec, policy=policy,
                        content_type="application/json" if _is_json(planned.spec) else "application/yaml",
                        max_bytes=max_bytes, checks=checks)
+    said = msg("status.rerun_of_moved", task=old.id, env=env, moved=len(planned.edits)) if planned.edits else \
+        msg("status.rerun_of", task=old.id, env=env)
     session.add(TaskEventModel(task_id=done.task.id, at=utcnow(), from_status=TaskStatus.QUEUED.value,
                                to_status=TaskStatus.QUEUED.value, reason=None, actor=principal.name,
-                               message=f"re-run of {old.id} in environment {env}"
-                                       + (f" ({len(planned.edits)} keys moved for its verl)" if planned.edits else "")))
+                               message=said.text, message_code=said.code, message_params=said.params))
     session.flush()
     done.info = {**done.info, "rerun_of": old.id, "env": env, "edits": planned.edits}
     return done, planned

@@ -26,6 +26,7 @@ from sqlalchemy.orm import Session
 from argus.core import checkpoints as ck
 from argus.core.admission import AdmissionPolicy, SpecCheck
 from argus.core.evaluation import Mode
+from argus.core.messages import msg
 from argus.core.paths import is_under, normalize
 from argus.core.states import TERMINAL, TaskStatus
 from argus.db.models import TaskEventModel, TaskModel, utcnow
@@ -64,9 +65,10 @@ def resume_task(session: Session, principal: Principal, task_id: str, *, step: i
     body = yaml.safe_dump(ck.resume_spec(doc, shown), sort_keys=False, allow_unicode=True)
     done = submit_task(session, principal, body, policy=policy, content_type="application/yaml",
                        max_bytes=max_bytes, checks=checks, origin=Origin(resumed_from=old.id))
+    said = msg("status.resumes", task=old.id, checkpoint=f"{ck.STEP_PREFIX}{chosen.step}", path=shown)
     session.add(TaskEventModel(task_id=done.task.id, at=utcnow(), from_status=TaskStatus.QUEUED.value,
                                to_status=TaskStatus.QUEUED.value, reason=None, actor=principal.name,
-                               message=f"resumes {old.id} from checkpoint {ck.STEP_PREFIX}{chosen.step} ({shown})"))
+                               message=said.text, message_code=said.code, message_params=said.params))
     session.flush()
     done.info = {**done.info, "resumed_from": old.id, "step": chosen.step}
     return done
@@ -177,9 +179,11 @@ def export_task(session: Session, principal: Principal, task_id: str, *, step: i
     body = yaml.safe_dump(spec, sort_keys=False, allow_unicode=True)
     done = submit_task(session, principal, body, policy=policy, content_type="application/yaml",
                        max_bytes=max_bytes, checks=checks)
+    said = msg("status.exports", task=old.id, checkpoint=f"{ck.STEP_PREFIX}{chosen.step}", backend=backend,
+               target=target)
     session.add(TaskEventModel(task_id=done.task.id, at=utcnow(), from_status=TaskStatus.QUEUED.value,
                                to_status=TaskStatus.QUEUED.value, reason=None, actor=principal.name,
-                               message=f"exports {old.id} {ck.STEP_PREFIX}{chosen.step} ({backend}) to {target}"))
+                               message=said.text, message_code=said.code, message_params=said.params))
     session.flush()
     done.info = {**done.info, "source_task": old.id, "step": chosen.step, "target": target, "backend": backend}
     return done

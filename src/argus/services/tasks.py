@@ -302,7 +302,8 @@ def queue_task(session: Session, principal: Principal, checked: Checked, *, poli
     conn = session.connection()
     conn.execute(_INSERT_TASK, row)
     conn.execute(_INSERT_EVENT, {"task_id": task_id, "at": now, "from_status": None,
-                                 "to_status": TaskStatus.QUEUED.value, "reason": None, "message": "accepted",
+                                 "to_status": TaskStatus.QUEUED.value, "reason": None, "message": _ACCEPTED.text,
+                                 "message_code": _ACCEPTED.code, "message_params": _ACCEPTED.params,
                                  "actor": principal.name})
     return Submitted(task=TaskModel(**row), warnings=checked.warnings, info=checked.info)
 
@@ -319,6 +320,7 @@ def _evaluate_every(spec: AdvancedTaskSpec | BasicTaskSpec, argv: list[str], ori
 _TASK_COLUMNS = tuple(c.key for c in TaskModel.__table__.columns)
 _INSERT_TASK = TaskModel.__table__.insert()
 _INSERT_EVENT = TaskEventModel.__table__.insert()
+_ACCEPTED = msg("status.accepted")  # a new task's first event (issue 37: coded), built once: the submit path is hot
 
 
 def preview(checked: Checked, principal: Principal, policy: AdmissionPolicy) -> DryRun:
