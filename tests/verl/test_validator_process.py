@@ -193,3 +193,41 @@ def test_the_extra_values_table_names_keys_verl_has(validator):
         for key in keys:
             resp = validator.request({"op": "validate", "config": config, "overrides": [f"{key}=1"]})
             assert not [e for e in resp["errors"] if e["key"] == key], (config, key, resp["errors"])
+
+
+# A server in miniature: one warm validator in its jail, started from a helper thread as the pool does
+# (verl/pool.py: no --die-with-parent, which would tie the jail to that thread), its bwrap pid printed when ready.
+HOLDER = """
+import sys, threading, time
+from pathlib import Path
+from argus.settings import Settings
+from argus.verl.sandbox import sandbox_prefix
+from argus.verl.validator import VerlValidator
+root = Path(sys.argv[1])
+settings = Settings(data_root=root, state_dir=root / "state", sandbox="bwrap")
+v = VerlValidator(sys.executable, jail=sandbox_prefix(settings, readable=[root], die_with_parent=False))
+threading.Thread(target=v.start_background).start()
+while not v.alive():
+    time.sleep(0.2)
+assert v.info  # it answered its first request: ready
+print(v.pid, flush=True)
+time.sleep(600)
+"""
+
+
+@pytest.mark.skipif(not __import__("shutil").which("bwrap"), reason="bubblewrap is not installed")
+def test_a_jailed_validator_ends_with_the_server_that_started_it(tmp_path):
+    """kill -9 of the server leaves no validator jail behind: the worker ends at its stdin's end (issue 36)."""
+    import subprocess
+
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(tmp_path)], stdout=subprocess.PIPE, text=True)
+    try:
+        jail = int(holder.stdout.readline())
+        assert os.path.exists(f"/proc/{jail}")
+        holder.kill()
+        holder.wait(10)
+        wait_until(lambda: not os.path.exists(f"/proc/{jail}") or open(f"/proc/{jail}/stat").read().split()[2] == "Z",
+                   60, every=0.2, what=f"the validator's jail (pid {jail}) to end after its server was killed")
+    finally:
+        if holder.poll() is None:
+            holder.kill()
