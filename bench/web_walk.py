@@ -380,7 +380,7 @@ def fail_from_log(srv, tid: str, user: str) -> str:  # noqa: ANN001
     layout = srv.ctx.layout
     out = with_log_cause(Outcome(TaskStatus.FAILED, TerminationReason.EXIT_NONZERO, "exit code 1", exit_code=1),
                          Path(str(layout.home(user))), Path(str(layout.attempt_log(user, tid, 1))))
-    move(srv, tid, "SUBMITTED", "RUNNING", "FAILED", reason=out.reason, message=out.message,
+    move(srv, tid, "SUBMITTED", "RUNNING", "FAILED", reason=out.reason, message=out.said(),  # coded, as the monitor
          **({"failure_kind": out.failure_kind, "failure_hint": out.failure_hint} if out.failure_kind else {}))
     return out.message or ""
 
@@ -850,7 +850,7 @@ def report(results: list[dict], inter: dict, meta: dict) -> None:
           f"({lf.get('window_count')!r}); whole log click → list {fmt_ms(lf.get('whole_log_ms'))} ms "
           f"({lf.get('whole_log_head')!r}, {lf.get('whole_log_hits')} lines)" + (f" {lf['note']}" if lf.get("note") else ""))
     ch = inter.get("charts", {})
-    print(f"  charts, {ch.get('charts')} charts of {ch.get('keys')} metrics ({ch.get('points'):,} points): navigation → "
+    print(f"  charts, {ch.get('charts')} charts of {ch.get('keys')} metrics ({ch.get('points') or 0:,} points): navigation → "
           f"all drawn {', '.join(fmt_ms(x) for x in ch.get('nav_to_drawn_ms', []))} ms (median {fmt_ms(ch.get('median_ms'))})")
     v = inter.get("verdict", {})
     print(f"  New Task last keystroke → verdict ({'verl validator' if v.get('verl') else 'spec checks only'}): "

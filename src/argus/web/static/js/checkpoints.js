@@ -8,11 +8,11 @@
 // API's to say: a refused action shows the API's own message (e.g. "the task is RUNNING: … once it has
 // ended"), nothing is decided here. Refreshed every 10 s while the tab is open and the task runs.
 import { api, confirmDialog, el, fmtBytes, fmtTime, formDialog, poll, promptDialog, sayResult, t } from "./common.js";
-import { fieldMessage } from "./messages.js";
+import { errorMessage, fieldMessage } from "./messages.js";
 
 /** A refusal as the API worded it: its message, then each field it named with that field's own message. */
 function refusal(e) {
-  return [e.message, ...(e.errors || []).map((x) => `${x.field}: ${fieldMessage(x)}`)].join(" — ");
+  return [errorMessage(e), ...(e.errors || []).map((x) => `${x.field}: ${fieldMessage(x)}`)].join(" — ");
 }
 
 /** A number field as the user typed it: empty → left out; a number → that number; anything else → the text itself

@@ -8,6 +8,7 @@
 import { api, copyText, el, poll, statusBadge, t, TERMINAL } from "./common.js";
 import { Board, COLORS } from "./charts.js";
 import { startCompareLink } from "./compare_link.js";
+import { errorMessage, fieldMessage } from "./messages.js";
 
 const ids = (new URLSearchParams(location.search).get("tasks") || "").split(",").map((s) => s.trim()).filter(Boolean);
 const SECTIONS = { override: () => t("compare.section_override"), spec: () => t("compare.section_spec"),
@@ -19,9 +20,9 @@ const MISSING = { task_not_found: (id) => t("compare.missing_task_not_found", { 
 
 function showProblem(err) {
   problem.hidden = false;
-  problem.replaceChildren(el("p", {}, err.message),
+  problem.replaceChildren(el("p", {}, errorMessage(err)),
     ...(err.errors || []).map((e) => el("p", { class: "compare-missing", "data-value": String(e.value) },
-      `${e.field} = ${e.value}: ${e.message}`)));
+      `${e.field} = ${e.value}: ${fieldMessage(e)}`)));
 }
 
 // The ids not shown and why, with a link to the comparison without them; then any run whose metrics failed.
@@ -34,7 +35,7 @@ function showMissing(missing, tasks, failed) {
       onclick: (e) => { e.currentTarget.href = keep + location.hash; } }, t("compare.drop_missing"))));
   }
   for (const [id, err] of failed) {
-    rows.push(el("p", { class: "compare-metrics-failed", "data-value": id }, t("compare.metrics_failed", { id, error: err.message })));
+    rows.push(el("p", { class: "compare-metrics-failed", "data-value": id }, t("compare.metrics_failed", { id, error: errorMessage(err) })));
   }
   notice.hidden = rows.length === 0;
   notice.replaceChildren(...rows);

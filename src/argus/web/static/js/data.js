@@ -6,9 +6,10 @@
 // they hold for rows scrolled out of it. Bulk move and delete are one request per item through the
 // same endpoints as the single actions (the server keeps every path rule), four at a time, and
 // every item gets its own result line.
-import { api, ApiError, confirmDialog, copyText, el, fmtBytes, fmtTime, page, promptDialog, t } from "./common.js";
+import { api, confirmDialog, copyText, el, fmtBytes, fmtTime, page, promptDialog, t } from "./common.js";
 import { busy as uploadsBusy, cancelAll, clearStopped, enqueue, quotaFor } from "./data_uploads.js";
 import { VirtualRows } from "./data_vlist.js";
+import { errorMessage } from "./messages.js";
 
 const params = new URLSearchParams(location.search);
 const state = {
@@ -40,7 +41,7 @@ function contentUrl(vpath) {
 
 function showError(e) {
   errorBox.hidden = !e;
-  errorBox.textContent = e ? (e instanceof ApiError ? `${e.message}` : String(e.message || e)) : "";
+  errorBox.textContent = e ? errorMessage(e) : "";
 }
 
 function toast(text) {
@@ -276,7 +277,7 @@ async function preview(e) {
     } else out.replaceChildren(el("p", { class: "muted" }, t("data.preview_binary")));
     box.dataset.kind = p.kind;
   } catch (err) {
-    out.replaceChildren(el("p", { class: "error" }, err.message));
+    out.replaceChildren(el("p", { class: "error" }, errorMessage(err)));
     box.dataset.kind = "error";
   }
 }
@@ -386,7 +387,7 @@ function report(kind, results, summary) {
 }
 
 function errText(err) {
-  return err instanceof ApiError ? err.message : String(err.message || err);
+  return errorMessage(err);
 }
 
 function chosen() {

@@ -8,6 +8,7 @@
 // upload progress; the server writes a hidden temp file and renames it only when complete, so a
 // canceled upload (xhr.abort) leaves nothing behind.
 import { api, ApiError, confirmDialog, csrfToken, el, fmtBytes, fmtDuration, t } from "./common.js";
+import { errorMessage } from "./messages.js";
 
 /** The figures of GET /api/v2/files/usage that apply in ``folder``: a team folder's own (``usage.teams``,
  * each with its ``path``) inside it, else the home's. */
@@ -183,7 +184,7 @@ async function run(item) {
     up.items.delete(item);
     document.body.dataset.uploadsDone = String((Number(document.body.dataset.uploadsDone) || 0) + 1);
   } catch (e) {
-    if (item.state !== "canceled") setItem(item, "failed", e.message || String(e));
+    if (item.state !== "canceled") setItem(item, "failed", errorMessage(e));
   } finally {
     item.loaded = 0;
     repaint();

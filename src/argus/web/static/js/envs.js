@@ -2,7 +2,7 @@
 // cluster's and the user's own ~/envs/<name>), what each holds and whether its last check passed.
 // Read-only: building, registering and removing them is the CLI's (`argus env …`).
 import { api, el, fmtTime, poll, t } from "./common.js";
-import { envDescription, envNotes } from "./messages.js";
+import { envDescription, envNotes, errorMessage } from "./messages.js";
 
 const errorBox = document.getElementById("envs-error");
 
@@ -60,7 +60,7 @@ async function load() {
     document.getElementById("envs-empty").hidden = view.environments.length > 0;
   } catch (e) {
     errorBox.hidden = false;
-    errorBox.textContent = e.message || String(e);
+    errorBox.textContent = errorMessage(e);
   }
   document.body.dataset.loaded = "1";
 }

@@ -5,6 +5,7 @@
 // issue 37): its line number, the worker that printed it and its exception. Split from logpane.js.
 import { api, t } from "./common.js";
 import { findAll, searchPattern, textRange } from "./logview.js";
+import { errorMessage } from "./messages.js";
 
 const FILE_END = Number.MAX_SAFE_INTEGER; // "before" the end of the file, whatever its size now
 
@@ -81,7 +82,7 @@ export function startFind({ logEl, base, attempt, node, showNode, win, windowAt,
       const q = new URLSearchParams({ q: query, regex: String(regex), attempt: String(attempt()), node: String(node()), max: "1" });
       q.set(by > 0 ? "offset" : "before", String(at));
       let r;
-      try { r = await api(`${base}/logs/search?${q}`); } catch (e) { searchCount.textContent = e.message; return undefined; }
+      try { r = await api(`${base}/logs/search?${q}`); } catch (e) { searchCount.textContent = errorMessage(e); return undefined; }
       if (my !== searching) return undefined;
       if (r.matches.length) return r.matches[0];
       if (r.complete) return null;
@@ -145,7 +146,7 @@ export function startFind({ logEl, base, attempt, node, showNode, win, windowAt,
     errInfo.hidden = false;
     errInfo.textContent = t("task.log_error_looking");
     let r;
-    try { r = await api(`${base}/logs/first-error?attempt=${attempt()}`); } catch (e) { if (my === asking) errInfo.textContent = e.message; return; }
+    try { r = await api(`${base}/logs/first-error?attempt=${attempt()}`); } catch (e) { if (my === asking) errInfo.textContent = errorMessage(e); return; }
     if (my !== asking) return;
     const e = r.first;
     if (!e) { errInfo.textContent = t("task.log_no_error"); return; }
@@ -225,7 +226,7 @@ export function startFind({ logEl, base, attempt, node, showNode, win, windowAt,
       const q = new URLSearchParams({ q: query, regex: String(regex), attempt: String(attempt()), node: String(node()), offset: String(at),
         max: String(MAX_HITS - hits.length) });
       let r;
-      try { r = await api(`${base}/logs/search?${q}`); } catch (e) { if (my === listing) head.textContent = e.message; return; }
+      try { r = await api(`${base}/logs/search?${q}`); } catch (e) { if (my === listing) head.textContent = errorMessage(e); return; }
       if (my !== listing) return;
       hits.push(...r.matches);
       at = r.scanned_to;

@@ -4,6 +4,7 @@
 // version its team cannot read carries the API's hint), and the alias form → PUT …/aliases/{alias}. What may be
 // moved where is the API's to say (`can_move_aliases`; a refusal shows its message).
 import { api, el, fmtTime, page, sayResult, t } from "./common.js";
+import { errorMessage } from "./messages.js";
 
 // A reference in a URL path: each part encoded, the team's "/" kept (GET /api/v2/models/{ref:path}).
 const inPath = (ref) => ref.split("/").map(encodeURIComponent).join("/");
@@ -11,7 +12,7 @@ const inPath = (ref) => ref.split("/").map(encodeURIComponent).join("/");
 const errorBox = document.getElementById("models-error");
 
 function fail(e) {
-  errorBox.textContent = e.message;
+  errorBox.textContent = errorMessage(e);
   errorBox.hidden = false;
 }
 
@@ -75,7 +76,7 @@ if (page.model) {
       await api(`/api/v2/models/${inPath(page.model)}/aliases/${encodeURIComponent(alias)}`,
         { method: "PUT", body: { version } });
       sayResult(result, true, t("models.alias_moved", { name: page.model, alias, version }));
-    } catch (e) { sayResult(result, false, e.message); }
+    } catch (e) { sayResult(result, false, errorMessage(e)); }
     loadOne(page.model);
   });
 } else {

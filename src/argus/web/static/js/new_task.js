@@ -9,7 +9,7 @@
 // (one undoable edit); verl keys complete as they are typed (new_task_keys.js).
 import { createEditor } from "../vendor/editor.js";
 import { ApiError, api, el, page, t } from "./common.js";
-import { envNotes, fieldMessage, warningTexts } from "./messages.js";
+import { envNotes, errorMessage, fieldMessage, warningTexts } from "./messages.js";
 import { installKeyCompletion } from "./new_task_keys.js";
 
 // The verdict should arrive within 0.5 s of the last keystroke (issue 25): the dry run answers in ~0.1 s
@@ -212,7 +212,7 @@ async function loadEnvs() {
   try {
     envs = await api("/api/v2/envs");
   } catch (e) {
-    envHint.textContent = t("new.env_unavailable", { error: e.message || String(e) });
+    envHint.textContent = t("new.env_unavailable", { error: errorMessage(e) });
   }
   envShown = null;
   syncEnv();
@@ -229,7 +229,7 @@ async function loadFromTask(id, draft = null) {
     if (draft) offerDraft(draft);
     state.textContent = t("new.cloned", { id });
   } catch (e) {
-    state.textContent = e instanceof ApiError && e.status === 404 ? t("new.clone_missing", { id }) : e.message;
+    state.textContent = e instanceof ApiError && e.status === 404 ? t("new.clone_missing", { id }) : errorMessage(e);
   }
 }
 
@@ -346,7 +346,7 @@ async function quickCheck(text, mine, ctrl, settled) {
   } catch (e) {
     if (mine !== generation || settled.done || e.name === "AbortError") return;
     if (!(e instanceof ApiError && e.status === 400)) return; // the full check reports what went wrong
-    show(e.errors.length ? e.errors : [{ field: "(spec)", value: null, message: e.message }], warningTexts(e), null, null, false);
+    show(e.errors.length ? e.errors : [{ field: "(spec)", value: null, message: errorMessage(e) }], warningTexts(e), null, null, false);
     state.textContent = t("new.rejected_so_far", { n: e.errors.length || 1 });
   }
   state.dataset.quick = String(mine);
@@ -374,11 +374,11 @@ async function check(explicit) {
     settled.done = true;
     if (mine !== generation || e.name === "AbortError") return;
     if (e instanceof ApiError && e.status === 400) {
-      show(e.errors.length ? e.errors : [{ field: "(spec)", value: null, message: e.message }], warningTexts(e), null, null);
+      show(e.errors.length ? e.errors : [{ field: "(spec)", value: null, message: errorMessage(e) }], warningTexts(e), null, null);
       state.textContent = t("new.rejected", { n: e.errors.length || 1 });
       verdict(text, mine);
     } else {
-      state.textContent = e.message;
+      state.textContent = errorMessage(e);
     }
   } finally {
     if (inflight === ctrl) inflight = null;
@@ -424,10 +424,10 @@ document.getElementById("submit").addEventListener("click", async () => {
     location.assign(`/tasks/${encodeURIComponent(r.task_id)}`);
   } catch (e) {
     if (e instanceof ApiError && e.status === 400) {
-      show(e.errors.length ? e.errors : [{ field: "(spec)", value: null, message: e.message }], warningTexts(e), null, null);
+      show(e.errors.length ? e.errors : [{ field: "(spec)", value: null, message: errorMessage(e) }], warningTexts(e), null, null);
       state.textContent = t("new.rejected", { n: e.errors.length || 1 });
     } else {
-      state.textContent = e.message;
+      state.textContent = errorMessage(e);
     }
     btn.disabled = false;
   }

@@ -4,7 +4,7 @@
 import { ApiError, TERMINAL, age, alertDialog, api, confirmDialog, duration, el, fmtDuration, fmtTime, page, poll, setText, statusBadge, t } from "./common.js";
 import { startCharts } from "./charts.js";
 import { renderEta } from "./eta.js";
-import { eventMessage, failureHint, failureKind, pendingReason, statusMessage } from "./messages.js";
+import { errorMessage, eventMessage, failureHint, failureKind, pendingReason, statusMessage } from "./messages.js";
 import { startLog } from "./logpane.js";
 import { startResources } from "./resources.js";
 import { startCheckpoints } from "./checkpoints.js";
@@ -86,7 +86,7 @@ document.getElementById("cancel").addEventListener("click", async () => {
   try {
     await api(`${base}/cancel`, { method: "POST" });
   } catch (e) {
-    await alertDialog(e.message);
+    await alertDialog(errorMessage(e));
   }
   summaryPoll.now();
 });

@@ -7,7 +7,7 @@
 // anywhere but its links and boxes, or Enter on the focused row; Ctrl/⌘-click: a new tab).
 import { age, api, confirmDialog, duration, el, fmtDuration, fmtTime, gpus, page, poll, statusBadge, t } from "./common.js";
 import { queueCell } from "./eta.js";
-import { pendingReason, statusMessage } from "./messages.js";
+import { errorMessage, pendingReason, statusMessage } from "./messages.js";
 
 const BLOCK = 100;      // rows per request
 const OVERSCAN = 8;     // rows rendered above and below the view
@@ -296,7 +296,7 @@ document.getElementById("bulk-cancel").addEventListener("click", async () => {
       out.append(el("li", { "data-task": id, "data-ok": "1" }, t("tasks.bulk_cancel_ok", { id, status: r.status })));
     } catch (e) {
       out.append(el("li", { "data-task": id, "data-ok": "0", class: "error" },
-        t("tasks.bulk_cancel_failed", { id, message: e.message })));
+        t("tasks.bulk_cancel_failed", { id, message: errorMessage(e) })));
     }
   }
   out.prepend(el("li", { class: "tasks-bulk-sum" }, t("tasks.bulk_cancel_done", { ok, n: ids.length })));
@@ -313,7 +313,7 @@ document.getElementById("run-doctor").addEventListener("click", async (ev) => {
     const r = await api("/api/v2/tasks", { method: "POST", body: page.doctor_spec, contentType: "application/yaml" });
     location.assign(`/tasks/${encodeURIComponent(r.task_id)}`);
   } catch (e) {
-    err.textContent = e.message;
+    err.textContent = errorMessage(e);
     err.hidden = false;
     ev.target.disabled = false;
   }
