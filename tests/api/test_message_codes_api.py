@@ -5,7 +5,7 @@ from __future__ import annotations
 from sqlalchemy import update
 
 from argus.core import messages
-from argus.core.failures import FailureKind, failure_message, hint_for
+from argus.core.failures import HINTS_EN, FailureKind, failure_message, hint_for
 from argus.core.messages import msg, part
 from argus.db.models import TaskEventModel, TaskModel
 from tests.helpers import live_server, submit_spec
@@ -45,7 +45,13 @@ def test_pending_reason_and_failure_hint_codes(settings) -> None:  # noqa: ANN00
         one = alice.get(f"/api/v2/tasks/{queued}").json()
         assert (one["pending_reason"], one["pending_reason_code"], one["pending_reason_params"]) == (
             "requeued after a stall", None, None)
-        # a specific hint (not the kind's generic one) stays English, with no code
+        # a diagnosis's specific hint: hint.<name> with where and its parameters, the English as stored
+        hint = "on WorkerDict pid=72, ip=10.0.0.4: " + HINTS_EN["hint.missing_path"].format(path="/data/x.parquet")
+        store(srv, failed, failure_kind="missing_file", failure_hint=hint)
+        f = alice.get(f"/api/v2/tasks/{failed}").json()
+        assert (f["failure_hint"], f["failure_hint_code"], f["failure_hint_params"]) == (
+            hint, "hint.missing_path", {"where": "on WorkerDict pid=72, ip=10.0.0.4: ", "path": "/data/x.parquet"})
+        # a hint no template makes stays English, with no code
         store(srv, failed, failure_kind="missing_file", failure_hint="upload /data/x.parquet to your home")
         f = alice.get(f"/api/v2/tasks/{failed}").json()
         assert (f["failure_hint_code"], f["failure_hint_params"]) == (None, None)

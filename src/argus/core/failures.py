@@ -234,6 +234,88 @@ def hint_for(kind: FailureKind) -> str:
     return _HINTS[kind]
 
 
+# The specific hints :func:`diagnose` gives, by code (issue 37): each is built here by filling its template, and
+# core/messages.py serves it as ``hint.<name>`` (its template behind the ``{where}`` prefix the scheduler adds), so
+# the WebUI says a stored English hint in the reader's language. ``{name}`` is a parameter (str.format's syntax and
+# messages.render's agree for these: strings and ints). An optional part is a second code, not a condition.
+HINTS_EN: dict[str, str] = {
+    "hint.gpu_oom_rollout":
+        "Out of GPU memory in the rollout engine: lower actor_rollout_ref.rollout.gpu_memory_utilization "
+        "or max_num_batched_tokens, or free the GPU for it with "
+        "actor_rollout_ref.actor.fsdp_config.param_offload=True",
+    "hint.gpu_oom_ref_log_prob":
+        "Out of GPU memory computing the reference log-probs: lower "
+        "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu (or log_prob_max_token_len_per_gpu), "
+        "or set actor_rollout_ref.ref.fsdp_config.param_offload=True",
+    "hint.gpu_oom_log_prob":
+        "Out of GPU memory computing log-probs: lower "
+        "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu (or log_prob_max_token_len_per_gpu), "
+        "or set actor_rollout_ref.actor.fsdp_config.param_offload=True",
+    "hint.gpu_oom_critic":
+        "Out of GPU memory in the critic: lower critic.ppo_micro_batch_size_per_gpu (or "
+        "ppo_max_token_len_per_gpu), keep critic.model.enable_gradient_checkpointing=True",
+    "hint.gpu_oom_actor":
+        "Out of GPU memory in the actor update: lower actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu "
+        "(or ppo_max_token_len_per_gpu), keep actor_rollout_ref.model.enable_gradient_checkpointing=True, "
+        "set actor_rollout_ref.actor.fsdp_config.param_offload=True, or lower "
+        "actor_rollout_ref.rollout.gpu_memory_utilization",
+    "hint.gpu_oom_sft":
+        "Out of GPU memory in SFT: lower data.micro_batch_size_per_gpu (or data.max_token_len_per_gpu), "
+        "keep model.enable_gradient_checkpointing=True, or set engine.param_offload=True",
+    "hint.sigkill":
+        "No Python error and a SIGKILL usually mean the kernel's OOM killer (host RAM): offload less to "
+        "CPU (fsdp_config.param_offload / optimizer_offload), run fewer rollout workers, lower "
+        "data.dataloader_num_workers, or reserve more with memory_per_node in the spec",
+    "hint.vllm_config":  # settings: the keys, "actor_rollout_ref.rollout.<k>" joined by ", "
+        "vLLM refused its configuration: set {settings} "
+        "so that the condition in the message holds (verl passes these to vLLM as they are)",
+    "hint.kv_cache":
+        "The KV cache does not fit: raise actor_rollout_ref.rollout.gpu_memory_utilization or lower "
+        "actor_rollout_ref.rollout.max_model_len (prompt + response length), or use a larger "
+        "tensor_model_parallel_size",
+    "hint.gpu_not_free":
+        "The GPU was not free enough when the engine started: lower "
+        "actor_rollout_ref.rollout.gpu_memory_utilization, or offload the trainer's weights with "
+        "actor_rollout_ref.actor.fsdp_config.param_offload=True",
+    "hint.sglang_kv_cache":
+        "SGLang's weights left no room for its KV cache: raise actor_rollout_ref.rollout.gpu_memory_utilization "
+        "(SGLang's mem_fraction_static), lower max_model_len, or use a larger tensor_model_parallel_size",
+    "hint.tensor_parallel":
+        "actor_rollout_ref.rollout.tensor_model_parallel_size must divide the model's attention heads "
+        "and be at most the GPUs per node",
+    # ranks: joined by ", "; seconds: an int; op: the collective (OpType). The code for a log that names none is
+    # first: messages.specific_hint tries templates in this order, and "in a collective" matches both
+    "hint.nccl_ranks_waited_collective":
+        "Ranks {ranks} waited {seconds}s in a collective: a rank that is not listed stalled or died first "
+        "(look for its error above: OOM, exception, killed), else the network / InfiniBand; raise "
+        "actor_rollout_ref.nccl_timeout only if steps are legitimately that slow",
+    "hint.nccl_ranks_waited":
+        "Ranks {ranks} waited {seconds}s in {op}: a rank that is not listed stalled or died first "
+        "(look for its error above: OOM, exception, killed), else the network / InfiniBand; raise "
+        "actor_rollout_ref.nccl_timeout only if steps are legitimately that slow",
+    "hint.nccl_peer_gone":
+        "A peer ({peer}) went away mid-collective: its rank died first "
+        "(look for its error above: OOM, exception, killed) or the network / InfiniBand between the nodes "
+        "failed; check that node's links (NCCL_DEBUG=INFO names them)",
+    "hint.nccl_peer_gone_unknown":
+        "A peer went away mid-collective: its rank died first "
+        "(look for its error above: OOM, exception, killed) or the network / InfiniBand between the nodes "
+        "failed; check that node's links (NCCL_DEBUG=INFO names them)",
+    "hint.missing_path":
+        "{path} is not there when the task runs: upload it to your home (sftp or `argus files put`) and "
+        "write its path as $HOME/...; shared data is read from $HOME/common/datasets and $HOME/common/hf",
+    "hint.permission_path":
+        "The task was refused {path}: a task writes only inside your home ($HOME/...); "
+        "$HOME/common/datasets and $HOME/common/hf are read-only, so point outputs such as "
+        "trainer.default_local_dir under $HOME",
+}
+
+
+def _hint(code: str, **params: str | int) -> str:
+    """The specific hint ``code`` (:data:`HINTS_EN`) with ``params``: the English messages.py renders too."""
+    return HINTS_EN[code].format(**params)
+
+
 # How a line can begin, outermost first. Ray: "(WorkerDict pid=7, ip=10.0.0.7)", "(raylet, ip=…)";
 # torchrun / c10 logging: "[rank3]:"; vLLM's logger: "ERROR 11-21 14:02:11 [core.py:708] "; SGLang's:
 # "[2026-11-21 14:30:02 TP0] "; glog (torch c10, torchrun): "[E1121 11:42:55.318 ProcessGroupNCCL.cpp:632] ",
@@ -519,28 +601,17 @@ def _gpu_oom(lines: list[_Line], i: int) -> Diagnosis:
     where = _where(lines, i, f"GPU {gpu.group(1)}" if gpu else "")
     frames = "\n".join(ln.text for ln in _block(lines, i))
     if re.search(r"[/\\](?:vllm|sglang)[/\\]", frames) or re.match(r"(?:vLLM|SGLang)\w*Server", lines[i].actor):
-        hint = ("Out of GPU memory in the rollout engine: lower actor_rollout_ref.rollout.gpu_memory_utilization "
-                "or max_num_batched_tokens, or free the GPU for it with "
-                "actor_rollout_ref.actor.fsdp_config.param_offload=True")
+        hint = _hint("hint.gpu_oom_rollout")
     elif "compute_ref_log_prob" in frames:
-        hint = ("Out of GPU memory computing the reference log-probs: lower "
-                "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu (or log_prob_max_token_len_per_gpu), "
-                "or set actor_rollout_ref.ref.fsdp_config.param_offload=True")
+        hint = _hint("hint.gpu_oom_ref_log_prob")
     elif "compute_log_prob" in frames:
-        hint = ("Out of GPU memory computing log-probs: lower "
-                "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu (or log_prob_max_token_len_per_gpu), "
-                "or set actor_rollout_ref.actor.fsdp_config.param_offload=True")
+        hint = _hint("hint.gpu_oom_log_prob")
     elif re.search(r"update_critic|compute_values", frames):
-        hint = ("Out of GPU memory in the critic: lower critic.ppo_micro_batch_size_per_gpu (or "
-                "ppo_max_token_len_per_gpu), keep critic.model.enable_gradient_checkpointing=True")
+        hint = _hint("hint.gpu_oom_critic")
     elif re.search(r"update_actor|update_policy", frames):
-        hint = ("Out of GPU memory in the actor update: lower actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu "
-                "(or ppo_max_token_len_per_gpu), keep actor_rollout_ref.model.enable_gradient_checkpointing=True, "
-                "set actor_rollout_ref.actor.fsdp_config.param_offload=True, or lower "
-                "actor_rollout_ref.rollout.gpu_memory_utilization")
+        hint = _hint("hint.gpu_oom_actor")
     elif "sft_trainer" in frames:
-        hint = ("Out of GPU memory in SFT: lower data.micro_batch_size_per_gpu (or data.max_token_len_per_gpu), "
-                "keep model.enable_gradient_checkpointing=True, or set engine.param_offload=True")
+        hint = _hint("hint.gpu_oom_sft")
     else:
         hint = hint_for(FailureKind.GPU_OOM)
     return Diagnosis(FailureKind.GPU_OOM, cause, where, hint)
@@ -570,9 +641,7 @@ def _ray_oom(lines: list[_Line], i: int) -> Diagnosis:
 
 def _sigkill(lines: list[_Line], i: int | None, exit_code: int | None) -> Diagnosis:
     """A process vanished without a Python error: SIGKILL, most often the kernel's OOM killer."""
-    hint = ("No Python error and a SIGKILL usually mean the kernel's OOM killer (host RAM): offload less to "
-            "CPU (fsdp_config.param_offload / optimizer_offload), run fewer rollout workers, lower "
-            "data.dataloader_num_workers, or reserve more with memory_per_node in the spec")
+    hint = _hint("hint.sigkill")
     if i is None:
         return Diagnosis(FailureKind.HOST_OOM, f"killed by SIGKILL (exit code {exit_code}) with no Python error "
                          "in the log", None, hint)
@@ -647,22 +716,15 @@ def _engine(lines: list[_Line], i: int, found: list[_Found]) -> Diagnosis:
             text = f"{text}: {detail.split('Value error, ', 1)[1].split(' [type=', 1)[0]}"
     named = [k for k in _ENGINE_SETTINGS if k in text]
     if named and "validation error for" in text:
-        hint = (f"vLLM refused its configuration: set {', '.join(f'actor_rollout_ref.rollout.{k}' for k in named)} "
-                "so that the condition in the message holds (verl passes these to vLLM as they are)")
+        hint = _hint("hint.vllm_config", settings=", ".join(f"actor_rollout_ref.rollout.{k}" for k in named))
     elif re.search(r"KV cache|cache blocks", text):
-        hint = ("The KV cache does not fit: raise actor_rollout_ref.rollout.gpu_memory_utilization or lower "
-                "actor_rollout_ref.rollout.max_model_len (prompt + response length), or use a larger "
-                "tensor_model_parallel_size")
+        hint = _hint("hint.kv_cache")
     elif "less than desired GPU memory utilization" in text:
-        hint = ("The GPU was not free enough when the engine started: lower "
-                "actor_rollout_ref.rollout.gpu_memory_utilization, or offload the trainer's weights with "
-                "actor_rollout_ref.actor.fsdp_config.param_offload=True")
+        hint = _hint("hint.gpu_not_free")
     elif "--mem-fraction-static" in text:
-        hint = ("SGLang's weights left no room for its KV cache: raise actor_rollout_ref.rollout.gpu_memory_utilization "
-                "(SGLang's mem_fraction_static), lower max_model_len, or use a larger tensor_model_parallel_size")
+        hint = _hint("hint.sglang_kv_cache")
     elif "tensor parallel size" in text:
-        hint = ("actor_rollout_ref.rollout.tensor_model_parallel_size must divide the model's attention heads "
-                "and be at most the GPUs per node")
+        hint = _hint("hint.tensor_parallel")
     else:
         hint = hint_for(FailureKind.ROLLOUT_ENGINE)
     return Diagnosis(FailureKind.ROLLOUT_ENGINE, _clip(text), _where(lines, root), hint)
@@ -693,10 +755,9 @@ def _nccl(lines: list[_Line], hits: list[int]) -> Diagnosis:
         where = _where(lines, j) if lines[j].rank or rank is None else _where(lines, j, f"rank{rank}")
         hint = hint_for(FailureKind.NCCL_TIMEOUT)
         if len(ranks) > 1:
-            hint = (f"Ranks {', '.join(map(str, ranks))} waited {int(m.group('ran')) // 1000}s in "
-                    f"{op.group(1) if op else 'a collective'}: a rank that is not listed stalled or died first "
-                    "(look for its error above: OOM, exception, killed), else the network / InfiniBand; raise "
-                    "actor_rollout_ref.nccl_timeout only if steps are legitimately that slow")
+            waited = {"ranks": ", ".join(map(str, ranks)), "seconds": int(m.group("ran")) // 1000}
+            hint = (_hint("hint.nccl_ranks_waited", **waited, op=op.group(1)) if op else
+                    _hint("hint.nccl_ranks_waited_collective", **waited))
         return Diagnosis(FailureKind.NCCL_TIMEOUT, _clip(cause), where, hint)
     j = next((j for j in hits if _ABORTED.search(lines[j].text)), None)
     if j is None:
@@ -711,9 +772,7 @@ def _nccl(lines: list[_Line], hits: list[int]) -> Diagnosis:
     hint = hint_for(FailureKind.NCCL_TIMEOUT)
     if "network error" in cause:
         peer = re.search(r"from peer ([\w.:-]+?)<", cause)
-        hint = (f"A peer{f' ({peer.group(1)})' if peer else ''} went away mid-collective: its rank died first "
-                "(look for its error above: OOM, exception, killed) or the network / InfiniBand between the nodes "
-                "failed; check that node's links (NCCL_DEBUG=INFO names them)")
+        hint = _hint("hint.nccl_peer_gone", peer=peer.group(1)) if peer else _hint("hint.nccl_peer_gone_unknown")
     return Diagnosis(FailureKind.NCCL_TIMEOUT, _clip(cause), _where(lines, j, extra), hint)
 
 
@@ -722,12 +781,7 @@ def _path_hint(kind: FailureKind, cause: str) -> str:
     if m is None:
         return hint_for(kind)
     path = m.group("p")
-    if kind == FailureKind.MISSING_FILE:
-        return (f"{path} is not there when the task runs: upload it to your home (sftp or `argus files put`) and "
-                "write its path as $HOME/...; shared data is read from $HOME/common/datasets and $HOME/common/hf")
-    return (f"The task was refused {path}: a task writes only inside your home ($HOME/...); "
-            "$HOME/common/datasets and $HOME/common/hf are read-only, so point outputs such as "
-            "trainer.default_local_dir under $HOME")
+    return _hint("hint.missing_path" if kind == FailureKind.MISSING_FILE else "hint.permission_path", path=path)
 
 
 # Ray's account of a dead job supervisor (ray.exceptions.ActorDiedError, prefixed by the job manager):

@@ -36,7 +36,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
-from argus.core.failures import FailureKind, hint_for
+from argus.core.failures import HINTS_EN, FailureKind, hint_for
 from argus.errors import ArgusError, FieldError
 
 Param = Any  # str | int | float | dict (a nested message) | list[dict]
@@ -677,6 +677,8 @@ EN: dict[str, str] = {
     "notify.too_many_tests": "too many test notifications: at most {limit} in {window} s; try again in {seconds} s",
     **_COMMAND, **_SPEC, **_EVAL, **_PATH, **_STATUS,  # above, by area
     **_ADVICE,  # admission's warnings, environments, the Nodes page (above)
+    # a failed task's specific hints (core/failures.py HINTS_EN), behind the scheduler's where-prefix
+    **{code: "{where}" + template for code, template in HINTS_EN.items()},
     # --- joining lists --------------------------------------------------------------------------------
     "none": "none",
     "sep": ", ",
@@ -684,9 +686,11 @@ EN: dict[str, str] = {
     "sep.largest": " and ",
 }
 
-# Failure hints (core/failures.py) are not templated here: their English is failures.hint_for(kind);
-# the code is failure.<kind> and the WebUI catalogs carry msg.failure.<kind> for every FailureKind.
+# Failure hints (core/failures.py): a kind's generic one is not templated here (its English is
+# failures.hint_for(kind)); its code is failure.<kind> and the WebUI catalogs carry msg.failure.<kind> for every
+# FailureKind. A specific one is hint.<name>, its template failures.HINTS_EN's behind {where} (in EN above).
 FAILURE_PREFIX = "failure."
+HINT_PREFIX = "hint."
 
 _PLACEHOLDER = re.compile(r"\{(s:)?(\w+)\}")
 
@@ -817,13 +821,48 @@ _verified: dict[tuple[str, str], dict[str, Any]] = {}  # (code, text) → params
 def failure_hint(kind: str | None, hint: str | None) -> Message | None:
     """A failed task's hint as ``failure.<kind>`` with ``where`` (the English prefix naming the rank, worker or
     node, possibly empty), when the stored hint is the kind's generic one (``failures.hint_for``) after that
-    prefix; None for a more specific hint (it stays English) or no failure kind."""
+    prefix; else as the specific ``hint.<name>`` whose template (``failures.HINTS_EN``) makes the rest, with
+    ``where`` beside its parameters; None for a hint no template makes (it stays English) or no failure kind."""
     if not kind or not hint or kind not in {k.value for k in FailureKind}:
         return None
     generic = hint_for(FailureKind(kind))
-    if not hint.endswith(generic):
-        return None
-    return Message(FAILURE_PREFIX + kind, {"where": hint[: len(hint) - len(generic)]}, hint)
+    if hint.endswith(generic):
+        return Message(FAILURE_PREFIX + kind, {"where": hint[: len(hint) - len(generic)]}, hint)
+    return specific_hint(hint)
+
+
+def specific_hint(hint: str) -> Message | None:
+    """``hint.<name>`` with ``where`` and its parameters for a stored specific hint: ``on <where>: <body>`` (the
+    scheduler's prefix, scheduler/monitor.py) or the body alone, the body made by a template of
+    ``failures.HINTS_EN``. The shortest prefix is tried first: a parameter (a path) must not swallow it."""
+    cuts = [i + 2 for i in _all(hint, ": ")] if hint.startswith("on ") else []
+    for cut in [*cuts, 0]:
+        body = hint[cut:]
+        for code, pattern in _hint_patterns():
+            m = pattern.fullmatch(body)
+            if m is None:
+                continue
+            params = {"where": hint[:cut], **m.groupdict()}
+            if render(code, params) == hint:
+                return Message(code, params, hint)
+    return None
+
+
+def _all(text: str, sub: str) -> list[int]:
+    out, at = [], text.find(sub)
+    while at >= 0:
+        out.append(at)
+        at = text.find(sub, at + 1)
+    return out
+
+
+def _hint_patterns() -> list[tuple[str, re.Pattern[str]]]:
+    if not _HINT_PATTERNS:  # the bodies' templates (EN's put {where} before each)
+        _HINT_PATTERNS.extend((code, _pattern(template)) for code, template in HINTS_EN.items())
+    return _HINT_PATTERNS
+
+
+_HINT_PATTERNS: list[tuple[str, re.Pattern[str]]] = []
 
 
 # --- a task's status message (issue 37, item 7) ----------------------------------------------------------------
