@@ -835,7 +835,7 @@ def specific_hint(hint: str) -> Message | None:
     """``hint.<name>`` with ``where`` and its parameters for a stored specific hint: ``on <where>: <body>`` (the
     scheduler's prefix, scheduler/monitor.py) or the body alone, the body made by a template of
     ``failures.HINTS_EN``. The shortest prefix is tried first: a parameter (a path) must not swallow it."""
-    cuts = [i + 2 for i in _all(hint, ": ")] if hint.startswith("on ") else []
+    cuts = [m.end() for m in re.finditer(": ", hint)] if hint.startswith("on ") else []
     for cut in [*cuts, 0]:
         body = hint[cut:]
         for code, pattern in _hint_patterns():
@@ -846,14 +846,6 @@ def specific_hint(hint: str) -> Message | None:
             if render(code, params) == hint:
                 return Message(code, params, hint)
     return None
-
-
-def _all(text: str, sub: str) -> list[int]:
-    out, at = [], text.find(sub)
-    while at >= 0:
-        out.append(at)
-        at = text.find(sub, at + 1)
-    return out
 
 
 def _hint_patterns() -> list[tuple[str, re.Pattern[str]]]:
@@ -947,6 +939,4 @@ def known_fields(name: str, text: str | None, prefix: str) -> dict[str, Any]:
 def as_fields(name: str, m: Message | None) -> dict[str, Any]:
     """``m`` as an answer's fields: ``name`` its English text (what the field always held), ``name_code`` and
     ``name_params`` beside it (None, None and None for no message)."""
-    if m is None:
-        return {name: None, f"{name}_code": None, f"{name}_params": None}
-    return {name: m.text, f"{name}_code": m.code, f"{name}_params": m.params}
+    return text_fields(name, m.text if m else None, m)

@@ -258,8 +258,9 @@ def _settle(session: Session, layout: DataLayout, owner: Principal, step: pl.Ste
         st.update(status=WAITING, message=msg("pipeline.retrying", tries=st.get("tries", 1),
                                               message=str(task.status_message)).text)
     else:
-        said = msg("pipeline.task_ended", task=task.id, status=status.value, message=task.status_message or "")
-        st.update(status=FAILED if status == TaskStatus.FAILED else CANCELED, message=said.text.rstrip(": "))
+        said = msg("pipeline.task_ended", task=task.id, status=status.value, message=task.status_message) \
+            if task.status_message else msg("pipeline.task_ended_bare", task=task.id, status=status.value)
+        st.update(status=FAILED if status == TaskStatus.FAILED else CANCELED, message=said.text)
 
 
 def _artifacts(session: Session, layout: DataLayout, owner: Principal, task: TaskModel) -> dict[str, Any]:
